@@ -1,0 +1,356 @@
+"""Transformers backend: DiffusionGemmaForBlockDiffusion on CUDA (bf16) or CPU (float32).
+
+Loads the real checkpoint (`google/diffusiongemma-26B-A4B-it`, with its processor and chat
+template, placed on the GPU with `device_map`) or any local folder saved by `save_pretrained`
+(the project's small models, with their own tokenizer), through the same `from_pretrained` path.
+
+    backend = TransformersBackend("assets/models/diffusiongemma-tiny-demo")
+    for record in backend.generate("Write a haiku about rain", GenerationSettings(seed=0)):
+        print(type(record).__name__)
+
+`model.generate` runs on a worker thread inside `capture_steps`; records reach the caller
+through a bounded queue as soon as each step ends.  Closing the generator or setting `stop`
+ends the run between two steps.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from visualizer.records import (
+    FINISH_CANCELLED,
+    FINISH_EOS,
+    FINISH_ERROR,
+    FINISH_LENGTH,
+    STOP_CONVERGED,
+    STOP_OUT_OF_STEPS,
+    BlockRecord,
+    ModelInfo,
+    Record,
+    RunEnd,
+    RunStart,
+    StepRecord,
+    frozen_array,
+)
+from visualizer.settings import (
+    DEFAULT_ENTROPY_BOUND,
+    DEFAULT_MAX_DENOISING_STEPS,
+    DEFAULT_MAX_NEW_TOKENS,
+    DEFAULT_T_MAX,
+    DEFAULT_T_MIN,
+    SAMPLER_ENTROPY_BOUND,
+    GenerationSettings,
+)
+
+from .base import Backend, BackendError
+from .capture import CapturedBlock, CapturedStep, GenerationCancelled, capture_steps
+
+REAL_CHECKPOINT = "google/diffusiongemma-26B-A4B-it"
+REAL_CHECKPOINT_BF16_GB = 52  # weights alone, measured on an H100; plus activations and cache
+_QUEUE_SIZE = 64  # steps buffered between the model thread and a slow consumer
+_SENTINEL = object()  # the worker's generate() returned
+_CANCELLED = object()  # the worker's generate() stopped between two steps
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+class TransformersBackend(Backend):
+    name = "transformers"
+
+    def __init__(
+        self,
+        source: str,
+        *,
+        device: str | None = None,
+        dtype: str | None = None,
+        display_name: str | None = None,
+        builtin: bool = False,
+    ):
+        from transformers import DiffusionGemmaForBlockDiffusion
+
+        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        if device.startswith("cuda") and not torch.cuda.is_available():
+            raise BackendError("CUDA was asked for but no CUDA GPU is visible to PyTorch on this machine.")
+        torch_dtype = getattr(torch, dtype) if dtype else (torch.bfloat16 if device.startswith("cuda") else torch.float32)
+        local = Path(source).expanduser()
+        is_local = local.is_dir()
+        if not is_local and (os.sep in source and not source.count("/") == 1 or source.startswith((".", "~", "/"))):
+            raise BackendError(f"No model folder at {source}.")
+        if source == REAL_CHECKPOINT:
+            _check_room_for_real_checkpoint(device)
+        try:
+            self.tokenizer = _load_tokenizer(str(local) if is_local else source)
+            self.model = DiffusionGemmaForBlockDiffusion.from_pretrained(
+                str(local) if is_local else source,
+                dtype=torch_dtype,
+                device_map=device if device.startswith("cuda") else None,
+            ).eval()
+        except torch.cuda.OutOfMemoryError:
+            raise BackendError(f"Out of GPU memory while loading {source}.") from None
+        except (OSError, ValueError, KeyError, ImportError) as exc:
+            raise BackendError(_load_failure_message(source, exc)) from None
+        if not device.startswith("cuda"):
+            self.model.to(device)
+        text_config = self.model.config.text_config
+        generation = self.model.generation_config
+        eos = generation.eos_token_id if generation.eos_token_id is not None else text_config.eos_token_id
+        eos_ids = tuple(eos) if isinstance(eos, (list, tuple)) else ((eos,) if eos is not None else ())
+        pad = generation.pad_token_id if generation.pad_token_id is not None else text_config.pad_token_id
+        self.info = ModelInfo(
+            name=display_name or (local.name if is_local else source),
+            source=str(local.resolve()) if is_local else source,
+            backend=self.name,
+            device=str(self.model.device),
+            dtype=_dtype_name(self.model.dtype),
+            canvas_length=int(self.model.config.canvas_length),
+            vocab_size=int(text_config.vocab_size),
+            eos_token_ids=eos_ids,
+            pad_token_id=pad,
+            max_context=int(text_config.max_position_embeddings),
+            builtin=builtin,
+            parameters=sum(p.numel() for p in {id(p): p for p in self.model.parameters()}.values()),
+        )
+
+    # ---- the interface ---------------------------------------------------------------------
+    def default_settings(self) -> GenerationSettings:
+        g = self.model.generation_config
+
+        def pick(value, default):
+            return default if value is None else value
+
+        bound = getattr(g.sampler_config, "entropy_bound", None) if g.sampler_config is not None else None
+        return GenerationSettings(
+            max_new_tokens=pick(g.max_new_tokens, DEFAULT_MAX_NEW_TOKENS),
+            max_denoising_steps=pick(g.max_denoising_steps, DEFAULT_MAX_DENOISING_STEPS),
+            entropy_bound=pick(bound, DEFAULT_ENTROPY_BOUND),
+            t_min=pick(g.t_min, DEFAULT_T_MIN),
+            t_max=pick(g.t_max, DEFAULT_T_MAX),
+            seed=0,
+            sampler=SAMPLER_ENTROPY_BOUND,
+            temperature=None,
+            compiled=False,
+        )
+
+    def prompt_ids(self, prompt: str) -> list[int]:
+        return chat_prompt_ids(self.tokenizer, prompt)
+
+    def generate_kwargs(self, settings: GenerationSettings) -> dict:
+        """The exact `model.generate` arguments for resolved settings (also used by the tests)."""
+        from transformers.models.diffusion_gemma.generation_diffusion_gemma import EntropyBoundSamplerConfig
+
+        if settings.sampler not in (None, SAMPLER_ENTROPY_BOUND):
+            raise BackendError(f"The transformers backend only has the entropy-bound sampler (got {settings.sampler}).")
+        return {
+            "max_new_tokens": settings.max_new_tokens,
+            "max_denoising_steps": settings.max_denoising_steps,
+            "sampler_config": EntropyBoundSamplerConfig(entropy_bound=float(settings.entropy_bound)),
+            "t_min": float(settings.t_min),
+            "t_max": float(settings.t_max),
+            "cache_implementation": "static" if settings.compiled else None,
+        }
+
+    def generate(
+        self, prompt: str, settings: GenerationSettings, stop: threading.Event | None = None
+    ) -> Iterator[Record]:
+        ids = self.check(prompt, settings)
+        settings = self.resolve(settings)
+        if settings.temperature is not None:
+            settings = settings.replace(temperature=None)  # MLX-only knob: not used here, so not recorded
+        kwargs = self.generate_kwargs(settings)
+        stop = stop or threading.Event()
+        started = time.perf_counter()
+        pieces = _PieceTable(self.tokenizer)
+        canvas = self.info.canvas_length
+        yield RunStart(
+            prompt_ids=frozen_array(ids, np.int32),
+            settings=settings.to_dict(),
+            max_blocks=math.ceil(settings.max_new_tokens / canvas),
+            new_pieces=pieces.new(ids),
+        )
+
+        records: queue.Queue = queue.Queue(maxsize=_QUEUE_SIZE)
+        halt = threading.Event()  # set when the consumer is gone: the worker must not wait on the queue
+
+        def put(item) -> None:
+            while not halt.is_set():
+                try:
+                    records.put(item, timeout=0.1)
+                    return
+                except queue.Full:
+                    continue
+
+        def work():
+            try:
+                input_ids = torch.tensor([ids], device=self.model.device)
+                torch.manual_seed(settings.seed)  # seeds the CPU and every CUDA device
+                with capture_steps(self.model, put, put, lambda: stop.is_set() or halt.is_set()):
+                    self.model.generate(input_ids, **kwargs)
+                put(_SENTINEL)
+            except GenerationCancelled:
+                put(_CANCELLED)
+            except BaseException as exc:  # forwarded to the consumer, which ends the run with it
+                put(exc)
+
+        worker = threading.Thread(target=work, name="diffusiongemma-generate", daemon=True)
+        worker.start()
+        blocks: list[np.ndarray] = []
+        finish, error = None, None
+        try:
+            while True:
+                try:
+                    item = records.get(timeout=0.1)
+                except queue.Empty:
+                    if worker.is_alive():
+                        continue
+                    break
+                if item is _SENTINEL:
+                    break
+                if item is _CANCELLED:
+                    finish = FINISH_CANCELLED
+                    break
+                if isinstance(item, BaseException):
+                    finish, error = FINISH_ERROR, _run_failure_message(item)
+                    break
+                if isinstance(item, CapturedStep):
+                    yield self._step_record(item, pieces)
+                else:
+                    blocks.append(item.tokens)
+                    yield self._block_record(item, pieces)
+        finally:
+            halt.set()  # when the consumer closed us early, the worker stops at its next step
+            worker.join()
+        sequence = np.concatenate(blocks) if blocks else np.zeros(0, np.int32)
+        if finish is None:
+            finish = FINISH_EOS if np.isin(sequence, self.info.eos_token_ids).any() else FINISH_LENGTH
+        yield RunEnd(
+            finish_reason=finish,
+            sequence=frozen_array(sequence, np.int32),
+            text=self.tokenizer.decode(sequence.tolist(), skip_special_tokens=True),
+            wall_time_s=time.perf_counter() - started,
+            error=error,
+        )
+
+    def _step_record(self, item: CapturedStep, pieces: "_PieceTable") -> StepRecord:
+        return StepRecord(
+            block=item.block,
+            step=item.step,
+            steps_remaining=item.steps_remaining,
+            accepted=frozen_array(item.accepted, bool),
+            canvas=frozen_array(item.canvas, np.int32),
+            argmax=frozen_array(item.argmax, np.int32),
+            entropy_nats=frozen_array(item.entropy_nats, np.float32),
+            wall_time_s=item.wall_time_s,
+            new_pieces=pieces.new(np.concatenate([item.argmax, item.canvas[item.accepted]])),
+        )
+
+    def _block_record(self, item: CapturedBlock, pieces: "_PieceTable") -> BlockRecord:
+        eos = np.flatnonzero(np.isin(item.tokens, self.info.eos_token_ids))
+        return BlockRecord(
+            block=item.block,
+            tokens=frozen_array(item.tokens, np.int32),
+            eos_position=int(eos[0]) if eos.size else None,
+            stop_reason=STOP_CONVERGED if item.converged else STOP_OUT_OF_STEPS,
+            steps_used=item.steps_used,
+            new_pieces=pieces.new(item.tokens),
+        )
+
+    def close(self) -> None:
+        self.model = None
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
+# ---- helpers -----------------------------------------------------------------------------------
+class _PieceTable:
+    """Decodes each displayed id once per run, so records carry only the pieces not sent before."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+        self.seen: set[int] = set()
+
+    def new(self, ids) -> dict[int, str]:
+        fresh = sorted({int(i) for i in np.asarray(ids).reshape(-1)} - self.seen)
+        if not fresh:
+            return {}
+        self.seen.update(fresh)
+        texts = self.tokenizer.batch_decode([[i] for i in fresh], skip_special_tokens=False)
+        return dict(zip(fresh, texts))
+
+
+def chat_prompt_ids(tokenizer, prompt: str) -> list[int]:
+    """One user turn through the model's chat template, generation prompt added."""
+    messages = [{"role": "user", "content": prompt}]
+    out = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+    if hasattr(out, "keys") and "input_ids" in out:  # transformers 5 returns a BatchEncoding
+        out = out["input_ids"]
+    if out and isinstance(out[0], list):
+        out = out[0]
+    return [int(i) for i in out]
+
+
+def _load_tokenizer(source: str):
+    """The checkpoint's processor tokenizer when it has one (the real model), else AutoTokenizer.
+
+    AutoProcessor wants the image and video processors (torchvision); small local models carry
+    only a tokenizer, so they skip it.
+    """
+    from transformers import AutoTokenizer
+
+    folder = Path(source)
+    has_processor = not folder.is_dir() or any(
+        (folder / name).exists() for name in ("processor_config.json", "preprocessor_config.json")
+    )
+    if has_processor:
+        try:
+            from transformers import AutoProcessor
+
+            return AutoProcessor.from_pretrained(source).tokenizer
+        except (OSError, ValueError, ImportError, AttributeError):
+            pass
+    return AutoTokenizer.from_pretrained(source)
+
+
+def _check_room_for_real_checkpoint(device: str) -> None:
+    if device.startswith("cuda"):
+        free, total = torch.cuda.mem_get_info()
+        if free / 1e9 < REAL_CHECKPOINT_BF16_GB + 4:
+            raise BackendError(
+                f"{REAL_CHECKPOINT} needs about {REAL_CHECKPOINT_BF16_GB} GB of GPU memory in bf16; this GPU has "
+                f"{free / 1e9:.0f} GB free of {total / 1e9:.0f} GB. Use an 80 GB GPU (H100/A100) or the MLX 4-bit model on a Mac."
+            )
+    else:
+        raise BackendError(
+            f"{REAL_CHECKPOINT} is a 26B-parameter model: it needs a CUDA GPU with about "
+            f"{REAL_CHECKPOINT_BF16_GB} GB of memory (or the MLX 4-bit checkpoint on Apple silicon). "
+            "No CUDA GPU is available here, so the built-in model stays loaded."
+        )
+
+
+def _load_failure_message(source: str, exc: Exception) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if "offline" in text.lower() or "connect" in text.lower() or "resolve" in text.lower() or "hub" in text.lower():
+        return (
+            f"Could not load {source}: the Hugging Face Hub is not reachable from this machine and the model is "
+            f"not in the local cache ({text[:200]})."
+        )
+    return f"Could not load {source} as a DiffusionGemma model: {text[:300]}"
+
+
+def _run_failure_message(exc: BaseException) -> str:
+    if isinstance(exc, torch.cuda.OutOfMemoryError):
+        return "Out of GPU memory during generation: lower max new tokens, or use a shorter prompt."
+    if isinstance(exc, MemoryError):
+        return "Out of memory during generation: lower max new tokens, or use a shorter prompt."
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"Generation failed: {type(exc).__name__}: {first[:300]}"

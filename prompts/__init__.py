@@ -1,0 +1,1 @@
+"""Prompts the project ships: the six structured demo prompts and the probe suite."""

@@ -1,0 +1,1 @@
+"""Building and training the project's own small DiffusionGemma models (tokenizer, data, training)."""

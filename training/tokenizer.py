@@ -1,0 +1,75 @@
+"""A small byte-level BPE tokenizer with Gemma's special token ids and a Gemma-4-style chat template.
+
+The real checkpoint's tokenizer has 262,144 entries; our small models use a BPE trained on the
+project's own text, but keep the ids that the model code and the sampler rely on:
+
+    0 <pad>   1 <eos>   2 <bos>   3 <unk>   4 <mask>   50 <|tool_response>   105 <|turn>   106 <turn|>
+
+(ids 5..104 are unused placeholders so the turn tokens land on Gemma 4's ids).  A chat turn is
+
+    <bos><|turn>user\n{prompt}<turn|>\n<|turn>model\n{response}<turn|>
+
+and generation stops at `<turn|>` or `<eos>`, as for Gemma 4.
+
+    tokenizer = train_tokenizer(texts, vocab_size=2048)
+    tokenizer.save_pretrained("folder")      # AutoTokenizer.from_pretrained("folder") loads it
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+PAD, EOS, BOS, UNK, MASK = "<pad>", "<eos>", "<bos>", "<unk>", "<mask>"
+TOOL_RESPONSE, START_TURN, END_TURN = "<|tool_response>", "<|turn>", "<turn|>"
+PAD_ID, EOS_ID, BOS_ID, START_TURN_ID, END_TURN_ID = 0, 1, 2, 105, 106
+EOS_TOKEN_IDS = [EOS_ID, END_TURN_ID]  # what ends a generation (Gemma 4 also stops at 50)
+
+CHAT_TEMPLATE = (
+    "{{ bos_token }}"
+    "{% for message in messages %}"
+    "{% set role = 'model' if message['role'] == 'assistant' else message['role'] %}"
+    "{{ '<|turn>' + role + '\n' + message['content'] | trim + '<turn|>\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|turn>model\n' }}{% endif %}"
+)
+
+
+def special_tokens() -> list[str]:
+    """Special tokens in id order: position i gets id i."""
+    tokens = [f"<unused{i}>" for i in range(107)]
+    for token_id, token in {0: PAD, 1: EOS, 2: BOS, 3: UNK, 4: MASK, 50: TOOL_RESPONSE, 105: START_TURN, 106: END_TURN}.items():
+        tokens[token_id] = token
+    return tokens
+
+
+def train_tokenizer(texts: Iterable[str], vocab_size: int = 2048):
+    """Train the byte-level BPE on `texts` and wrap it as a transformers fast tokenizer."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    specials = special_tokens()
+    bpe = Tokenizer(models.BPE(unk_token=None, byte_fallback=False))
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=specials,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),  # every byte is encodable
+        min_frequency=2,
+        show_progress=False,
+    )
+    bpe.train_from_iterator(texts, trainer=trainer)
+    for i, token in enumerate(specials):
+        assert bpe.token_to_id(token) == i, f"special token {token} did not get id {i}"
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=bpe,
+        bos_token=BOS,
+        eos_token=EOS,
+        pad_token=PAD,
+        unk_token=UNK,
+        mask_token=MASK,
+        additional_special_tokens=[START_TURN, END_TURN, TOOL_RESPONSE],
+        clean_up_tokenization_spaces=False,
+    )
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer

@@ -1,0 +1,135 @@
+"""Records: the small, plain-data messages a backend yields while it generates.
+
+A backend turns one generation into a stream of records:
+
+    RunStart, StepRecord*, BlockRecord, StepRecord*, BlockRecord, ..., RunEnd
+
+one `StepRecord` per denoising step, one `BlockRecord` per finished block (canvas) and a
+`RunEnd` at the end (also after a cancel or an error, so nothing already recorded is lost).
+Everything downstream (trace, states, metrics, renderers, app) works on these records alone,
+so a saved trace replays exactly like a live run.
+
+Records hold CPU numpy arrays of fixed dtypes (ids int32, masks bool, entropies float32),
+never tensors or logits: about 2 KB a step for a 256-token canvas.  Arrays are made read-only
+so a record cannot be changed after it was yielded.
+
+Words: "accepted" is the sampler's accepted set at a step; "argmax" is the all-position argmax
+of the processed logits (transformers calls it the *draft*; we keep the two words apart);
+"committed" means the block is finished.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Union
+
+import numpy as np
+
+STOP_CONVERGED = "converged"  # the sampler's stability + confidence criterion ended the block early
+STOP_OUT_OF_STEPS = "out_of_steps"  # the block used every denoising step it was allowed
+BLOCK_STOP_REASONS = (STOP_CONVERGED, STOP_OUT_OF_STEPS)
+
+FINISH_EOS = "eos"  # a block held an end-of-sequence token
+FINISH_LENGTH = "length"  # max_new_tokens was reached without an EOS
+FINISH_CANCELLED = "cancelled"  # the user stopped the run between two steps
+FINISH_ERROR = "error"  # the backend failed; `RunEnd.error` says why
+FINISH_REASONS = (FINISH_EOS, FINISH_LENGTH, FINISH_CANCELLED, FINISH_ERROR)
+
+
+def frozen_array(values, dtype) -> np.ndarray:
+    """A read-only 1-D numpy copy of `values` with the given dtype."""
+    array = np.array(values, dtype=dtype).reshape(-1)
+    array.flags.writeable = False
+    return array
+
+
+class _ArrayRecord:
+    """Equality for frozen dataclasses whose fields may be numpy arrays."""
+
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        for f in dataclasses.fields(self):
+            if not f.compare:
+                continue
+            a, b = getattr(self, f.name), getattr(other, f.name)
+            if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+                if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
+                    return False
+                if a.dtype != b.dtype or not np.array_equal(a, b):
+                    return False
+            elif a != b:
+                return False
+        return True
+
+    __hash__ = None
+
+
+@dataclass(frozen=True, eq=False)
+class ModelInfo(_ArrayRecord):
+    """What a loaded model is: shown in the UI and stored in every trace."""
+
+    name: str  # display name, e.g. "google/diffusiongemma-26B-A4B-it" or "built-in demo model"
+    source: str  # hub id or local folder it was loaded from
+    backend: str  # "transformers" or "mlx"
+    device: str  # "cuda:0", "cpu", "mps", "metal", ...
+    dtype: str  # "bfloat16", "float32", "4-bit", ...
+    canvas_length: int  # tokens per block (256 for DiffusionGemma)
+    vocab_size: int
+    eos_token_ids: tuple[int, ...]
+    pad_token_id: int | None
+    max_context: int  # longest prompt + output the model accepts, in tokens
+    builtin: bool = False  # True for the small models shipped in assets/, never the 26B one
+    parameters: int = 0  # number of distinct parameters, 0 if unknown
+
+
+@dataclass(frozen=True, eq=False)
+class RunStart(_ArrayRecord):
+    """First record of a run: the tokenized prompt and the resolved knobs."""
+
+    prompt_ids: np.ndarray  # (prompt_len,) int32, the chat-templated prompt fed to the encoder
+    settings: dict  # every knob with the value actually used (checkpoint defaults filled in)
+    max_blocks: int  # ceil(max_new_tokens / canvas_length): fixes the layout before any step
+    new_pieces: dict = field(default_factory=dict, compare=False)  # {token id: text} for prompt ids
+
+
+@dataclass(frozen=True, eq=False)
+class StepRecord(_ArrayRecord):
+    """One denoising step of one block, recorded after the sampler decided."""
+
+    block: int  # block (canvas) index, 0-based
+    step: int  # step index within the block, 0-based
+    steps_remaining: int  # the sampler's `cur_step`: max_denoising_steps at step 0, counting down to 1
+    accepted: np.ndarray  # (canvas,) bool: positions whose sampled token the sampler kept this step
+    canvas: np.ndarray  # (canvas,) int32: canvas fed to the next step (accepted samples, fresh noise elsewhere)
+    argmax: np.ndarray  # (canvas,) int32: argmax of the processed logits at every position
+    entropy_nats: np.ndarray  # (canvas,) float32: entropy of the processed (temperature-scaled) logits
+    wall_time_s: float  # seconds this step took, device work included
+    new_pieces: dict = field(default_factory=dict, compare=False)  # {id: text} for displayed ids not seen before
+
+
+@dataclass(frozen=True, eq=False)
+class BlockRecord(_ArrayRecord):
+    """A finished block: what was committed and why the block ended."""
+
+    block: int
+    tokens: np.ndarray  # (canvas,) int32: committed ids (last step's argmax, pad after the EOS)
+    eos_position: int | None  # index in the block of the first EOS token, None when there is none
+    stop_reason: str  # one of BLOCK_STOP_REASONS
+    steps_used: int  # denoising steps this block ran
+    new_pieces: dict = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True, eq=False)
+class RunEnd(_ArrayRecord):
+    """Last record of a run."""
+
+    finish_reason: str  # one of FINISH_REASONS
+    sequence: np.ndarray  # (generated,) int32: all committed block tokens in order, pad included
+    text: str  # the response decoded with special tokens skipped
+    wall_time_s: float  # whole run, tokenization to last block
+    error: str | None = None  # a one-line message when finish_reason is FINISH_ERROR
+
+
+Record = Union[RunStart, StepRecord, BlockRecord, RunEnd]

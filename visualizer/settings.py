@@ -1,0 +1,114 @@
+"""The knobs of one generation, shared by the app, the CLI and every backend.
+
+`GenerationSettings` holds what the user asked for; a field left at None means "the
+checkpoint's generation config decides".  A backend resolves the Nones and records the values
+it really used in `RunStart.settings`, so a trace always says exactly how it was made.
+
+    settings = GenerationSettings(max_new_tokens=128, seed=0)
+    problems = settings.problems(max_context=4096, prompt_tokens=40)   # [] when valid
+    settings = GenerationSettings.from_dict({"seed": 3})                # unknown keys raise
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+# The checkpoint's defaults (google/diffusiongemma-26B-A4B-it, transformers 5.x): used when a
+# model's generation config leaves a knob unset.
+DEFAULT_MAX_NEW_TOKENS = 256
+DEFAULT_MAX_DENOISING_STEPS = 48
+DEFAULT_ENTROPY_BOUND = 0.1
+DEFAULT_T_MIN = 0.4
+DEFAULT_T_MAX = 0.8
+
+SAMPLER_ENTROPY_BOUND = "entropy-bound"  # transformers' rule; recomputes the accepted set every step
+SAMPLER_CONFIDENCE_THRESHOLD = "confidence-threshold"  # mlx-vlm's default; reveals accumulate
+SAMPLERS = (SAMPLER_ENTROPY_BOUND, SAMPLER_CONFIDENCE_THRESHOLD)
+
+# Upper limits that keep a typo from tying up the model for an hour; far above real use.
+MAX_NEW_TOKENS_LIMIT = 8192
+MAX_DENOISING_STEPS_LIMIT = 1024
+MAX_SEED = 2**32 - 1
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    max_new_tokens: int | None = None  # output budget in tokens; rounded up to whole blocks by the model
+    max_denoising_steps: int | None = None  # step budget per block (48 for the real checkpoint)
+    entropy_bound: float | None = None  # entropy-bound sampler: summed entropy accepted per step, nats
+    t_min: float | None = None  # temperature at the last step of the linear schedule
+    t_max: float | None = None  # temperature at the first step
+    seed: int = 0  # seeds every random draw of the run, canvas initialisation included
+    sampler: str | None = None  # MLX only: one of SAMPLERS; transformers always uses entropy-bound
+    temperature: float | None = None  # MLX only: sampling temperature (mlx-vlm has no t schedule)
+    compiled: bool = False  # transformers only: static cache + torch.compile (results differ from eager)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "GenerationSettings":
+        """Build from a dict (CLI, trace, app); unknown keys are an error, never ignored."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - names)
+        if unknown:
+            raise ValueError(f"unknown setting(s): {', '.join(unknown)}; known: {', '.join(sorted(names))}")
+        return cls(**values)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def replace(self, **changes) -> "GenerationSettings":
+        return dataclasses.replace(self, **changes)
+
+    def problems(
+        self, *, max_context: int | None = None, prompt_tokens: int | None = None, canvas_length: int | None = None
+    ) -> list[str]:
+        """Human-readable reasons these settings cannot run; empty when they can.
+
+        With `max_context` and `prompt_tokens` it also checks that the prompt plus the output
+        fits the model; the output is whole canvases, so the budget is rounded up to them.
+        """
+        out = []
+
+        def is_int(v):
+            return isinstance(v, int) and not isinstance(v, bool)
+
+        def is_number(v):
+            return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v  # rejects NaN
+
+        if self.max_new_tokens is not None and (
+            not is_int(self.max_new_tokens) or not 1 <= self.max_new_tokens <= MAX_NEW_TOKENS_LIMIT
+        ):
+            out.append(f"max new tokens must be a whole number from 1 to {MAX_NEW_TOKENS_LIMIT} (got {self.max_new_tokens!r})")
+        if self.max_denoising_steps is not None and (
+            not is_int(self.max_denoising_steps) or not 1 <= self.max_denoising_steps <= MAX_DENOISING_STEPS_LIMIT
+        ):
+            out.append(
+                f"max denoising steps must be a whole number from 1 to {MAX_DENOISING_STEPS_LIMIT} "
+                f"(got {self.max_denoising_steps!r})"
+            )
+        if self.entropy_bound is not None and (not is_number(self.entropy_bound) or not 0 < self.entropy_bound <= 1000):
+            out.append(f"entropy bound must be a number above 0 and at most 1000 nats (got {self.entropy_bound!r})")
+        for name in ("t_min", "t_max", "temperature"):
+            value = getattr(self, name)
+            if value is not None and (not is_number(value) or not 0 <= value <= 100):
+                out.append(f"{name} must be a number from 0 to 100 (got {value!r})")
+        if is_number(self.t_min) and is_number(self.t_max) and self.t_max <= self.t_min:
+            out.append(f"t_max must be larger than t_min (got t_min={self.t_min}, t_max={self.t_max})")
+        if not is_int(self.seed) or not 0 <= self.seed <= MAX_SEED:
+            out.append(f"seed must be a whole number from 0 to {MAX_SEED} (got {self.seed!r})")
+        if self.sampler is not None and self.sampler not in SAMPLERS:
+            out.append(f"sampler must be one of {', '.join(SAMPLERS)} (got {self.sampler!r})")
+        if max_context is not None and prompt_tokens is not None:
+            budget = self.max_new_tokens or DEFAULT_MAX_NEW_TOKENS
+            if canvas_length and is_int(budget):
+                budget = -(-budget // canvas_length) * canvas_length
+            if prompt_tokens >= max_context:
+                out.append(
+                    f"the prompt is {prompt_tokens} tokens long; this model's context is {max_context} tokens"
+                )
+            elif is_int(budget) and prompt_tokens + budget > max_context:
+                out.append(
+                    f"prompt ({prompt_tokens} tokens) + output ({budget} tokens in whole blocks) exceeds this "
+                    f"model's context of {max_context} tokens; lower max new tokens or shorten the prompt"
+                )
+        return out
