@@ -1,0 +1,133 @@
+"""Backends and the registry that picks one.
+
+    from backends import load_backend, pick_backend_kind, model_choices
+    backend = load_backend(DEFAULT_MODEL)          # the built-in model, on the best device here
+    backend = load_backend("google/diffusiongemma-26B-A4B-it")   # the real checkpoint (CUDA)
+
+Which backend runs a model:
+- an MLX model (an `mlx-community/...` id, or a folder converted by mlx-vlm) -> the MLX backend;
+  on a machine without MLX that is a clear "not installed" message, never a traceback;
+- anything else -> transformers: on CUDA in bf16 when a GPU is visible, else on CPU in float32.
+On Apple silicon with MLX installed, the real checkpoint's picker entry is the MLX 4-bit one.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+
+from .base import Backend, BackendError, BackendUnavailable
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+REAL_CHECKPOINT = "google/diffusiongemma-26B-A4B-it"
+REAL_CHECKPOINT_MLX = "mlx-community/diffusiongemma-26B-A4B-it-4bit"
+BUILTIN_MODEL_DIR = ASSETS / "models" / "diffusiongemma-tiny-demo"
+RANDOM_MODEL_DIR = Path.home() / ".cache" / "diffusion-visualizer" / "random-tiny"
+
+MLX_INSTALL_HINT = (
+    "The MLX backend needs Apple silicon with `pip install mlx==0.32.4 mlx-vlm==0.7.10` "
+    "(on Linux, for tests only: `pip install 'mlx[cpu]==0.32.4'` and `pip install --no-deps mlx-vlm==0.7.10`)."
+)
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    label: str  # what the picker shows
+    source: str  # hub id or folder
+    backend: str  # "transformers" or "mlx"
+    builtin: bool
+
+
+def is_apple_silicon() -> bool:
+    return platform.system() == "Darwin" and platform.machine() == "arm64"
+
+
+def mlx_installed() -> bool:
+    return importlib.util.find_spec("mlx") is not None and importlib.util.find_spec("mlx_vlm") is not None
+
+
+def cuda_memory_gb() -> float:
+    """Total memory of the first CUDA GPU in GB, 0 when there is none."""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return torch.cuda.get_device_properties(0).total_memory / 1e9
+    except Exception:  # a broken CUDA install must not stop the app from starting on CPU
+        pass
+    return 0.0
+
+
+def pick_backend_kind() -> str:
+    """The backend this machine runs best: MLX on Apple silicon with MLX, else transformers."""
+    return "mlx" if is_apple_silicon() and mlx_installed() else "transformers"
+
+
+def is_mlx_model(source: str) -> bool:
+    """An mlx-community id, or a folder whose config says it was converted by mlx-vlm/mlx-lm."""
+    if source.startswith("mlx-community/"):
+        return True
+    config = Path(source).expanduser() / "config.json"
+    if config.is_file():
+        try:
+            data = json.loads(config.read_text())
+        except (OSError, ValueError):
+            return False
+        return "quantization" in data or data.get("vision_config", {}) is None and "mlx" in str(data.get("_source", ""))
+    return False
+
+
+def model_choices() -> list[ModelChoice]:
+    """The picker's entries, the preselected one first."""
+    real = (
+        ModelChoice("DiffusionGemma 26B-A4B 4-bit (MLX, Apple silicon)", REAL_CHECKPOINT_MLX, "mlx", False)
+        if pick_backend_kind() == "mlx"
+        else ModelChoice("DiffusionGemma 26B-A4B (transformers; needs an 80 GB GPU)", REAL_CHECKPOINT, "transformers", False)
+    )
+    builtin = ModelChoice("Built-in small model (trained here, not the 26B one)", str(BUILTIN_MODEL_DIR), "transformers", True)
+    random = ModelChoice("Tiny random model (untrained, for comparison)", str(RANDOM_MODEL_DIR), "transformers", True)
+    if real.backend == "mlx" or cuda_memory_gb() >= 70:
+        return [real, builtin, random]
+    return [builtin, real, random]
+
+
+def load_backend(source: str, *, backend: str | None = None, device: str | None = None) -> Backend:
+    """Load a model by hub id or folder on the right backend; raises BackendError with a message."""
+    source = str(source)
+    kind = backend or ("mlx" if is_mlx_model(source) else "transformers")
+    choice = next((c for c in model_choices() if c.source == source), None)
+    if kind == "mlx":
+        if not mlx_installed():
+            raise BackendUnavailable(f"{source} is an MLX model. {MLX_INSTALL_HINT}")
+        from .mlx_backend import MLXBackend
+
+        return MLXBackend(source, display_name=choice.label if choice else None, builtin=bool(choice and choice.builtin))
+    if kind != "transformers":
+        raise BackendError(f"unknown backend {kind!r}: use 'transformers' or 'mlx'")
+    if source == str(RANDOM_MODEL_DIR) and not (RANDOM_MODEL_DIR / "config.json").exists():
+        from training.build_random import build_random_model
+
+        build_random_model(RANDOM_MODEL_DIR)
+    from .transformers_backend import TransformersBackend
+
+    return TransformersBackend(
+        source, device=device, display_name=choice.label if choice else None, builtin=bool(choice and choice.builtin)
+    )
+
+
+__all__ = [
+    "Backend",
+    "BackendError",
+    "BackendUnavailable",
+    "ModelChoice",
+    "load_backend",
+    "model_choices",
+    "pick_backend_kind",
+    "BUILTIN_MODEL_DIR",
+    "RANDOM_MODEL_DIR",
+    "REAL_CHECKPOINT",
+    "REAL_CHECKPOINT_MLX",
+]
