@@ -244,6 +244,7 @@ def test_live_values_end_exactly_on_the_end_of_run_metrics():
         assert r.final
         assert r.tau_b == pytest.approx(final.tau_b)
         assert r.control_tau_b == pytest.approx(final.control_tau_b)
+        assert r.tau_b_raw == pytest.approx(final.tau_b_raw)
         assert r.content_length == final.content_length
         assert r.tokens_per_accept_step == pytest.approx(final.tokens_per_accept_step)
         assert r.same_step_fraction == pytest.approx(final.same_step_fraction)

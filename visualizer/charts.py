@@ -197,6 +197,8 @@ def render_readout_html(readout: Readout) -> str:
         ("content positions", f"{r.content_length} (excluded: {r.excluded_eos} EOS, {r.excluded_pad} pad)",
          "Trailing EOS and pad are cut: they commit first and would make tau_b look right-to-left."
          + ("" if r.final else " Live: read from the current argmax.")),
+        ("raw tau_b (uncut)", _fmt(r.tau_b_raw),
+         "tau_b over every position, EOS and pad included: they commit first and drag it negative. Not a finding."),
         ("committed / pending", f"{r.committed} / {r.pending}" + (f" (+{r.new_commits} this step)" if r.step is not None else ""),
          "Content positions accepted at least once / never accepted"
          + (" (committed at finalization from the last argmax)." if r.final else " yet.")),

@@ -335,10 +335,11 @@ def probe_command(args) -> int:
     problems = settings.problems()
     if problems:
         return _fail("; ".join(problems))
-    probes = [
-        p for p in probe_suite(regimes, per_regime=args.per_regime)
-        if args.include_exploratory or p.split == SPLIT_CONFIRMATORY
-    ]
+    try:
+        suite = probe_suite(list(dict.fromkeys(regimes)), per_regime=args.per_regime)
+    except ValueError as exc:
+        return _fail(str(exc))
+    probes = [p for p in suite if args.include_exploratory or p.split == SPLIT_CONFIRMATORY]
     if not probes:
         return _fail("no prompts to run: the selected regimes have no confirmatory prompts (try --include-exploratory)")
 

@@ -44,6 +44,7 @@ class Readout:
     excluded_pad: int
     tau_b: Value  # content tau_b of this block, pending positions tied at "later"
     control_tau_b: Value  # block-sequential control for the same content length
+    tau_b_raw: Value  # every position, EOS and pad included: the trailing-EOS trap
     accepted_now: int  # positions the sampler holds accepted at this step (all positions)
     committed: int  # content positions accepted at least once so far
     pending: int  # content positions never accepted (so far; at finalization when final)
@@ -99,6 +100,7 @@ def live_readout(trace: Trace, frame: int, *, refs: list[FrameRef] | None = None
         excluded_pad=commits.excluded_pad,
         tau_b=tau_b(commit),
         control_tau_b=block_sequential_tau_b(n),
+        tau_b_raw=tau_b(commits.commit_step),
         accepted_now=int(np.count_nonzero(commits.accepted[-1])),
         committed=int(np.count_nonzero(ever)),
         pending=int(n - np.count_nonzero(ever)),
