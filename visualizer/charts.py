@@ -190,7 +190,7 @@ def commits_per_step_svg(trace: Trace, block: int, *, frame: int | None = None, 
 def render_readout_html(readout: Readout) -> str:
     """The compact commit-order panel for one frame (see `metrics.live.Readout`)."""
     r = readout
-    where = f"block {r.block}, step {r.step} of {r.step_budget}" if r.step is not None else f"block {r.block} committed"
+    where = f"block {r.block} · after step {r.step}" if r.step is not None else f"block {r.block} · committed"
     status = "final" if r.final else "live: pending positions tied at “later”"
     remasked = ", ".join(map(str, r.remasked_positions[:12])) + (" …" if len(r.remasked_positions) > 12 else "")
     rows = [
@@ -203,13 +203,14 @@ def render_readout_html(readout: Readout) -> str:
          "Content positions accepted at least once / never accepted"
          + (" (committed at finalization from the last argmax)." if r.final else " yet.")),
         ("tokens per accept step", _fmt(r.tokens_per_accept_step, 1), "Content positions first accepted, per step that first-accepted any."),
-        ("same-step pairs", _fmt(r.same_step_fraction, 2, percent=True), "Share of content position pairs committed on the same step: their order is not observable."),
+        ("same-step pairs", _fmt(r.same_step_fraction, 3, percent=True), "Share of content position pairs committed on the same step: their order is not observable."),
         ("steps used", f"{r.steps_seen} / {r.step_budget}", "Denoising steps of this block against the budget."),
         ("re-masks", f"{r.remask_events}" + (f" (+{r.remasked_now} now)" if r.remasked_now else "") + (f" at {remasked}" if remasked else ""),
          "A position accepted at one step and noise at the next (commits are not frozen)."),
         ("monotone run", "yes" if r.monotone else "no", "No re-mask event in the run so far."),
         ("entropy at commit", _fmt(r.mean_commit_entropy_nats, 4, unit=" nats"), "Mean entropy at the step each content position was first accepted."),
-        ("mean tau_b, blocks", f"{_fmt(r.run_tau_b_mean)} over {r.run_blocks} committed block(s)", "Per-block values averaged: never pooled across blocks."),
+        ("mean tau_b, blocks", f"{_fmt(r.run_tau_b_mean)} over {r.run_blocks} block(s)" if r.run_blocks else "no block committed yet",
+         "Mean of the per-block values of the committed blocks: never pooled across blocks."),
     ]
     body = "".join(
         f'<tr title="{escape(tip)}"><td style="opacity:.7;padding:1px 10px 1px 0">{escape(name)}</td>'
