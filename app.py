@@ -83,10 +83,10 @@ def render_view(trace: Trace, index: int, palette: str, layout_kind: str) -> tup
         return "", "Waiting for the first step..."
     index = max(0, min(int(index), len(refs) - 1))
     frame = frame_state(trace, index, refs)
-    html = render_frame_html(trace, frame, layout_for(trace, layout_kind), get_palette(palette))
+    html = render_frame_html(trace, frame, layout_for(trace, layout_kind), get_palette(palette), caption="")
     status = f"Frame {index + 1}/{len(refs)} · {frame_caption(trace, frame)}"
     if frame.kind == "step":
-        status += f" · {trace.steps[refs[index].index].wall_time_s * 1000:.0f} ms"
+        status += f" · this step took {trace.steps[refs[index].index].wall_time_s * 1000:.0f} ms"
     return html, status
 
 
@@ -208,7 +208,7 @@ def _float(value, name: str) -> float:
 def build_app(initial_model: str | None = None) -> gr.Blocks:
     choices = model_choices()
     initial = choice_for(initial_model) if initial_model else choices[0]
-    with gr.Blocks(title="DiffusionGemma denoising visualizer") as demo_app:
+    with gr.Blocks(title="DiffusionGemma denoising visualizer", fill_width=True) as demo_app:
         session = gr.State(RunSession)
         current_model = gr.State(initial.label)
         gr.Markdown(INTRO)
@@ -239,7 +239,7 @@ def build_app(initial_model: str | None = None) -> gr.Blocks:
                     generate_btn = gr.Button("Generate", variant="primary")
                     stop_btn = gr.Button("Stop", variant="stop")
                 message = gr.Markdown(elem_id="dv-message")
-            with gr.Column(scale=3):
+            with gr.Column(scale=4):
                 status = gr.Markdown("Press Generate to start.")
                 canvas = gr.HTML()
                 frame_slider = gr.Slider(0, 1, value=0, step=1, label="Replay: frame", interactive=False)

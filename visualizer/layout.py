@@ -70,7 +70,7 @@ class PaintedCell:
     tooltip: str
 
 
-def grid_layout(max_blocks: int, canvas_length: int, *, per_row: int = 16, cell_chars: int = 7) -> Layout:
+def grid_layout(max_blocks: int, canvas_length: int, *, per_row: int = 16, cell_chars: int = 6) -> Layout:
     rows_per_block = -(-canvas_length // per_row)
     cells, headers = [], []
     for block in range(max_blocks):

@@ -52,10 +52,10 @@ def legend_html(palette: Palette) -> str:
         glyph = "░░" if label in ("noise", "remasked") else "ab"
         mark = f";box-shadow:inset 0 3px 0 0 {palette.mark}" if label == "remasked" else ""
         items.append(
-            f'<span class="dv-legend-item"><span style="color:{fg};background:{bg};padding:0 4px{mark}">{glyph}</span> {label}</span>'
+            f'<span class="dv-legend-item" style="color:{palette.foreground}"><span style="color:{fg};background:{bg};padding:0 4px{mark}">{glyph}</span> {label}</span>'
         )
     items.append(
-        f'<span class="dv-legend-item"><span style="color:{palette.kept[0]};background:{palette.kept[1]};'
+        f'<span class="dv-legend-item" style="color:{palette.foreground}"><span style="color:{palette.kept[0]};background:{palette.kept[1]};'
         f'padding:0 4px;box-shadow:inset 0 -2px 0 0 {palette.mark}">ab</span> resampled to a new token</span>'
     )
     return f'<div class="dv-legend" style="display:flex;flex-wrap:wrap;gap:14px;margin:0 0 8px 0">{"".join(items)}</div>'
@@ -71,7 +71,10 @@ def render_frame_html(
     caption: str | None = None,
     legend: bool = True,
 ) -> str:
-    """The frame as an HTML fragment; `details(block, position)` adds tooltip lines."""
+    """The frame as an HTML fragment; `details(block, position)` adds tooltip lines.
+
+    `caption` defaults to `frame_caption`; pass "" to leave it out (the app shows it beside the frame).
+    """
     rows: dict[int, list[PaintedCell]] = {}
     for cell in paint(frame, layout, trace, palette, details):
         rows.setdefault(cell.row, []).append(cell)
@@ -90,10 +93,11 @@ def render_frame_html(
             col = cell.col + cell.width
         lines.append("".join(out))
     caption = caption if caption is not None else frame_caption(trace, frame)
+    caption_html = f'<div class="dv-caption" style="color:{palette.muted};margin-bottom:6px">{escape(caption)}</div>'
     return (
         f'<div class="dv-frame" style="background:{palette.background};color:{palette.foreground};'
-        f'font-family:{FONT_STACK};font-size:13px;padding:12px;border-radius:8px;overflow-x:auto">'
-        f'<div class="dv-caption" style="color:{palette.muted};margin-bottom:6px">{escape(caption)}</div>'
+        f'font-family:{FONT_STACK};font-size:12.5px;padding:12px;border-radius:8px;overflow-x:auto">'
+        + (caption_html if caption else "")
         + (legend_html(palette) if legend else "")
         + f'<pre class="dv-canvas" style="margin:0;line-height:1.45;font-family:inherit;white-space:pre">'
         + "\n".join(lines)
