@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 from PIL import Image
-from trace_factory import block_tokens, trace_from_commit_steps, trace_from_masks
+from tests.trace_factory import block_tokens, trace_from_commit_steps, trace_from_masks
 
 from visualizer.charts import (
     commits_per_step_svg,

@@ -2,12 +2,16 @@
 
 import itertools
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy.stats import kendalltau
-from trace_factory import PAD_ID, block_tokens, trace_from_commit_steps, trace_from_masks
+from tests.trace_factory import PAD_ID, block_tokens, trace_from_commit_steps, trace_from_masks
 
+from visualizer.cli import main
 from visualizer.metrics import (
     Undefined,
     bin_tau_b,
@@ -24,6 +28,8 @@ from visualizer.metrics import (
 from visualizer.metrics.order import same_step_fraction
 from visualizer.states import frame_refs
 from visualizer.trace import Trace
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def tau_b_by_pairs(x, y) -> float:
@@ -303,31 +309,27 @@ def test_block_position_details_before_the_block_starts():
 
 
 # ---- command line --------------------------------------------------------------------------------
-def run_cli(*args):
-    import argparse
-
-    from visualizer.metrics import add_metrics_command
-
-    parser = argparse.ArgumentParser(prog="visualizer")
-    add_metrics_command(parser.add_subparsers())
-    parsed = parser.parse_args(list(args))
-    return parsed.func(parsed)
-
-
-def test_metrics_command_prints_json(tmp_path, capsys):
+def test_metrics_command_prints_json_through_the_entry_point(tmp_path):
     path = remask_trace().save(tmp_path / "run.json")
-    assert run_cli("metrics", str(path)) == 0
-    data = json.loads(capsys.readouterr().out)
+    out = subprocess.run([sys.executable, "-m", "visualizer", "metrics", str(path)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
     assert data["blocks"][0]["commit_step"] == [0, 1, 1, 2, 3, 4]
-    assert run_cli("metrics", str(path), "--no-positions") == 0
-    assert "commit_step" not in json.loads(capsys.readouterr().out)["blocks"][0]
+    assert data["blocks"][0]["bin_tau_b"]["8"] is None
+
+
+def test_metrics_command_can_leave_out_positions(tmp_path, capsys):
+    path = remask_trace().save(tmp_path / "run.json")
+    assert main(["metrics", str(path), "--no-positions"]) == 0
+    block = json.loads(capsys.readouterr().out)["blocks"][0]
+    assert "commit_step" not in block and block["remask_events"] == 2
 
 
 def test_metrics_command_reports_a_bad_file_in_one_line(tmp_path, capsys):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    assert run_cli("metrics", str(bad)) == 2
+    assert main(["metrics", str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and len(err.strip().splitlines()) == 1
-    assert run_cli("metrics", str(tmp_path / "missing.json")) == 2
+    assert main(["metrics", str(tmp_path / "missing.json")]) == 2
     assert "cannot read" in capsys.readouterr().err

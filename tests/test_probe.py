@@ -1,6 +1,5 @@
 """The probe runner and its statistics: clustered bootstrap, AUROC, tables, resume, CLI."""
 
-import argparse
 import dataclasses
 import json
 import sys
@@ -9,14 +8,14 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from trace_factory import model_info, trace_from_commit_steps
+from tests.trace_factory import model_info, trace_from_commit_steps
 
 from backends.base import Backend
+from visualizer.cli import main
 from visualizer.metrics import Undefined, run_metrics
 from visualizer.metrics.stats import auroc, clustered_ci
 from visualizer.probe import (
     ProbeError,
-    add_probe_command,
     markdown_table,
     regime_tables,
     run_probe,
@@ -194,33 +193,23 @@ def fake_prompts(monkeypatch):
     return module
 
 
-def run_cli(*args):
-    parser = argparse.ArgumentParser(prog="visualizer")
-    add_probe_command(parser.add_subparsers())
-    parsed = parser.parse_args(list(args))
-    return parsed.func(parsed)
-
-
 def test_probe_command_rejects_bad_input_in_one_line(tmp_path, capsys, fake_prompts):
-    assert run_cli("probe", "--out", str(tmp_path), "--regimes", "math,poetry") == 2
+    assert main(["probe", "--out", str(tmp_path), "--regimes", "math,poetry"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: unknown regime(s): poetry") and len(err.strip().splitlines()) == 1
-    assert run_cli("probe", "--out", str(tmp_path), "--seeds", "0") == 2
+    assert main(["probe", "--out", str(tmp_path), "--seeds", "0"]) == 2
     assert "--seeds must be at least 1" in capsys.readouterr().err
-    assert run_cli("probe", "--out", str(tmp_path), "--max-denoising-steps", "-3") == 2
+    assert main(["probe", "--out", str(tmp_path), "--steps", "-3"]) == 2
     assert "max denoising steps" in capsys.readouterr().err
-    assert run_cli("probe", "--out", str(tmp_path), "--model", str(tmp_path / "nothing")) == 2
+    assert main(["probe", "--out", str(tmp_path), "--model", str(tmp_path / "nothing")]) == 2
     assert "No model folder" in capsys.readouterr().err
 
 
-def test_probe_command_runs_a_real_small_model_end_to_end(tmp_path, capsys, fake_prompts):
-    from training.build_random import build_random_model
-
-    model = build_random_model(tmp_path / "model")
+def test_probe_command_runs_a_real_small_model_end_to_end(tmp_path, capsys, fake_prompts, random_model_dir):
     out = tmp_path / "probe"
-    args = ("probe", "--out", str(out), "--regimes", "math", "open", "--seeds", "1", "--per-regime", "3",
-            "--model", str(model), "--max-denoising-steps", "4", "--bootstrap", "50")
-    assert run_cli(*args) == 0
+    args = ["probe", "--out", str(out), "--regimes", "math", "open", "--seeds", "1", "--per-regime", "3",
+            "--model", str(random_model_dir), "--steps", "4", "--bootstrap", "50"]
+    assert main(args) == 0
     captured = capsys.readouterr()
     assert "| math |" in captured.out and "[" in captured.err  # the table, and a progress bar
     traces = sorted(out.rglob("*-seed0.json"))
@@ -228,5 +217,5 @@ def test_probe_command_runs_a_real_small_model_end_to_end(tmp_path, capsys, fake
     assert Trace.load(traces[0]).steps[0].steps_remaining == 4
     data = json.loads((out / "table.json").read_text())
     assert [r["regime"] for r in data["regimes"]] == ["math", "open"]
-    assert run_cli(*args) == 0  # resumes: nothing left to generate
+    assert main(args) == 0  # resumes: nothing left to generate
     assert "4/4" in capsys.readouterr().err

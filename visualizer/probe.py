@@ -314,9 +314,9 @@ def add_probe_command(subparsers) -> None:
     parser.add_argument("--model", default=None, help="model folder or hub id (default: the built-in model)")
     parser.add_argument("--backend", choices=("transformers", "mlx"), default=None, help="default: picked from the model")
     parser.add_argument("--max-new-tokens", type=int, default=None, help="output budget (default: the model's)")
-    parser.add_argument("--max-denoising-steps", type=int, default=None, help="steps per block (default: the model's)")
+    parser.add_argument("--steps", type=int, dest="max_denoising_steps", help="max denoising steps per block (default: the model's)")
     parser.add_argument("--bootstrap", type=int, default=N_RESAMPLES, help=f"bootstrap resamples (default {N_RESAMPLES})")
-    parser.set_defaults(func=probe_command)
+    parser.set_defaults(run=probe_command)
 
 
 def probe_command(args) -> int:
@@ -343,13 +343,11 @@ def probe_command(args) -> int:
     if not probes:
         return _fail("no prompts to run: the selected regimes have no confirmatory prompts (try --include-exploratory)")
 
-    from backends import BUILTIN_MODEL_DIR, RANDOM_MODEL_DIR, BackendError, load_backend
+    from backends import BUILTIN_MODEL_DIR, RANDOM_MODEL_DIR, BackendError, default_model, load_backend
 
-    model = args.model
-    if model is None:
-        model = str(BUILTIN_MODEL_DIR if (BUILTIN_MODEL_DIR / "config.json").exists() else RANDOM_MODEL_DIR)
-        if model == str(RANDOM_MODEL_DIR):
-            print(f"note: the built-in model is not in {BUILTIN_MODEL_DIR}; using the random model", file=sys.stderr)
+    model = args.model or default_model()
+    if model == str(RANDOM_MODEL_DIR):
+        print(f"note: no trained model in {BUILTIN_MODEL_DIR}: using the untrained random model", file=sys.stderr)
     try:
         backend = load_backend(model, backend=args.backend)
         print(f"probe: {len(probes)} prompts × {args.seeds} seeds on {backend.info.name} ({backend.info.device})", file=sys.stderr)

@@ -234,7 +234,7 @@ def add_metrics_command(subparsers) -> None:
     )
     parser.add_argument("trace", help="a trace file saved by the app or the CLI (run.json)")
     parser.add_argument("--no-positions", action="store_true", help="leave out the per-position lists")
-    parser.set_defaults(func=metrics_command)
+    parser.set_defaults(run=metrics_command)
 
 
 def metrics_command(args) -> int:
