@@ -8,9 +8,12 @@ use `currentColor`, so the charts follow the page's light or dark theme.
     html = entropy_heatmap_svg(trace, block, frame=frame)    # positions x steps, commits marked
     html = commits_per_step_svg(trace, block, frame=frame)   # first acceptances (and re-masks) per step
     html = render_readout_html(live_readout(trace, frame))   # the compact figures panel
+    html = commit_panel_html(trace, frame)                   # all of the above, laid out
+    details = token_details(trace, frame)                    # for render_frame_html(..., details=details)
 
 `frame` (an index into `visualizer.states.frame_refs(trace)`) limits the chart to what existed at
-that frame and draws a cursor at its step; None shows the whole block.
+that frame and draws a cursor at its step; None shows the whole block.  `block` is 0-based, as in
+the records; what is drawn counts blocks and steps from 1, as the app's captions do.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import base64
 import io
 import math
+from collections.abc import Callable
 from html import escape
 
 import numpy as np
@@ -30,9 +34,11 @@ from .metrics import (
     block_position_details,
     block_steps_at,
     cursor_step,
+    live_readout,
     tau_series,
 )
 from .metrics.commits import step_budget
+from .states import frame_refs
 from .trace import Trace
 
 TAU_COLOR = "#7c3aed"  # purple, as the kept-draft state
@@ -62,7 +68,7 @@ def tau_over_steps_svg(trace: Trace, block: int, *, frame: int | None = None, re
     plot = _Plot(width, height, left=36, right=92, top=22, bottom=24)
     x = lambda step: plot.x0 + (step + 0.5) * plot.w / n_cols  # noqa: E731
     y = lambda value: plot.y0 + (1 - value) / 2 * plot.h  # noqa: E731
-    parts = [_title_text(plot, f"Block {block}: tau_b after each step")]
+    parts = [_title_text(plot, f"Block {block + 1}: tau_b after each step")]
     for value in (-1, -0.5, 0, 0.5, 1):
         parts.append(_hline(plot, y(value), opacity=0.35 if value == 0 else 0.12))
         parts.append(_text(plot.x0 - 4, y(value) + 4, f"{value:g}", anchor="end"))
@@ -76,7 +82,7 @@ def tau_over_steps_svg(trace: Trace, block: int, *, frame: int | None = None, re
     parts.append(_cursor(plot, cursor_step(trace, block, frame=frame, refs=refs), x))
     for p in series:  # hover targets: one column per step
         tip = (
-            f"step {p.step}: tau_b {_fmt(p.tau_b)} · control {_fmt(p.control_tau_b)} · "
+            f"step {p.step + 1}: tau_b {_fmt(p.tau_b)} · control {_fmt(p.control_tau_b)} · "
             f"{p.committed} of {p.content_length} content positions committed"
         )
         parts.append(_hover_rect(x(p.step) - plot.w / n_cols / 2, plot.y0, plot.w / n_cols, plot.h, tip))
@@ -87,7 +93,7 @@ def tau_over_steps_svg(trace: Trace, block: int, *, frame: int | None = None, re
             parts.append(_text(plot.x1 + 6, y(last.control_tau_b) - 6, f"control {_fmt(last.control_tau_b)}", fill=CONTROL_COLOR, anchor="start"))
     else:
         parts.append(_text(plot.x0 + plot.w / 2, plot.y0 + plot.h / 2, "block not started", anchor="middle"))
-    return plot.svg(parts, label=f"tau_b over steps, block {block}")
+    return plot.svg(parts, label=f"tau_b over steps, block {block + 1}")
 
 
 # ---- entropy heatmap --------------------------------------------------------------------------
@@ -99,10 +105,10 @@ def entropy_heatmap_svg(trace: Trace, block: int, *, frame: int | None = None, r
     canvas = trace.canvas_length
     plot = _Plot(width, height, left=36, right=12, top=22, bottom=40)
     cell_w, cell_h = plot.w / canvas, plot.h / n_rows
-    parts = [_title_text(plot, f"Block {block}: entropy per position and step (outlined: first acceptance)")]
+    parts = [_title_text(plot, f"Block {block + 1}: entropy per position and step (outlined: first acceptance)")]
     if not steps:
         parts.append(_text(plot.x0 + plot.w / 2, plot.y0 + plot.h / 2, "block not started", anchor="middle"))
-        return plot.svg(parts, label=f"entropy heatmap, block {block}")
+        return plot.svg(parts, label=f"entropy heatmap, block {block + 1}")
     commits = block_commits(trace, block, steps=steps)
     log_max = math.log10(max(math.log(trace.model.vocab_size), 10 * ENTROPY_FLOOR_NATS))
     rgba = np.zeros((n_rows, canvas, 4), dtype=np.uint8)
@@ -127,7 +133,7 @@ def entropy_heatmap_svg(trace: Trace, block: int, *, frame: int | None = None, r
         parts.append(f'<line x1="{bx:.1f}" x2="{bx:.1f}" y1="{plot.y0 - 4}" y2="{plot.y1}" stroke="currentColor" stroke-dasharray="3 2"/>')
         parts.append(_text(bx + 3, plot.y0 - 2, "EOS/pad (excluded) →", anchor="start", size=9))
     for value in (0, len(steps) - 1) if len(steps) > 1 else (0,):
-        parts.append(_text(plot.x0 - 4, plot.y0 + (value + 0.7) * cell_h, f"{value}", anchor="end", size=9))
+        parts.append(_text(plot.x0 - 4, plot.y0 + (value + 0.7) * cell_h, f"{value + 1}", anchor="end", size=9))
     parts.append(_text(plot.x0 - 24, plot.y0 + plot.h / 2, "step", anchor="middle", size=9))
     for position in range(0, canvas, 32 if canvas > 64 else 8):
         parts.append(_text(plot.x0 + (position + 0.5) * cell_w, plot.y1 + 11, f"{position}", anchor="middle", size=9))
@@ -138,7 +144,7 @@ def entropy_heatmap_svg(trace: Trace, block: int, *, frame: int | None = None, r
         parts.append(f'<line x1="{plot.x0}" x2="{plot.x1}" y1="{cy:.1f}" y2="{cy:.1f}" stroke="{CURSOR_COLOR}" stroke-width="1.5"/>')
     for d in block_position_details(trace, block, frame=frame, refs=refs):
         parts.append(_hover_rect(plot.x0 + d["position"] * cell_w, plot.y0, cell_w, plot.h, position_tooltip(d)))
-    return plot.svg(parts, label=f"entropy heatmap, block {block}")
+    return plot.svg(parts, label=f"entropy heatmap, block {block + 1}")
 
 
 # ---- commits per step ---------------------------------------------------------------------------
@@ -147,10 +153,10 @@ def commits_per_step_svg(trace: Trace, block: int, *, frame: int | None = None, 
     steps = block_steps_at(trace, block, frame=frame, refs=refs)
     n_cols = max(step_budget(trace), len(steps), 1) + 1  # the last column: committed at finalization
     plot = _Plot(width, height, left=36, right=30, top=22, bottom=24)
-    parts = [_title_text(plot, f"Block {block}: commits per step (first acceptance, content only)")]
+    parts = [_title_text(plot, f"Block {block + 1}: commits per step (first acceptance, content only)")]
     if not steps:
         parts.append(_text(plot.x0 + plot.w / 2, plot.y0 + plot.h / 2, "block not started", anchor="middle"))
-        return plot.svg(parts, label=f"commits per step, block {block}")
+        return plot.svg(parts, label=f"commits per step, block {block + 1}")
     commits = block_commits(trace, block, steps=steps)
     n = commits.content_length
     ever = commits.ever_accepted[:n]
@@ -168,7 +174,7 @@ def commits_per_step_svg(trace: Trace, block: int, *, frame: int | None = None, 
     if bottom:
         parts.append(_text(plot.x0 - 4, plot.y1, f"-{bottom}", anchor="end", size=9))
     for t in range(len(steps)):
-        tip = f"step {t}: {up[t]} content position(s) first accepted, {down[t]} re-mask event(s)"
+        tip = f"step {t + 1}: {up[t]} content position(s) first accepted, {down[t]} re-mask event(s)"
         if up[t]:
             parts.append(_bar(x(t) - bar_w * 0.4, zero - up[t] * scale, bar_w * 0.8, up[t] * scale, COMMIT_COLOR))
         if down[t]:
@@ -183,14 +189,14 @@ def commits_per_step_svg(trace: Trace, block: int, *, frame: int | None = None, 
         parts.append(_hover_rect(fx - bar_w / 2, plot.y0, bar_w, plot.h, tip))
     parts.append(_step_axis(plot, n_cols - 1, x))
     parts.append(_cursor(plot, cursor_step(trace, block, frame=frame, refs=refs), x))
-    return plot.svg(parts, label=f"commits per step, block {block}")
+    return plot.svg(parts, label=f"commits per step, block {block + 1}")
 
 
 # ---- readout panel ----------------------------------------------------------------------------
 def render_readout_html(readout: Readout) -> str:
     """The compact commit-order panel for one frame (see `metrics.live.Readout`)."""
     r = readout
-    where = f"block {r.block} · after step {r.step}" if r.step is not None else f"block {r.block} · committed"
+    where = f"block {r.block + 1} · after step {r.step + 1}" if r.step is not None else f"block {r.block + 1} · committed"
     status = "final" if r.final else "live: pending positions tied at “later”"
     remasked = ", ".join(map(str, r.remasked_positions[:12])) + (" …" if len(r.remasked_positions) > 12 else "")
     rows = [
@@ -236,17 +242,57 @@ def position_tooltip(d: dict) -> str:
     if not d.get("started", True):
         return f"position {d['position']}: block not started"
     head = f"position {d['position']}" + (f" {d['piece']!r}" if d["piece"] is not None else " (noise)")
-    if not d["content"]:
-        head += f" · excluded ({d['excluded']})"
+    return f"{head} · {commit_story(d)} · entropy now {d['entropy_nats_now']:.3g} nats"
+
+
+def commit_story(d: dict) -> str:
+    """A position's commit step, settle step and re-mask history, from `metrics.position_details`.
+
+    Steps and blocks are shown counted from 1, as the app's captions count them; the metrics and
+    the JSON keep the trace's 0-based step indices.
+    """
     if d["pending"]:
         commit = "not accepted yet"
     elif d["committed_at_finalize"]:
         commit = f"never accepted: committed at finalization ({d['commit_entropy_nats']:.3g} nats)"
     else:
-        commit = f"commit step {d['commit_step']} ({d['commit_entropy_nats']:.3g} nats)"
-    settle = f"{'settled' if d['settled'] else 'argmax unchanged since'} step {d['settle_step']}"
-    remask = f"re-masked at step {', '.join(map(str, d['remask_steps']))}" if d["remask_steps"] else "never re-masked"
-    return f"{head} · {commit} · {settle} · {remask} · entropy now {d['entropy_nats_now']:.3g} nats"
+        commit = f"commit step {d['commit_step'] + 1} ({d['commit_entropy_nats']:.3g} nats)"
+    settle = f"{'settled' if d['settled'] else 'argmax unchanged since'} step {d['settle_step'] + 1}"
+    remask = f"re-masked at step {', '.join(str(t + 1) for t in d['remask_steps'])}" if d["remask_steps"] else "never re-masked"
+    excluded = f"excluded from tau_b ({d['excluded']}) · " if not d["content"] else ""
+    return f"{excluded}{commit} · {settle} · {remask}"
+
+
+def token_details(trace: Trace, frame: int, *, refs=None) -> Callable[[int, int], str]:
+    """`details(block, position) -> str` for the canvas renderers' tooltips: each token's commit story.
+
+    Each block's details are computed once, on first use, for the frame given.
+    """
+    per_block: dict[int, list[dict]] = {}
+
+    def details(block: int, position: int) -> str:
+        if block not in per_block:
+            per_block[block] = block_position_details(trace, block, frame=frame, refs=refs)
+        d = per_block[block][position]
+        return commit_story(d) if d["started"] else ""
+
+    return details
+
+
+def commit_panel_html(trace: Trace, frame: int, *, refs=None) -> str:
+    """The whole commit-order panel at one frame: readout, tau_b over steps, commits per step, heatmap."""
+    refs = refs if refs is not None else frame_refs(trace)
+    if not refs:
+        return ""
+    block = refs[frame].block
+    readout = render_readout_html(live_readout(trace, frame, refs=refs))
+    return (
+        '<div class="dv-commit-panel" style="display:flex;flex-wrap:wrap;gap:12px 20px;align-items:flex-start">'
+        f'<div style="flex:1 1 300px">{readout}</div>'
+        f'<div style="flex:1 1 420px">{tau_over_steps_svg(trace, block, frame=frame, refs=refs)}'
+        f"{commits_per_step_svg(trace, block, frame=frame, refs=refs)}</div>"
+        f'<div style="flex:1 1 100%">{entropy_heatmap_svg(trace, block, frame=frame, refs=refs)}</div></div>'
+    )
 
 
 # ---- drawing helpers ----------------------------------------------------------------------------
@@ -315,7 +361,7 @@ def _polyline(points: list, color: str, *, dash: str | None = None) -> str:
 
 def _step_axis(plot: _Plot, n_cols: int, x) -> str:
     every = max(1, int(math.ceil(n_cols / 8)))
-    labels = [_text(x(t), plot.y1 + 14, str(t), anchor="middle", size=9) for t in range(0, n_cols, every)]
+    labels = [_text(x(t), plot.y1 + 14, str(t + 1), anchor="middle", size=9) for t in range(0, n_cols, every)]
     return "".join(labels) + _text(plot.x1 + 4, plot.y1 + 14, "step", anchor="start", size=9)
 
 

@@ -38,6 +38,7 @@ from .order import (
 Value = float | Undefined
 
 DEFINITIONS = {
+    "indices": "blocks, steps and positions are 0-based, as in the trace (the app shows blocks and steps from 1)",
     "commit_step": "first step (0-based) at which the sampler accepted the position; steps_used for a position "
     "never accepted (committed from the last step's argmax when the block was finalized)",
     "settle_step": "first step from which the position's argmax never changed again",
