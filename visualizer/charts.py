@@ -233,7 +233,7 @@ def render_readout_html(readout: Readout) -> str:
         f'<span title="{escape(control_tip)}" style="margin-left:14px;font-size:16px;color:{CONTROL_COLOR}">'
         f"control {escape(_fmt(r.control_tau_b))}</span>"
         + (f'<div style="font-size:11px;opacity:.7">{escape(r.tau_b.reason)}</div>' if isinstance(r.tau_b, Undefined) else "")
-        + f'</div><table style="border-collapse:collapse">{body}</table></div>'
+        + f'</div><table style="border-collapse:collapse;color:inherit;font-size:inherit">{body}</table></div>'
     )
 
 
