@@ -156,6 +156,15 @@ def test_an_out_folder_of_other_settings_is_refused(tmp_path, backend):
         run_probe(backend, PROBES[:1], seeds=1, out=tmp_path, check=check, settings=GenerationSettings(max_denoising_steps=4))
 
 
+def test_a_crashing_checker_stops_the_run_with_one_line_and_keeps_the_traces(tmp_path, backend):
+    def broken(probe, response):
+        raise ValueError("embedded null byte")
+
+    with pytest.raises(ProbeError, match=r"checker failed on math/m0 seed 0: ValueError: embedded null byte"):
+        run_probe(backend, PROBES[:1], seeds=1, out=tmp_path, check=broken)
+    assert len(list(tmp_path.rglob("*-seed0.json"))) == 1  # a fixed checker resumes from the saved trace
+
+
 def test_progress_is_reported_per_generation(tmp_path, backend):
     calls = []
     run_probe(backend, PROBES[:2], seeds=2, out=tmp_path, check=check, progress=lambda *a: calls.append(a))

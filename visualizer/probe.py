@@ -83,8 +83,18 @@ def result_from_trace(probe, seed: int, trace: Trace, trace_file: str, check: Ca
         mean_commit_entropy_nats=metrics.mean_commit_entropy_nats,
         steps_used=metrics.steps_used,
         monotone=metrics.monotone,
-        correct=check(probe, response),
+        correct=_checked(check, probe, seed, response),
     )
+
+
+def _checked(check: Callable, probe, seed: int, response: str) -> bool | None:
+    """The checker's verdict; a checker that crashes stops the run with one line (traces stay saved)."""
+    try:
+        return check(probe, response)
+    except Exception as exc:  # a bug in a checker, not in the response: say where, then resume later
+        raise ProbeError(
+            f"the answer checker failed on {probe.regime}/{probe.prompt_id} seed {seed}: {type(exc).__name__}: {exc}"
+        ) from None
 
 
 # ---- running --------------------------------------------------------------------------------------
