@@ -16,6 +16,7 @@ from visualizer.metrics import Undefined, run_metrics
 from visualizer.metrics.stats import auroc, clustered_ci
 from visualizer.probe import (
     ProbeError,
+    ProgressBar,
     markdown_table,
     regime_tables,
     run_probe,
@@ -169,7 +170,23 @@ def test_progress_is_reported_per_generation(tmp_path, backend):
     calls = []
     run_probe(backend, PROBES[:2], seeds=2, out=tmp_path, check=check, progress=lambda *a: calls.append(a))
     assert [c[:2] for c in calls] == [(1, 4), (2, 4), (3, 4), (4, 4)]
-    assert calls[-1][2] == "math/m1 seed 1"
+    assert calls[-1][2:] == ("math/m1 seed 1", False)
+    calls.clear()
+    run_probe(backend, PROBES[:2], seeds=2, out=tmp_path, check=check, progress=lambda *a: calls.append(a))
+    assert all(resumed for *_, resumed in calls)
+
+
+def test_progress_bar_estimates_time_left_from_new_generations_only():
+    import io
+
+    stream = io.StringIO()
+    bar = ProgressBar(stream)
+    bar(1, 3, "a", True)
+    bar(2, 3, "b", False)
+    bar(3, 3, "c", False)
+    lines = stream.getvalue().splitlines()
+    assert "resuming" in lines[0] and "(saved before)" in lines[0]
+    assert lines[1].startswith("[################........] 2/3 b") and lines[2].endswith("~0s left")
 
 
 def test_tables_are_written_as_markdown_and_strict_json(tmp_path, backend):

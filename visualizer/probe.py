@@ -106,12 +106,12 @@ def run_probe(
     out,
     settings: GenerationSettings | None = None,
     check: Callable,
-    progress: Callable[[int, int, str], None] | None = None,
+    progress: Callable[[int, int, str, bool], None] | None = None,
 ) -> list[ProbeResult]:
     """Generate every (probe, seed) pair not already in `out`, save its trace, return every result.
 
-    `check(probe, response) -> bool | None` scores a response; `progress(done, total, label)`
-    is called after each generation.
+    `check(probe, response) -> bool | None` scores a response; `progress(done, total, label,
+    resumed)` is called after each pair (`resumed`: its trace was already saved).
     """
     out = Path(out)
     settings = settings or GenerationSettings()
@@ -122,6 +122,7 @@ def run_probe(
         relative = f"traces/{_safe(probe.regime)}/{_safe(probe.prompt_id)}-seed{seed}.json"
         path = out / relative
         trace = _load_finished(path)
+        resumed = trace is not None
         if trace is None:
             trace = Trace(model=backend.info, prompt=probe.prompt)
             for record in backend.generate(probe.prompt, settings.replace(seed=seed)):
@@ -132,7 +133,7 @@ def run_probe(
             _save_atomic(trace, path)
         results.append(result_from_trace(probe, seed, trace, relative, check))
         if progress is not None:
-            progress(done, len(jobs), f"{probe.regime}/{probe.prompt_id} seed {seed}")
+            progress(done, len(jobs), f"{probe.regime}/{probe.prompt_id} seed {seed}", resumed)
     return results
 
 
@@ -289,18 +290,26 @@ def _fmt_ci(ci) -> str:
 
 # ---- command line ------------------------------------------------------------------------------------
 class ProgressBar:
-    """Plain stderr progress: one redrawn line on a terminal, a line per item otherwise."""
+    """Plain stderr progress: one redrawn line on a terminal, a line per item otherwise.
+
+    The time left is estimated from the generations run in this session, not the resumed ones.
+    """
 
     def __init__(self, stream=None):
         self.stream = stream or sys.stderr
-        self.started = time.perf_counter()
+        self.started = self.last = time.perf_counter()
+        self.generated, self.generating_s = 0, 0.0
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
 
-    def __call__(self, done: int, total: int, label: str) -> None:
-        elapsed = time.perf_counter() - self.started
-        left = elapsed / done * (total - done)
+    def __call__(self, done: int, total: int, label: str, resumed: bool = False) -> None:
+        now = time.perf_counter()
+        if not resumed:
+            self.generated, self.generating_s = self.generated + 1, self.generating_s + now - self.last
+        self.last = now
+        left = f"~{self.generating_s / self.generated * (total - done):.0f}s left" if self.generated else "resuming"
         filled = int(24 * done / total)
-        line = f"[{'#' * filled}{'.' * (24 - filled)}] {done}/{total} {label}  {elapsed:.0f}s elapsed, ~{left:.0f}s left"
+        label += " (saved before)" if resumed else ""
+        line = f"[{'#' * filled}{'.' * (24 - filled)}] {done}/{total} {label}  {now - self.started:.0f}s elapsed, {left}"
         if self.tty:
             self.stream.write("\r\033[K" + line + ("\n" if done == total else ""))
         else:
