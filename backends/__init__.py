@@ -100,11 +100,18 @@ def model_choices() -> list[ModelChoice]:
         if pick_backend_kind() == "mlx"
         else ModelChoice("DiffusionGemma 26B-A4B (transformers; needs an 80 GB GPU)", REAL_CHECKPOINT, "transformers", False)
     )
-    builtin = ModelChoice("Built-in small model (trained here, not the 26B one)", str(BUILTIN_MODEL_DIR), "transformers", True)
     random = ModelChoice("Tiny random model (untrained, for comparison)", str(RANDOM_MODEL_DIR), "transformers", True)
+    small = [random]
+    if (BUILTIN_MODEL_DIR / "config.json").exists():
+        small.insert(0, ModelChoice("Built-in small model (trained here, not the 26B one)", str(BUILTIN_MODEL_DIR), "transformers", True))
     if real.backend == "mlx" or cuda_memory_gb() >= 70:
-        return [real, builtin, random]
-    return [builtin, real, random]
+        return [real, *small]
+    return [*small, real]
+
+
+def default_model() -> str:
+    """The model the CLI uses when none is named: the trained built-in one, else the random one."""
+    return str(BUILTIN_MODEL_DIR) if (BUILTIN_MODEL_DIR / "config.json").exists() else str(RANDOM_MODEL_DIR)
 
 
 def load_backend(source: str, *, backend: str | None = None, device: str | None = None) -> Backend:
@@ -138,6 +145,7 @@ __all__ = [
     "ModelChoice",
     "load_backend",
     "model_choices",
+    "default_model",
     "pick_backend_kind",
     "BUILTIN_MODEL_DIR",
     "RANDOM_MODEL_DIR",

@@ -78,6 +78,9 @@ class TransformersBackend(Backend):
         builtin: bool = False,
     ):
         from transformers import DiffusionGemmaForBlockDiffusion
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # the app and the CLI print their own progress
 
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         if device.startswith("cuda") and not torch.cuda.is_available():
@@ -190,12 +193,14 @@ class TransformersBackend(Backend):
                 except queue.Full:
                     continue
 
+        model = self.model  # a local reference: close() from another session must not pull it away mid-run
+
         def work():
             try:
-                input_ids = torch.tensor([ids], device=self.model.device)
+                input_ids = torch.tensor([ids], device=model.device)
                 torch.manual_seed(settings.seed)  # seeds the CPU and every CUDA device
-                with capture_steps(self.model, put, put, lambda: stop.is_set() or halt.is_set()):
-                    self.model.generate(input_ids, **kwargs)
+                with capture_steps(model, put, put, lambda: stop.is_set() or halt.is_set()):
+                    model.generate(input_ids, **kwargs)
                 put(_SENTINEL)
             except GenerationCancelled:
                 put(_CANCELLED)

@@ -1,0 +1,284 @@
+"""Watch DiffusionGemma denoise: the Gradio app.
+
+    python app.py                      # the built-in model, on http://127.0.0.1:7860
+    python app.py --model FOLDER_OR_ID --port 7861
+
+Thin on purpose: the backend yields step records, `visualizer` turns them into frames; the
+handlers here only adapt between the two and Gradio.  Each browser session keeps its own run in
+a `gr.State`; generations share the model through one queue (one run at a time, queue position
+shown); replaying a recorded step never touches the model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+
+import gradio as gr
+
+from backends import BackendError, ModelChoice, default_model, model_choices
+from backends.cache import LoadedModels
+from prompts.demos import DEMOS
+from visualizer.layout import grid_layout, text_layout
+from visualizer.palette import get_palette
+from visualizer.records import BlockRecord, RunEnd, StepRecord
+from visualizer.render_html import frame_caption, render_frame_html
+from visualizer.settings import GenerationSettings
+from visualizer.states import frame_refs, frame_state
+from visualizer.trace import Trace
+
+MODELS = LoadedModels(keep=2)
+
+CSS = """
+.dv-frame { max-height: 72vh; overflow: auto; }
+#dv-message p { color: #f87171; font-weight: 600; }
+"""
+
+INTRO = """# Watch DiffusionGemma denoise
+Each frame is one denoising step of a 256-token canvas: **gray** noise, **green** accepted this step,
+**purple** kept draft (accepted before and now), gray with an **orange bar** remasked, **white** committed.
+Hover a token for its entropy. Pick a demo prompt and press *Generate*."""
+
+
+class RunSession:
+    """One browser session's run: the trace being recorded or replayed, and its stop flag."""
+
+    def __init__(self):
+        self.trace: Trace | None = None
+        self.running = False
+        self.stop = threading.Event()
+
+    def __deepcopy__(self, memo):  # gr.State deep-copies initial values; each session gets a fresh one
+        return RunSession()
+
+
+# ---- pure helpers (no Gradio) --------------------------------------------------------------------
+def choice_for(label_or_source: str) -> ModelChoice:
+    for choice in model_choices():
+        if label_or_source in (choice.label, choice.source):
+            return choice
+    return ModelChoice(label_or_source, label_or_source, "auto", False)  # a hub id or folder typed by the user
+
+
+def model_info_markdown(info) -> str:
+    kind = "a small built-in model, not the 26B one" if info.builtin else "loaded from " + info.source
+    params = f" · {info.parameters / 1e6:.1f}M parameters" if info.parameters else ""
+    return (
+        f"**{info.name}** ({kind})  \n{info.backend} on `{info.device}` · {info.dtype} · canvas {info.canvas_length} "
+        f"· vocab {info.vocab_size:,}{params}"
+    )
+
+
+def layout_for(trace: Trace, kind: str):
+    """Text layout needs the final tokens, so a run still in progress always shows the grid."""
+    if kind == "text" and trace.finished and trace.steps:
+        return text_layout(trace)
+    return grid_layout(trace.max_blocks, trace.canvas_length)
+
+
+def render_view(trace: Trace, index: int, palette: str, layout_kind: str) -> tuple[str, str]:
+    """(canvas HTML, status line) for frame `index` of a trace."""
+    refs = frame_refs(trace)
+    if not refs:
+        return "", "Waiting for the first step..."
+    index = max(0, min(int(index), len(refs) - 1))
+    frame = frame_state(trace, index, refs)
+    html = render_frame_html(trace, frame, layout_for(trace, layout_kind), get_palette(palette), caption="")
+    status = f"Frame {index + 1}/{len(refs)} · {frame_caption(trace, frame)}"
+    if frame.kind == "step":
+        status += f" · this step took {trace.steps[refs[index].index].wall_time_s * 1000:.0f} ms"
+    return html, status
+
+
+def end_message(trace: Trace) -> str:
+    end = trace.end
+    if end is None:
+        return ""
+    if end.finish_reason == "error":
+        return end.error or "The run failed."
+    if end.finish_reason == "cancelled":
+        return f"Stopped after {len(trace.steps)} steps; everything recorded so far can be replayed."
+    return ""
+
+
+# ---- handlers ------------------------------------------------------------------------------------
+def knob_updates(settings: GenerationSettings):
+    return (
+        gr.Slider(value=settings.max_new_tokens),
+        gr.Slider(value=settings.max_denoising_steps),
+        gr.Number(value=settings.entropy_bound),
+        gr.Number(value=settings.t_min),
+        gr.Number(value=settings.t_max),
+    )
+
+
+def select_model(label: str, previous: str):
+    """Load the picked model; on failure say why and keep the previous one."""
+    choice = choice_for(label)
+    try:
+        backend = MODELS.get(choice.source)
+    except BackendError as exc:
+        fallback = choice_for(previous) if previous and previous != label else choice_for(default_model())
+        try:
+            backend = MODELS.get(fallback.source)
+        except BackendError:
+            return (gr.skip(), gr.skip(), f"{exc}", *([gr.skip()] * 5), gr.skip())
+        return (
+            gr.Dropdown(value=fallback.label),
+            model_info_markdown(backend.info),
+            f"{exc}",
+            *knob_updates(backend.default_settings()),
+            fallback.label,
+        )
+    return (gr.skip(), model_info_markdown(backend.info), "", *knob_updates(backend.default_settings()), label)
+
+
+def pick_demo(title: str):
+    for d in DEMOS:
+        if d.title == title:
+            return d.prompt, f"Watch for: {d.scaffolding}."
+    return gr.skip(), ""
+
+
+def generate(prompt, model_label, max_new_tokens, steps, entropy_bound, t_min, t_max, seed, palette, layout_kind, session: RunSession):
+    """Run the model, yielding a frame per step: (canvas, status, slider, text, message, session)."""
+    try:
+        backend = MODELS.get(choice_for(model_label).source)
+        settings = GenerationSettings(
+            max_new_tokens=_int(max_new_tokens, "max new tokens"),
+            max_denoising_steps=_int(steps, "max denoising steps"),
+            entropy_bound=_float(entropy_bound, "entropy bound"),
+            t_min=_float(t_min, "t_min"),
+            t_max=_float(t_max, "t_max"),
+            seed=_int(seed, "seed"),
+        )
+        records = backend.generate(prompt, settings, session.stop)
+        first = next(records)  # validation happens here: a bad request raises before any state changes
+    except (BackendError, ValueError) as exc:
+        yield gr.skip(), gr.skip(), gr.skip(), gr.skip(), str(exc), session
+        return
+    trace = Trace(model=backend.info, prompt=prompt)
+    trace.append(first)
+    session.trace, session.running = trace, True
+    session.stop.clear()
+    try:
+        for record in records:
+            trace.append(record)
+            if isinstance(record, (StepRecord, BlockRecord, RunEnd)):
+                last = len(frame_refs(trace)) - 1
+                html, status = render_view(trace, last, palette, layout_kind)
+                slider = gr.Slider(maximum=max(last, 1), value=max(last, 0), interactive=isinstance(record, RunEnd))
+                text = trace.end.text if trace.end else gr.skip()
+                yield html, status, slider, text, end_message(trace), session
+    finally:
+        session.running = False
+        session.stop.clear()
+
+
+def stop_run(session: RunSession) -> str:
+    if session.running:
+        session.stop.set()
+        return "Stopping at the next step..."
+    return ""
+
+
+def show_frame(index, palette, layout_kind, session: RunSession):
+    """Replay any recorded frame of this session's run without touching the model."""
+    if session.trace is None or not session.trace.steps:
+        return gr.skip(), "No run yet: press Generate."
+    return render_view(session.trace, index, palette, layout_kind)
+
+
+def _int(value, name: str) -> int:
+    if value is None or value == "":
+        raise ValueError(f"{name} is empty")
+    number = float(value)
+    if number != int(number):
+        raise ValueError(f"{name} must be a whole number (got {value})")
+    return int(number)
+
+
+def _float(value, name: str) -> float:
+    if value is None or value == "":
+        raise ValueError(f"{name} is empty")
+    return float(value)
+
+
+# ---- the UI --------------------------------------------------------------------------------------
+def build_app(initial_model: str | None = None) -> gr.Blocks:
+    choices = model_choices()
+    initial = choice_for(initial_model) if initial_model else choices[0]
+    with gr.Blocks(title="DiffusionGemma denoising visualizer", fill_width=True) as demo_app:
+        session = gr.State(RunSession)
+        current_model = gr.State(initial.label)
+        gr.Markdown(INTRO)
+        with gr.Row():
+            with gr.Column(scale=1, min_width=320):
+                model_picker = gr.Dropdown(
+                    choices=[c.label for c in choices], value=initial.label, label="Model",
+                    info="Pick one, or type a hub id or a local folder.", allow_custom_value=True,
+                )
+                model_info = gr.Markdown()
+                demo_picker = gr.Dropdown(choices=[d.title for d in DEMOS], value=None, label="Demo prompt")
+                watch_for = gr.Markdown()
+                prompt = gr.Textbox(label="Prompt", lines=4, value=DEMOS[0].prompt)
+                with gr.Accordion("Knobs (defaults: the checkpoint's generation config)", open=False):
+                    max_new_tokens = gr.Slider(1, 2048, value=256, step=1, label="Max new tokens")
+                    steps = gr.Slider(1, 256, value=48, step=1, label="Max denoising steps per block")
+                    entropy_bound = gr.Number(value=0.1, label="Entropy bound (nats accepted per step)")
+                    with gr.Row():
+                        t_min = gr.Number(value=0.4, label="t_min (last step)")
+                        t_max = gr.Number(value=0.8, label="t_max (first step)")
+                    seed = gr.Number(value=0, precision=0, label="Seed")
+                with gr.Row():
+                    palette = gr.Radio(["standard", "colorblind"], value="standard", label="Palette")
+                    layout_kind = gr.Radio(
+                        [("Grid", "grid"), ("Text (after the run)", "text")], value="grid", label="Layout"
+                    )
+                with gr.Row():
+                    generate_btn = gr.Button("Generate", variant="primary")
+                    stop_btn = gr.Button("Stop", variant="stop")
+                message = gr.Markdown(elem_id="dv-message")
+            with gr.Column(scale=4):
+                status = gr.Markdown("Press Generate to start.")
+                canvas = gr.HTML()
+                frame_slider = gr.Slider(0, 1, value=0, step=1, label="Replay: frame", interactive=False)
+                final_text = gr.Textbox(label="Committed text", lines=6, interactive=False)
+
+        knobs = [max_new_tokens, steps, entropy_bound, t_min, t_max]
+        model_outputs = [model_picker, model_info, message, *knobs, current_model]
+        demo_app.load(select_model, [model_picker, current_model], model_outputs, api_name="load_model")
+        model_picker.change(select_model, [model_picker, current_model], model_outputs, api_visibility="private")
+        demo_picker.change(pick_demo, demo_picker, [prompt, watch_for], api_visibility="private")
+        generate_btn.click(
+            generate,
+            [prompt, model_picker, *knobs, seed, palette, layout_kind, session],
+            [canvas, status, frame_slider, final_text, message, session],
+            api_name="generate",
+            concurrency_limit=1,
+            concurrency_id="model",
+            show_progress="minimal",
+        )
+        stop_btn.click(stop_run, session, message, api_name="stop", concurrency_limit=None)
+        replay_inputs = [frame_slider, palette, layout_kind, session]
+        frame_slider.input(
+            show_frame, replay_inputs, [canvas, status], api_name="show_frame", concurrency_limit=None, show_progress="hidden"
+        )
+        for change in (palette.change, layout_kind.change):
+            change(show_frame, replay_inputs, [canvas, status], api_visibility="private", concurrency_limit=None, show_progress="hidden")
+    return demo_app
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description="Watch DiffusionGemma denoise in the browser.")
+    parser.add_argument("--model", help="hub id or local folder to preselect (default: the best one here)")
+    parser.add_argument("--host", default=None, help="e.g. 0.0.0.0 to serve the local network")
+    parser.add_argument("--port", type=int, default=None)
+    args = parser.parse_args(argv)
+    build_app(args.model).queue(default_concurrency_limit=1).launch(
+        server_name=args.host, server_port=args.port, css=CSS, theme=gr.themes.Soft()
+    )
+
+
+if __name__ == "__main__":
+    main()

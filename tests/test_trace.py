@@ -1,0 +1,138 @@
+"""Trace round trip (nothing lost) and validation of bad files (clear TraceError, never a crash)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from tests.fake_records import fake_trace
+from visualizer import trace as trace_module
+from visualizer.records import RunEnd, RunStart, StepRecord
+from visualizer.settings import GenerationSettings
+from visualizer.trace import Trace, TraceError
+
+
+@pytest.fixture(scope="module")
+def live_trace(random_backend):
+    trace = Trace(model=random_backend.info, prompt="Write a haiku about rain")
+    for record in random_backend.generate(trace.prompt, GenerationSettings(seed=2, max_new_tokens=300, max_denoising_steps=10)):
+        trace.append(record)
+    return trace
+
+
+def test_round_trip_of_a_live_run_loses_nothing(live_trace, tmp_path):
+    path = live_trace.save(tmp_path / "run.json")
+    loaded = Trace.load(path)
+    assert loaded == live_trace
+    assert loaded.pieces == live_trace.pieces
+    for a, b in zip(loaded.steps, live_trace.steps):
+        assert a.entropy_nats.dtype == np.float32 and np.array_equal(a.entropy_nats, b.entropy_nats)
+        assert a.wall_time_s == b.wall_time_s
+    assert loaded.end.text == live_trace.end.text
+    assert loaded.settings == live_trace.settings
+    # and a second round trip writes the very same bytes
+    assert loaded.to_json() == live_trace.to_json()
+
+
+def test_trace_records_what_the_run_needs(live_trace):
+    data = live_trace.to_dict()
+    assert data["model"]["backend"] == "transformers" and data["model"]["canvas_length"] == 256
+    assert data["settings"]["seed"] == 2 and data["settings"]["max_denoising_steps"] == 10
+    assert data["prompt"]["ids"][0] == 2  # <bos> from the chat template
+    assert len(data["steps"]) == len(live_trace.steps) > 0
+    assert all(s["wall_time_s"] > 0 for s in data["steps"])
+    assert set(live_trace.displayed_ids()) <= set(live_trace.pieces)
+    assert "logits" not in json.dumps(data)[:10000]
+
+
+def test_records_are_read_only(live_trace):
+    with pytest.raises(ValueError):
+        live_trace.steps[0].accepted[0] = True
+
+
+def good_dict():
+    return fake_trace(["1100", "1111"], canvas_length=4, eos_at=2).to_dict()
+
+
+def mutate(change):
+    data = good_dict()
+    change(data)
+    return json.dumps(data)
+
+
+BAD = {
+    "not json": ("{'format': nope", "not a JSON trace"),
+    "truncated": (json.dumps(good_dict())[:-40], "not a JSON trace"),
+    "a list": ("[1, 2, 3]", "JSON object"),
+    "other format": (mutate(lambda d: d.update(format="something")), "not a trace file"),
+    "newer version": (mutate(lambda d: d.update(version=99)), "newer tool"),
+    "missing steps": (mutate(lambda d: d.pop("steps")), "missing 'steps'"),
+    "unknown field": (mutate(lambda d: d.update(run_this="import os")), "unknown field"),
+    "string canvas length": (mutate(lambda d: d["model"].update(canvas_length="4")), "canvas_length must be int"),
+    "huge canvas": (mutate(lambda d: d["model"].update(canvas_length=10**9)), "canvas_length must be from"),
+    "short accepted": (mutate(lambda d: d["steps"][0].update(accepted=[1, 0])), "accepted must be 4"),
+    "id out of vocab": (mutate(lambda d: d["steps"][0].update(argmax=[10, 11, 12, 5000])), "token ids from 0"),
+    "negative id": (mutate(lambda d: d["blocks"][0]["tokens"].__setitem__(0, -1)), "token ids from 0"),
+    "nan entropy": (mutate(lambda d: d["steps"][0]["entropy_nats"].__setitem__(0, float("nan"))), "between 0 and ln"),
+    "negative wall time": (mutate(lambda d: d["steps"][0].update(wall_time_s=-1)), "non-negative"),
+    "steps out of order": (mutate(lambda d: d["steps"].reverse()), "expected step"),
+    "steps_used mismatch": (mutate(lambda d: d["blocks"][0].update(steps_used=5)), "steps_used"),
+    "eos position wrong": (mutate(lambda d: d["blocks"][0].update(eos_position=0)), "first EOS"),
+    "no pad after eos": (mutate(lambda d: d["blocks"][0]["tokens"].__setitem__(3, 13)), "must be pad"),
+    "sequence mismatch": (mutate(lambda d: d["end"]["sequence"].__setitem__(0, 12)), "end.sequence"),
+    "missing piece": (mutate(lambda d: d["pieces"].pop("11")), "no piece"),
+    "bad piece key": (mutate(lambda d: d["pieces"].update({"x1": "a"})), "not a token id"),
+    "bad settings key": (mutate(lambda d: d["settings"].update(turbo=True)), "unknown setting"),
+    "bool as int": (mutate(lambda d: d["steps"][0].update(step=True)), "step must be int"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_malformed_traces_are_rejected_with_a_clear_message(case):
+    text, expected = BAD[case]
+    with pytest.raises(TraceError, match=expected):
+        Trace.from_json(text)
+
+
+def test_the_good_fixture_itself_loads():
+    assert Trace.from_json(json.dumps(good_dict())).end.finish_reason == "eos"
+
+
+def test_oversized_files_are_refused_before_parsing(tmp_path, monkeypatch):
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(good_dict()))
+    monkeypatch.setattr(trace_module, "MAX_TRACE_BYTES", 100)
+    with pytest.raises(TraceError, match="limit"):
+        Trace.load(path)
+
+
+def test_deeply_nested_json_is_a_trace_error_not_a_crash():
+    with pytest.raises(TraceError):
+        Trace.from_json("[" * 100000 + "]" * 100000)
+
+
+def test_missing_file_is_a_trace_error(tmp_path):
+    with pytest.raises(TraceError, match="cannot read"):
+        Trace.load(tmp_path / "absent.json")
+
+
+def test_append_enforces_record_order():
+    trace = fake_trace(["11"], canvas_length=2)
+    with pytest.raises(TraceError, match="after RunEnd"):
+        trace.append(trace.steps[0])
+    empty = Trace(model=trace.model, prompt="p")
+    with pytest.raises(TraceError, match="before RunStart"):
+        empty.append(trace.steps[0])
+    empty.append(RunStart(prompt_ids=np.array([2], np.int32), settings={}, max_blocks=1))
+    with pytest.raises(TraceError, match="twice"):
+        empty.append(RunStart(prompt_ids=np.array([2], np.int32), settings={}, max_blocks=1))
+
+
+def test_cancelled_run_with_an_unfinished_block_round_trips():
+    trace = fake_trace(["10", "11"], canvas_length=2, finished=False)
+    trace.blocks.clear()
+    trace.append(RunEnd(finish_reason="cancelled", sequence=np.zeros(0, np.int32), text="", wall_time_s=0.2))
+    again = Trace.from_json(trace.to_json())
+    assert again == trace and isinstance(again.steps[-1], StepRecord)

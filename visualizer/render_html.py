@@ -1,0 +1,105 @@
+"""HTML renderer for the live view: one frame of a trace as a self-contained HTML fragment.
+
+    html = render_frame_html(trace, frame_state(trace, -1), grid_layout(...), STANDARD)
+
+A pure function of its inputs: the same frame gives the same HTML, live or replayed.  Cells are
+spans in a `white-space: pre` block of a monospace font, padded to fixed widths by `layout.paint`,
+so nothing reflows; every cell has a tooltip (position, state, token, entropy).
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from .layout import Layout, PaintedCell, paint
+from .palette import LEGEND, Palette
+from .states import FrameState
+from .trace import Trace
+
+FONT_STACK = "'DejaVu Sans Mono', Menlo, Consolas, 'Liberation Mono', monospace"
+
+
+def frame_caption(trace: Trace, frame: FrameState) -> str:
+    """One line saying where the frame is and what the step did."""
+    blocks = max(trace.max_blocks, frame.block + 1)
+    where = f"Block {frame.block + 1}/{blocks}"
+    if frame.kind == "commit":
+        committed = frame.counts["committed"]
+        return f"{where} · committed ({committed} positions)"
+    c = frame.counts
+    return (
+        f"{where} · step {frame.step + 1} · {frame.steps_remaining - 1} steps left · accepted {c['accepted']} "
+        f"(new {c['new']}, kept {c['kept']}) · remasked {c['remasked']}"
+    )
+
+
+def _cell_span(cell: PaintedCell, palette: Palette) -> str:
+    shadows = []
+    if cell.remasked_mark:
+        shadows.append(f"inset 0 3px 0 0 {palette.mark}")
+    if cell.changed_mark:
+        shadows.append(f"inset 0 -2px 0 0 {palette.mark}")
+    style = f"color:{cell.fg};background:{cell.bg}"
+    if shadows:
+        style += ";box-shadow:" + ",".join(shadows)
+    return f'<span class="dv-cell dv-{cell.state.name.lower()}" style="{style}" title="{escape(cell.tooltip)}">{escape(cell.text)}</span>'
+
+
+def legend_html(palette: Palette) -> str:
+    items = []
+    for state, label in LEGEND:
+        fg, bg = palette.colors(state)
+        glyph = "░░" if label in ("noise", "remasked") else "ab"
+        mark = f";box-shadow:inset 0 3px 0 0 {palette.mark}" if label == "remasked" else ""
+        items.append(
+            f'<span class="dv-legend-item" style="color:{palette.foreground}"><span style="color:{fg};background:{bg};padding:0 4px{mark}">{glyph}</span> {label}</span>'
+        )
+    items.append(
+        f'<span class="dv-legend-item" style="color:{palette.foreground}"><span style="color:{palette.kept[0]};background:{palette.kept[1]};'
+        f'padding:0 4px;box-shadow:inset 0 -2px 0 0 {palette.mark}">ab</span> resampled to a new token</span>'
+    )
+    return f'<div class="dv-legend" style="display:flex;flex-wrap:wrap;gap:14px;margin:0 0 8px 0">{"".join(items)}</div>'
+
+
+def render_frame_html(
+    trace: Trace,
+    frame: FrameState,
+    layout: Layout,
+    palette: Palette,
+    *,
+    details=None,
+    caption: str | None = None,
+    legend: bool = True,
+) -> str:
+    """The frame as an HTML fragment; `details(block, position)` adds tooltip lines.
+
+    `caption` defaults to `frame_caption`; pass "" to leave it out (the app shows it beside the frame).
+    """
+    rows: dict[int, list[PaintedCell]] = {}
+    for cell in paint(frame, layout, trace, palette, details):
+        rows.setdefault(cell.row, []).append(cell)
+    headers = dict((row, block) for block, row in layout.headers)
+    lines = []
+    for row in range(layout.rows):
+        if row in headers:
+            label = f" block {headers[row] + 1} "
+            rule = ("──" + label).ljust(layout.columns, "─")
+            lines.append(f'<span style="color:{palette.rule}">{escape(rule)}</span>')
+            continue
+        out, col = [], 0
+        for cell in sorted(rows.get(row, []), key=lambda c: c.col):
+            out.append(" " * (cell.col - col))
+            out.append(_cell_span(cell, palette))
+            col = cell.col + cell.width
+        lines.append("".join(out))
+    caption = caption if caption is not None else frame_caption(trace, frame)
+    caption_html = f'<div class="dv-caption" style="color:{palette.muted};margin-bottom:6px">{escape(caption)}</div>'
+    return (
+        f'<div class="dv-frame" style="background:{palette.background};color:{palette.foreground};'
+        f'font-family:{FONT_STACK};font-size:12.5px;padding:12px;border-radius:8px;overflow-x:auto">'
+        + (caption_html if caption else "")
+        + (legend_html(palette) if legend else "")
+        + f'<pre class="dv-canvas" style="margin:0;line-height:1.45;font-family:inherit;white-space:pre">'
+        + "\n".join(lines)
+        + "</pre></div>"
+    )
