@@ -19,9 +19,14 @@ nothing else touches the model.  Records reach the caller live through a bounded
 
 Knobs: `sampler` (entropy-bound by default, as transformers; or mlx-vlm's confidence-threshold,
 see SAMPLER_NOTES) and `temperature` (1 by default: samples like transformers; 0 is greedy).
+`max_denoising_steps`, `entropy_bound`, `t_min` and `t_max` work as on transformers (stock
+mlx-vlm reads them from the checkpoint's generation config, which gives the defaults here).
 `max_new_tokens` is rounded up to whole canvases, as transformers does, and the canvas is always
 the full 256 tokens (mlx-vlm would otherwise shrink the last one), so every block looks the same.
 `compiled` is a transformers option and is recorded as False.
+
+MLX itself is imported only on the worker thread, so this module (and SAMPLER_NOTES, for the
+app) imports on machines without MLX.
 """
 
 from __future__ import annotations
@@ -72,25 +77,23 @@ _QUEUE_SIZE = 64  # steps buffered between the worker and a slow consumer
 _SENTINEL = object()  # the worker finished the run
 _CANCELLED = object()  # the worker stopped between two steps
 
+# For the app: what each sampler's frames mean (the states code needs no special case for either).
 SAMPLER_NOTES = {
     SAMPLER_ENTROPY_BOUND: (
-        "Entropy-bound (transformers' rule, the default): at every step the sampler accepts the "
-        "lowest-entropy positions whose summed entropy stays within the bound, and recomputes that "
-        "set from scratch, so a token accepted at one step can turn back into noise at the next "
-        "(remasked). At temperature 1 it samples exactly like the transformers backend; at "
-        "temperature 0 it takes the argmax."
+        "Entropy-bound (transformers' rule; the default): each step accepts the lowest-entropy positions "
+        "whose summed entropy stays within the bound and recomputes that set from scratch, so a token "
+        "accepted at one step can turn back into noise at the next (remasked). At temperature 1 it samples "
+        "as the transformers backend does, at 0 it takes the argmax. On MLX the last step of a block "
+        "commits the argmax without sampling, so it accepts nothing new."
     ),
     SAMPLER_CONFIDENCE_THRESHOLD: (
-        "Confidence-threshold (mlx-vlm's default): at every step the sampler reveals the positions "
-        "whose sampled token has a probability of at least 0.9 (at least one per step), and a "
-        "revealed token stays fixed until the block ends. Reveals only accumulate, so nothing is "
-        "ever remasked: green is this step's reveals, purple everything revealed before, and the "
-        "block ends as soon as every position is revealed."
+        "Confidence-threshold (mlx-vlm's default): each step reveals the positions whose sampled token has "
+        "a probability of at least 0.9 (at least one per step), and a revealed token stays fixed until the "
+        "block ends. Reveals only accumulate, so nothing is ever remasked: green is this step's reveals, "
+        "purple everything revealed before. A block ends as soon as every position is revealed; otherwise "
+        "its last step commits the argmax without sampling."
     ),
 }
-LAST_STEP_NOTE = (
-    "On MLX the last step of a block commits the argmax without sampling, so it accepts nothing new."
-)
 
 
 class MLXBackend(Backend):
@@ -213,12 +216,14 @@ class MLXBackend(Backend):
                     continue
 
         def work():  # runs on the worker thread
-            from .mlx_capture import DenoiseCancelled, denoise
+            from .mlx_capture import CapturedStep, DenoiseCancelled, denoise
+
+            def should_stop() -> bool:
+                return stop.is_set() or halt.is_set() or self._closing.is_set()
 
             try:
-                should_stop = lambda: stop.is_set() or halt.is_set() or self._closing.is_set()  # noqa: E731
                 for item in denoise(self.model, ids, options, should_stop=should_stop):
-                    put(item)
+                    put(self._step_record(item, pieces) if isinstance(item, CapturedStep) else self._block_record(item, pieces))
                 put(_SENTINEL)
             except DenoiseCancelled:
                 put(_CANCELLED)
@@ -244,11 +249,9 @@ class MLXBackend(Backend):
                 if isinstance(item, BaseException):
                     finish, error = FINISH_ERROR, _run_failure_message(item)
                     break
-                if hasattr(item, "accepted"):
-                    yield self._step_record(item, pieces)
-                else:
+                if isinstance(item, BlockRecord):
                     blocks.append(item.tokens)
-                    yield self._block_record(item, pieces)
+                yield item
         finally:
             halt.set()  # when the consumer closed us early, the worker stops at its next step
             if not job.cancel():
@@ -291,7 +294,7 @@ class MLXBackend(Backend):
         clean = getattr(self.processor, "clean_output", None)  # the real checkpoint's channel markers
         return clean(text) if callable(clean) else text
 
-    def _step_record(self, item, pieces: "_PieceTable") -> StepRecord:
+    def _step_record(self, item, pieces: "_PieceTable") -> StepRecord:  # item: mlx_capture.CapturedStep
         return StepRecord(
             block=item.block,
             step=item.step,
@@ -304,7 +307,7 @@ class MLXBackend(Backend):
             new_pieces=pieces.new(np.concatenate([item.argmax, item.canvas[item.accepted]])),
         )
 
-    def _block_record(self, item, pieces: "_PieceTable") -> BlockRecord:
+    def _block_record(self, item, pieces: "_PieceTable") -> BlockRecord:  # item: mlx_capture.CapturedBlock
         return BlockRecord(
             block=item.block,
             tokens=frozen_array(item.tokens, np.int32),

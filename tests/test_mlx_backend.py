@@ -11,6 +11,7 @@ import math
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,12 +19,13 @@ import pytest
 from backends import is_mlx_model, load_backend
 from backends.base import BackendError
 from backends.mlx_backend import SAMPLER_NOTES, MLXBackend
-from test_mlx_capture import mlx_models  # noqa: F401  (the shared session fixture)
+from tests.test_mlx_capture import mlx_models  # noqa: F401  (the shared session fixture)
 from visualizer.records import BlockRecord, RunEnd, RunStart, StepRecord
 from visualizer.settings import SAMPLERS, GenerationSettings
 from visualizer.states import State, frame_refs, frame_state
 from visualizer.trace import Trace
 
+ROOT = Path(__file__).resolve().parent.parent
 PROMPT = "Write a six-line poem about the ocean."
 FAST = GenerationSettings(seed=0, max_denoising_steps=6, max_new_tokens=256)
 
@@ -256,6 +258,19 @@ def test_registry_recognises_converted_folders(mlx_models):  # noqa: F811
         assert isinstance(backend, MLXBackend)
     finally:
         backend.close()
+
+
+def test_cli_records_an_mlx_trace(mlx_models, tmp_path):  # noqa: F811
+    run = tmp_path / "run.json"
+    command = [sys.executable, "-m", "visualizer", "record", "--backend", "mlx", "--model", str(mlx_models["4-bit"]),
+               "--demo", "acrostic", "--seed", "0", "--steps", "4", "--out", str(run)]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr
+    trace = Trace.load(run)
+    assert trace.model.backend == "mlx" and trace.model.dtype == "4-bit"
+    assert trace.prompt.startswith("Write a six-line poem") and trace.settings.max_denoising_steps == 4
+    assert trace.end.finish_reason in ("eos", "length") and len(trace.steps) == sum(b.steps_used for b in trace.blocks)
+    frame_state(trace, len(frame_refs(trace)) - 1)
 
 
 # ---- the converter -------------------------------------------------------------------------
