@@ -29,7 +29,8 @@ RANDOM_MODEL_DIR = Path.home() / ".cache" / "diffusion-visualizer" / "random-tin
 
 MLX_INSTALL_HINT = (
     "The MLX backend needs Apple silicon with `pip install mlx==0.32.4 mlx-vlm==0.7.10` "
-    "(on Linux, for tests only: `pip install 'mlx[cpu]==0.32.4'` and `pip install --no-deps mlx-vlm==0.7.10`)."
+    "(on Linux, for tests only: `pip install 'mlx[cpu]==0.32.4' jinja2 requests` and "
+    "`pip install --no-deps mlx-vlm==0.7.10`)."
 )
 
 

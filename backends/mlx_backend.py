@@ -35,6 +35,7 @@ import json
 import math
 import os
 import queue
+import sys
 import threading
 import time
 import weakref
@@ -70,7 +71,7 @@ from visualizer.settings import (
     GenerationSettings,
 )
 
-from .base import Backend, BackendError
+from .base import Backend, BackendError, BackendUnavailable
 
 DEFAULT_TEMPERATURE = 1.0  # samples like transformers; mlx-vlm's own default is 0 (greedy)
 _QUEUE_SIZE = 64  # steps buffered between the worker and a slow consumer
@@ -223,7 +224,10 @@ class MLXBackend(Backend):
 
             try:
                 for item in denoise(self.model, ids, options, should_stop=should_stop):
-                    put(self._step_record(item, pieces) if isinstance(item, CapturedStep) else self._block_record(item, pieces))
+                    if isinstance(item, CapturedStep):
+                        put(self._step_record(item, pieces))
+                    else:
+                        put(self._block_record(item, pieces))
                 put(_SENTINEL)
             except DenoiseCancelled:
                 put(_CANCELLED)
@@ -361,8 +365,6 @@ class _Worker:
             self._thread.join()
 
     def _run(self) -> None:
-        import mlx.core as mx
-
         try:
             while (job := self._jobs.get()) is not None:
                 future, fn, args = job
@@ -374,7 +376,8 @@ class _Worker:
                     future.set_exception(exc)
                 del job, future, fn, args  # drop the last references here, not at the next job
         finally:
-            mx.clear_streams()
+            if "mlx.core" in sys.modules:  # MLX was used on this thread
+                sys.modules["mlx.core"].clear_streams()
 
 
 class _PieceTable:
@@ -399,9 +402,14 @@ class _PieceTable:
 # ---- on the worker thread ----------------------------------------------------------------
 def _load_model(source: str, local: Path):
     """The model, its processor, and what ModelInfo needs from MLX and the folder itself."""
-    import mlx.core as mx
-    from mlx_vlm import load
-    from mlx_vlm.utils import get_model_path
+    try:
+        import mlx.core as mx
+        from mlx_vlm import load
+        from mlx_vlm.utils import get_model_path
+    except ImportError as exc:
+        from . import MLX_INSTALL_HINT
+
+        raise BackendUnavailable(f"MLX or a part of mlx-vlm is missing here ({exc}). {MLX_INSTALL_HINT}") from None
 
     try:
         folder = get_model_path(str(local) if local.is_dir() else source)  # downloads a hub id once
@@ -495,7 +503,8 @@ def _load_failure_message(source: str, exc: Exception, *, is_folder: bool) -> st
             f"not in the local cache ({text[:200]})."
         )
     hint = (
-        " If it is a transformers folder, convert it first: python -m training.convert_mlx --model FOLDER --out MLX_FOLDER"
+        " If it is a transformers folder, convert it first: "
+        "python -m training.convert_mlx --model FOLDER --out MLX_FOLDER"
         if is_folder
         else ""
     )

@@ -155,7 +155,10 @@ def _denoise_block(model, cache, context, block: int, options: DenoiseOptions, s
         done = cur_step == 1  # the engine commits the argmax here without sampling
         next_self_conditioning = None
         if not done:
-            sampled = argmax if options.temperature <= 0 else _diffusion_sample_canvas(logits, mx.int32, options.temperature)
+            if options.temperature <= 0:
+                sampled = argmax
+            else:
+                sampled = _diffusion_sample_canvas(logits, mx.int32, options.temperature)
             if options.sampler == ENTROPY_BOUND:
                 next_self_conditioning = model.diffusion_self_conditioning(logits, context)
                 accepted = _diffusion_entropy_transfer_mask(entropy, options.entropy_bound)

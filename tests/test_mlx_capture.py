@@ -72,7 +72,8 @@ def stock_tokens(model, processor, ids, *, seed, sampler, temperature, steps=STE
         max_tokens=blocks * 256, max_denoising_steps=steps, diffusion_sampler=sampler, diffusion_full_canvas=True,
     ):
         last = result
-        if result.token is not None and not (result.is_draft or result.diffusion_block_complete or result.finish_reason):
+        is_token = not (result.is_draft or result.diffusion_block_complete or result.finish_reason)
+        if is_token and result.token is not None:
             tokens.append(int(result.token))
     if last.finish_reason == "stop":
         tokens.append(int(last.token))
@@ -116,7 +117,8 @@ def test_knobs_match_stock_with_the_same_generation_config(pair):
     """entropy_bound, t_min and t_max reach the loop as stock reads them from the generation config."""
     backend, model, processor = pair
     ids = backend.prompt_ids(PROMPT)
-    changed = {"sampler_config": {"_cls_name": "EntropyBoundSamplerConfig", "entropy_bound": 2.0}, "t_min": 0.2, "t_max": 1.5}
+    bound = {"_cls_name": "EntropyBoundSamplerConfig", "entropy_bound": 2.0}
+    changed = {"sampler_config": bound, "t_min": 0.2, "t_max": 1.5}
     original = dict(model.config.generation_config)
     model.config.generation_config = {**original, **changed}
     try:

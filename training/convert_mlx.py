@@ -106,8 +106,9 @@ def main(argv=None) -> None:
     try:
         print(convert_to_mlx(args.model, args.out, bits=args.bits, group_size=args.group_size))
     except ImportError as exc:
-        sys.exit(f"convert_mlx: MLX is not installed ({exc}); on Linux: pip install 'mlx[cpu]==0.32.4' and "
-                 "pip install --no-deps mlx-vlm==0.7.10")
+        from backends import MLX_INSTALL_HINT
+
+        sys.exit(f"convert_mlx: MLX or a part of mlx-vlm is missing here ({exc}). {MLX_INSTALL_HINT}")
     except (ValueError, OSError) as exc:  # ConversionError, or mlx-vlm refusing the folder
         sys.exit(f"convert_mlx: {exc}")
 
