@@ -72,6 +72,7 @@ from visualizer.settings import (
 )
 
 from .base import Backend, BackendError, BackendUnavailable
+from .text import PieceTable, chat_prompt_ids
 
 DEFAULT_TEMPERATURE = 1.0  # samples like transformers; mlx-vlm's own default is 0 (greedy)
 _QUEUE_SIZE = 64  # steps buffered between the worker and a slow consumer
@@ -159,14 +160,7 @@ class MLXBackend(Backend):
         content parts, which a plain-text template (the project's small models) prints as a
         Python list.  Ids are passed to the model, never a string (a string got a second BOS).
         """
-        out = self.tokenizer.apply_chat_template(
-            [{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=True
-        )
-        if hasattr(out, "keys") and "input_ids" in out:  # transformers 5 returns a BatchEncoding
-            out = out["input_ids"]
-        if out and isinstance(out[0], list):
-            out = out[0]
-        return [int(i) for i in out]
+        return chat_prompt_ids(self.tokenizer, prompt)
 
     def options(self, settings: GenerationSettings, *, max_blocks: int):
         """The capture loop's options for resolved settings (also used by the tests)."""
@@ -197,7 +191,7 @@ class MLXBackend(Backend):
         options = self.options(settings, max_blocks=max_blocks)
         stop = stop or threading.Event()
         started = time.perf_counter()
-        pieces = _PieceTable(self.tokenizer)
+        pieces = PieceTable(self.tokenizer)
         yield RunStart(
             prompt_ids=frozen_array(ids, np.int32),
             settings=settings.to_dict(),
@@ -298,7 +292,7 @@ class MLXBackend(Backend):
         clean = getattr(self.processor, "clean_output", None)  # the real checkpoint's channel markers
         return clean(text) if callable(clean) else text
 
-    def _step_record(self, item, pieces: "_PieceTable") -> StepRecord:  # item: mlx_capture.CapturedStep
+    def _step_record(self, item, pieces: "PieceTable") -> StepRecord:  # item: mlx_capture.CapturedStep
         return StepRecord(
             block=item.block,
             step=item.step,
@@ -311,7 +305,7 @@ class MLXBackend(Backend):
             new_pieces=pieces.new(np.concatenate([item.argmax, item.canvas[item.accepted]])),
         )
 
-    def _block_record(self, item, pieces: "_PieceTable") -> BlockRecord:  # item: mlx_capture.CapturedBlock
+    def _block_record(self, item, pieces: "PieceTable") -> BlockRecord:  # item: mlx_capture.CapturedBlock
         return BlockRecord(
             block=item.block,
             tokens=frozen_array(item.tokens, np.int32),
@@ -378,25 +372,6 @@ class _Worker:
         finally:
             if "mlx.core" in sys.modules:  # MLX was used on this thread
                 sys.modules["mlx.core"].clear_streams()
-
-
-class _PieceTable:
-    """Decodes each displayed id once per run, so records carry only the pieces not sent before.
-
-    The same as the transformers backend's, which cannot be imported from here without torch.
-    """
-
-    def __init__(self, tokenizer):
-        self.tokenizer = tokenizer
-        self.seen: set[int] = set()
-
-    def new(self, ids) -> dict[int, str]:
-        fresh = sorted({int(i) for i in np.asarray(ids).reshape(-1)} - self.seen)
-        if not fresh:
-            return {}
-        self.seen.update(fresh)
-        texts = self.tokenizer.batch_decode([[i] for i in fresh], skip_special_tokens=False)
-        return dict(zip(fresh, texts))
 
 
 # ---- on the worker thread ----------------------------------------------------------------

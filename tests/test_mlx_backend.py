@@ -19,7 +19,6 @@ import pytest
 from backends import is_mlx_model, load_backend
 from backends.base import BackendError
 from backends.mlx_backend import SAMPLER_NOTES, MLXBackend
-from tests.test_mlx_capture import mlx_models  # noqa: F401  (the shared session fixture)
 from visualizer.records import RunEnd, RunStart, StepRecord
 from visualizer.settings import SAMPLERS, GenerationSettings
 from visualizer.states import State, frame_refs, frame_state
@@ -31,7 +30,7 @@ FAST = GenerationSettings(seed=0, max_denoising_steps=6, max_new_tokens=256)
 
 
 @pytest.fixture(scope="module")
-def backend(mlx_models):  # noqa: F811
+def backend(mlx_models):
     backend = load_backend(str(mlx_models["float32"]), backend="mlx")
     yield backend
     backend.close()
@@ -120,7 +119,7 @@ def test_confidence_threshold_reveals_accumulate_and_never_remask(backend):
     assert all(frame_state(trace, i, refs).count(State.REMASKED) == 0 for i in range(len(refs)))
 
 
-def test_mlx_trace_matches_a_transformers_trace_of_the_same_model(backend, mlx_models):  # noqa: F811
+def test_mlx_trace_matches_a_transformers_trace_of_the_same_model(backend, mlx_models):
     from backends.transformers_backend import TransformersBackend
 
     transformers = TransformersBackend(str(mlx_models["transformers"]))
@@ -137,7 +136,7 @@ def test_mlx_trace_matches_a_transformers_trace_of_the_same_model(backend, mlx_m
     assert Trace.from_json(ours.to_json()).to_dict().keys() == Trace.from_json(theirs.to_json()).to_dict().keys()
 
 
-def test_model_info_and_defaults(mlx_models, backend):  # noqa: F811
+def test_model_info_and_defaults(mlx_models, backend):
     info = backend.info
     assert (info.backend, info.device, info.dtype, info.canvas_length) == ("mlx", "cpu", "float32", 256)
     from training.build_random import load_project_tokenizer
@@ -218,7 +217,7 @@ def test_an_error_in_the_run_ends_it_with_a_message(backend, monkeypatch):
     assert records[-1].error == "Generation failed: RuntimeError: [metal] kernel failed"
 
 
-def test_close_ends_the_worker_thread(mlx_models):  # noqa: F811
+def test_close_ends_the_worker_thread(mlx_models):
     backend = MLXBackend(str(mlx_models["float32"]))
     worker = backend._worker._thread
     backend.close()
@@ -241,7 +240,7 @@ def test_bad_requests_raise_one_line_backend_errors(backend):
         assert "\n" not in str(error.value)
 
 
-def test_loading_errors_say_what_to_do(mlx_models, tmp_path):  # noqa: F811
+def test_loading_errors_say_what_to_do(mlx_models, tmp_path):
     with pytest.raises(BackendError, match="No model folder at"):
         MLXBackend(str(tmp_path / "missing"))
     with pytest.raises(BackendError, match="convert it first: python -m training.convert_mlx"):
@@ -251,7 +250,7 @@ def test_loading_errors_say_what_to_do(mlx_models, tmp_path):  # noqa: F811
     assert "\n" not in str(error.value)
 
 
-def test_registry_recognises_converted_folders(mlx_models):  # noqa: F811
+def test_registry_recognises_converted_folders(mlx_models):
     assert is_mlx_model(str(mlx_models["float32"])) and is_mlx_model(str(mlx_models["4-bit"]))
     assert not is_mlx_model(str(mlx_models["transformers"]))
     assert is_mlx_model("mlx-community/diffusiongemma-26B-A4B-it-4bit")
@@ -262,7 +261,7 @@ def test_registry_recognises_converted_folders(mlx_models):  # noqa: F811
         backend.close()
 
 
-def test_cli_records_an_mlx_trace(mlx_models, tmp_path):  # noqa: F811
+def test_cli_records_an_mlx_trace(mlx_models, tmp_path):
     run = tmp_path / "run.json"
     command = [sys.executable, "-m", "visualizer", "record", "--backend", "mlx", "--model", str(mlx_models["4-bit"]),
                "--demo", "acrostic", "--seed", "0", "--steps", "4", "--out", str(run)]
@@ -276,7 +275,7 @@ def test_cli_records_an_mlx_trace(mlx_models, tmp_path):  # noqa: F811
 
 
 # ---- the converter -------------------------------------------------------------------------
-def test_converted_model_computes_the_transformers_logits(mlx_models):  # noqa: F811
+def test_converted_model_computes_the_transformers_logits(mlx_models):
     import mlx.core as mx
     import torch
     from mlx_vlm import load
@@ -303,7 +302,7 @@ def test_converted_model_computes_the_transformers_logits(mlx_models):  # noqa: 
             assert (logits.argmax(-1) == expected.argmax(-1)).mean() > 0.8
 
 
-def test_convert_cli_reports_bad_input_in_one_line(tmp_path, mlx_models):  # noqa: F811
+def test_convert_cli_reports_bad_input_in_one_line(tmp_path, mlx_models):
     for args, message in [
         (["--model", str(tmp_path / "nope"), "--out", str(tmp_path / "a")], "no config.json"),
         (["--model", str(mlx_models["transformers"]), "--out", str(mlx_models["float32"])], "already exists"),
