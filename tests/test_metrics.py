@@ -227,7 +227,8 @@ def live_trace():
     masks = [[c is not None and c <= t for c in commit] for t in range(7)]
     masks[3][0] = False  # a re-mask
     argmax = [block_tokens(40, 30 if t >= 2 else 12) for t in range(7)]  # the EOS moves: 12, then 30
-    return trace_from_masks([masks, masks], content_lengths=[30, 30], argmax=[argmax, argmax])
+    entropy = rng.uniform(0.001, 2.0, (7, 40))
+    return trace_from_masks([masks, masks], content_lengths=[30, 30], argmax=[argmax, argmax], entropy=[entropy, entropy])
 
 
 def test_live_tau_counts_pending_positions_as_tied_later_and_reads_content_from_the_argmax():

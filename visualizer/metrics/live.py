@@ -55,7 +55,7 @@ class Readout:
     remasked_now: int  # re-mask events at this step
     remasked_positions: tuple  # positions re-masked at least once in this block so far
     monotone: bool  # no re-mask event anywhere in the run so far
-    mean_commit_entropy_nats: Value  # over content positions accepted so far
+    mean_commit_entropy_nats: Value  # over content positions accepted so far (all content when final)
     run_tau_b_mean: Value  # mean tau_b over the blocks committed by this frame
     run_blocks: int  # blocks committed by this frame
 
@@ -82,7 +82,7 @@ def live_readout(trace: Trace, frame: int, *, refs: list[FrameRef] | None = None
     first_accepted = commit[ever]
     accept_steps = np.unique(first_accepted).size
     events = commits.remask_events
-    entropy = commits.commit_entropy_nats[:n][ever]
+    entropy = commits.commit_entropy_nats[:n] if commits.final else commits.commit_entropy_nats[:n][ever]
 
     finished = trace.blocks[: ref.block + (ref.kind == "commit")]  # committed by this frame
     earlier_monotone = all(_final_block_value(trace, b.block, "remask_events") == 0 for b in trace.blocks[: ref.block])
