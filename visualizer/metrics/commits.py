@@ -16,7 +16,7 @@ Definitions (the commit-order study's, seeds/000_*):
   finalization; NaN while a position is still pending in a live block).
 
     commits = block_commits(trace, 0)                  # the finished block
-    commits = block_commits(trace, 0, through_step=5)  # as it stood after step 5
+    commits = block_commits(trace, 0, steps=trace.block_steps(0)[:6])   # as it stood after step 5
 """
 
 from __future__ import annotations
@@ -55,14 +55,12 @@ class BlockCommits:
         return np.arange(self.canvas) < self.content_length
 
 
-def block_commits(trace: Trace, block: int, *, through_step: int | None = None, steps=None) -> BlockCommits:
-    """Commit, settle and re-mask data of one block, up to `through_step` (default: all steps).
+def block_commits(trace: Trace, block: int, *, steps: list | None = None) -> BlockCommits:
+    """Commit, settle and re-mask data of one block from its first `steps` (default: all of them).
 
-    `steps` may pass the block's step records when the caller already has them (live use).
+    The block counts as final only when every one of its steps is given and it was committed.
     """
     steps = trace.block_steps(block) if steps is None else steps
-    if through_step is not None:
-        steps = steps[: through_step + 1]
     if not steps:
         raise ValueError(f"block {block} has no recorded steps")
     record = trace.blocks[block] if block < len(trace.blocks) else None
