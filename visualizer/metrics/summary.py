@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..trace import Trace, TraceError
-from .commits import BlockCommits, block_commits, step_budget
+from .commits import block_commits, step_budget
 from .order import (
     BIN_SIZES,
     Undefined,
@@ -104,9 +104,9 @@ class RunMetrics:
     mean_commit_entropy_nats: Value  # over every content position of the run
 
 
-def block_metrics(trace: Trace, block: int, commits: BlockCommits | None = None) -> BlockMetrics:
+def block_metrics(trace: Trace, block: int) -> BlockMetrics:
     """Metrics of one committed block."""
-    commits = commits or block_commits(trace, block)
+    commits = block_commits(trace, block)
     record = trace.blocks[block]
     n = commits.content_length
     commit = commits.commit_step[:n]
@@ -138,7 +138,7 @@ def block_metrics(trace: Trace, block: int, commits: BlockCommits | None = None)
         mean_commit_entropy_nats=float(entropy.mean()) if n else Undefined("no content positions"),
         commit_step=commits.commit_step.tolist(),
         settle_step=commits.settle_step.tolist(),
-        commit_entropy_nats=[float(e) for e in commits.commit_entropy_nats],
+        commit_entropy_nats=[float(str(e)) for e in commits.commit_entropy_nats],  # shortest exact float32
     )
 
 
