@@ -201,7 +201,11 @@ def test_tables_are_written_as_markdown_and_strict_json(tmp_path, backend):
     open_row = next(r for r in data["regimes"] if r["regime"] == "open")
     assert open_row["accuracy"] is None and "checker" in open_row["accuracy_undefined"]
     assert len(data["generations"]) == 16
-    assert markdown_table(tables).splitlines()[0].startswith("| Regime | Prompts × seeds | Token tau_b [95% CI]")
+    row = data["generations"][0]
+    assert isinstance(row["tau_b"], float) and row["regime"] == "math" and row["bin_tau_b"]["64"] is None
+    assert "bin size 64" in row["bin_tau_b_undefined"]["64"]
+    assert markdown_table(tables).splitlines()[0].startswith("| Regime | Prompts × seeds | Token tau_b [95% CI] | tau_b defined")
+    assert "| 6/6 |" in text
 
 
 # ---- command line ------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -244,15 +244,16 @@ def _regime_row(regime: str, rows: list[ProbeResult], n_resamples: int) -> dict:
 def markdown_table(tables: list[dict]) -> str:
     """The study's table, plus the bin-size sweep, as markdown."""
     lines = [
-        "| Regime | Prompts × seeds | Token tau_b [95% CI] | Block-seq. control | Tokens/step | Same-step | Accuracy "
-        "| AUROC low entropy → correct [95% CI] | Commit entropy (nats) | Steps used |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| Regime | Prompts × seeds | Token tau_b [95% CI] | tau_b defined | Block-seq. control | Content tokens "
+        "| Tokens/step | Same-step | Accuracy | AUROC low entropy → correct [95% CI] | Commit entropy (nats) | Steps used |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for t in tables:
         seeds = t["generations"] // max(t["prompts"], 1)
+        defined = t["generations"] - t["tau_b_undefined_generations"]
         lines.append(
             f"| {t['regime']} | {t['prompts']} × {seeds} | {_fmt(t['tau_b'])} {_fmt_ci(t['tau_b_ci'])} | "
-            f"{_fmt(t['control_tau_b'], 2)} | {_fmt(t['tokens_per_accept_step'], 1)} | {_fmt(t['same_step_fraction'], 2)} | "
+            f"{defined}/{t['generations']} | {_fmt(t['control_tau_b'], 2)} | {t['content_tokens']:.1f} | {_fmt(t['tokens_per_accept_step'], 1)} | {_fmt(t['same_step_fraction'], 2)} | "
             f"{_fmt(t['accuracy'], 2)} | {_fmt(t['auroc_low_entropy_correct'])} {_fmt_ci(t['auroc_ci'])} | "
             f"{_fmt(t['mean_commit_entropy_nats'], 4)} | {_fmt(t['steps_used'], 1)} |"
         )
@@ -270,11 +271,12 @@ def write_tables(out, tables: list[dict], meta: dict, results: Sequence[ProbeRes
         "Token tau_b: Kendall tau_b (tie-aware) between commit step (first acceptance) and position, content only, "
         "per block and averaged; CIs resample prompts with their seeds (prompt-clustered bootstrap). "
         "AUROC: within each regime only (pooling regimes invites Simpson's paradox). "
-        "Undefined values show as '–'."
+        "tau_b is undefined for a generation whose content all committed on one step (or has under 2 tokens): "
+        "'tau_b defined' counts the generations behind the mean. Undefined values show as '–'."
     )
     md = out / "table.md"
     md.write_text(markdown_table(tables) + "\n" + notes + "\n", encoding="utf-8")
-    data = {"meta": meta, "regimes": [to_json(t) for t in tables], "generations": [to_json(asdict(r)) for r in results]}
+    data = {"meta": meta, "regimes": [to_json(t) for t in tables], "generations": [to_json(r) for r in results]}
     js = out / "table.json"
     js.write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
     return md, js
