@@ -186,7 +186,7 @@ def test_progress_bar_estimates_time_left_from_new_generations_only():
     bar(3, 3, "c", False)
     lines = stream.getvalue().splitlines()
     assert "resuming" in lines[0] and "(saved before)" in lines[0]
-    assert lines[1].startswith("[################........] 2/3 b") and lines[2].endswith("~0s left")
+    assert lines[1].startswith("[################........] 2/3 b") and lines[2].endswith("elapsed, done")
 
 
 def test_tables_are_written_as_markdown_and_strict_json(tmp_path, backend):

@@ -308,7 +308,10 @@ class ProgressBar:
         if not resumed:
             self.generated, self.generating_s = self.generated + 1, self.generating_s + now - self.last
         self.last = now
-        left = f"~{self.generating_s / self.generated * (total - done):.0f}s left" if self.generated else "resuming"
+        if done == total:
+            left = "done"
+        else:
+            left = f"~{self.generating_s / self.generated * (total - done):.0f}s left" if self.generated else "resuming"
         filled = int(24 * done / total)
         label += " (saved before)" if resumed else ""
         line = f"[{'#' * filled}{'.' * (24 - filled)}] {done}/{total} {label}  {now - self.started:.0f}s elapsed, {left}"
