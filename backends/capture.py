@@ -34,9 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-
-class GenerationCancelled(Exception):
-    """Raised inside generate() between two steps when the stop flag is set."""
+from .base import GenerationCancelled
 
 
 @dataclass
