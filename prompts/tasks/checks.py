@@ -187,28 +187,37 @@ def check_json_schema(schema: dict, response: str) -> bool:
 
 
 # ---- running code safely -----------------------------------------------------------------------
-def _limit_resources():  # runs in the child before exec (POSIX only)
-    import resource
-
-    resource.setrlimit(resource.RLIMIT_CPU, (int(CODE_TIMEOUT_S) + 1, int(CODE_TIMEOUT_S) + 1))
-    resource.setrlimit(resource.RLIMIT_AS, (_CODE_MEMORY_BYTES, _CODE_MEMORY_BYTES))
+# The child limits itself before it runs the candidate, so no preexec_fn is needed (that hook is
+# unsafe in a multithreaded parent, such as a process that holds a torch model).
+_BOOTSTRAP = (
+    "import sys\n"
+    "try:\n"
+    "    import resource\n"
+    "    resource.setrlimit(resource.RLIMIT_CPU, ({cpu}, {cpu}))\n"
+    "    resource.setrlimit(resource.RLIMIT_AS, ({memory}, {memory}))\n"
+    "except (ImportError, ValueError, OSError):\n"
+    "    pass  # no POSIX limits here (Windows): the timeout still applies\n"
+    "source = sys.stdin.read()\n"
+    "exec(compile(source, 'candidate', 'exec'), {{'__name__': '__main__'}})\n"
+)
 
 
 def run_python(code: str, *, timeout_s: float = CODE_TIMEOUT_S) -> bool:
     """Run `code` in a fresh isolated interpreter (-I: no site, no env, no cwd on the path).
 
     True when it exits with status 0 within the timeout; anything else (exception, timeout,
-    memory limit) is False.  The child runs in an empty temporary folder.
+    CPU or memory limit) is False.  The child runs in an empty temporary folder and reads the
+    code from stdin, so the code never touches the command line or the disk.
     """
+    bootstrap = _BOOTSTRAP.format(cpu=int(timeout_s) + 1, memory=_CODE_MEMORY_BYTES)
     with tempfile.TemporaryDirectory() as folder:
         try:
             done = subprocess.run(
-                [sys.executable, "-I", "-c", code],
+                [sys.executable, "-I", "-c", bootstrap],
                 cwd=folder,
-                stdin=subprocess.DEVNULL,
+                input=code.encode("utf-8"),
                 capture_output=True,
                 timeout=timeout_s,
-                preexec_fn=_limit_resources if sys.platform != "win32" else None,
             )
         except subprocess.TimeoutExpired:
             return False

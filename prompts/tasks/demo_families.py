@@ -172,3 +172,21 @@ GENERATORS = {
     "story": make_story,
     "haiku": make_haiku,
 }
+
+# What each demo prompt of prompts/demos.py asks for, as (family, answer) for check_demo_family.
+DEMO_ANSWERS = {
+    "acrostic": ("acrostic", "OCEANS"),
+    "sky": ("sentences", 3),
+    "palindrome": ("doctest_function", {"name": "is_palindrome", "count": 3}),
+    "planets": ("fact_list", {"category": "planets of the solar system", "count": 8}),
+    "story": ("story", None),
+    "haiku": ("haiku", None),
+}
+
+
+def demo_task(name: str) -> Task:
+    """The demo prompt `name` as a checkable Task (no reference response)."""
+    from prompts.demos import demo
+
+    family, answer = DEMO_ANSWERS[name]
+    return Task(family, demo(name).prompt, "", answer)
