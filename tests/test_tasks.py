@@ -78,11 +78,11 @@ def test_demo_prompts_are_always_train():
     assert all(split_of(d.prompt) == TRAIN for d in DEMOS)
 
 
-def test_heldout_facts_are_taught_under_another_phrasing():
-    """Factual probes ask for facts the model saw in training, phrased differently."""
-    trained_answers = {t.answer for t in iter_tasks_list("factual", 3000)}
+def test_heldout_facts_are_taught_in_training():
+    """Factual probes ask for facts the training data states, under another question."""
+    trained = [t for t in iter_tasks_list("factual", 3000)]
     for task in heldout_tasks("factual", 25):
-        assert task.answer in trained_answers, task.prompt
+        assert any(checks.check_fact(task.answer, t.response) and t.prompt != task.prompt for t in trained), task.prompt
 
 
 def test_unknown_family_or_split_is_a_clear_error():

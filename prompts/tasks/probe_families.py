@@ -122,9 +122,8 @@ def _fact_items():
         for q in (f"What is the chemical symbol for {element}?", f"Which symbol stands for {element}?",
                   f"Give the chemical symbol of {element}."):
             items.append((q, f"The chemical symbol for {element} is {symbol}.", symbol))
-        for q in (f"Which element has the chemical symbol {symbol}?", f"What element does the symbol {symbol} stand for?",
-                  f"Name the element with the chemical symbol {symbol}."):
-            items.append((q, f"The element with the symbol {symbol} is {element}.", element))
+        items.append((f"Which element has the chemical symbol {symbol}?",
+                      f"The element with the symbol {symbol} is {element}.", element))
     for animal, young in bank.ANIMAL_YOUNG:
         for q in (f"What is a baby {animal} called?", f"What do you call a young {animal}?",
                   f"What is the name for a baby {animal}?"):
