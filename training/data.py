@@ -75,22 +75,24 @@ def encode_tasks(tokenizer, tasks: list[Task], *, canvas_length: int = CANVAS_LE
 
 
 def _encode_chunk(job) -> list[Example]:
-    tokenizer_dir, count, seed, canvas_length = job
+    tokenizer_dir, count, seed, canvas_length, weights = job
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
-    tasks = sample_tasks(count, seed=seed, weights=FAMILY_WEIGHTS)
+    tasks = sample_tasks(count, seed=seed, weights=weights)
     return encode_tasks(tokenizer, tasks, canvas_length=canvas_length)
 
 
 def build_examples(
-    tokenizer_dir: str | Path, count: int, *, seed: int, canvas_length: int = CANVAS_LENGTH, workers: int | None = None
+    tokenizer_dir: str | Path, count: int, *, seed: int, canvas_length: int = CANVAS_LENGTH, workers: int | None = None,
+    weights: dict[str, float] | None = None,
 ) -> list[Example]:
     """`count` training tasks encoded as examples; chunk i is drawn with seed (seed, i), so the result
-    does not depend on the number of workers."""
+    does not depend on the number of workers.  `weights` overrides FAMILY_WEIGHTS (family -> weight)."""
     jobs = []
     for i, start in enumerate(range(0, count, _CHUNK)):
-        jobs.append((str(tokenizer_dir), min(_CHUNK, count - start), seed * 100_003 + i, canvas_length))
+        jobs.append((str(tokenizer_dir), min(_CHUNK, count - start), seed * 100_003 + i, canvas_length,
+                     FAMILY_WEIGHTS if weights is None else weights))
     workers = workers or min(len(jobs), os.cpu_count() or 1)
     if workers <= 1:
         chunks = [_encode_chunk(job) for job in jobs]

@@ -52,6 +52,8 @@ class TrainConfig:
     device: str | None = None  # default: cuda when available, else cpu
     save_dtype: str = "bfloat16"  # the shipped weights; the backend loads them as float32 on CPU
     workers: int | None = None  # processes that build the examples (default: all cores)
+    init_from: str | None = None  # continue from a saved model folder (its weights and its tokenizer)
+    family_weights: str | None = None  # "math=3,json=3": the task mix (default: data.FAMILY_WEIGHTS)
 
 
 def learning_rate(step: int, total: int, config: TrainConfig) -> float:
@@ -59,6 +61,24 @@ def learning_rate(step: int, total: int, config: TrainConfig) -> float:
         return config.lr * (step + 1) / config.warmup_steps
     progress = min(1.0, (step - config.warmup_steps) / max(1, total - config.warmup_steps))
     return config.lr * (config.min_lr_ratio + (1 - config.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def parse_weights(text: str | None) -> dict[str, float] | None:
+    """"math=3,json=2.5" -> {"math": 3.0, "json": 2.5}; families left out weigh 1."""
+    if not text:
+        return None
+    from prompts.tasks import FAMILIES
+
+    weights = {}
+    for part in text.split(","):
+        name, _, value = part.partition("=")
+        if name.strip() not in FAMILIES:
+            raise ValueError(f"unknown family {name.strip()!r} in --family-weights; choose from: {', '.join(FAMILIES)}")
+        try:
+            weights[name.strip()] = float(value)
+        except ValueError:
+            raise ValueError(f"--family-weights wants name=number pairs (got {part!r})") from None
+    return weights
 
 
 def train(config: TrainConfig) -> Path:
@@ -77,16 +97,22 @@ def train(config: TrainConfig) -> Path:
     torch.manual_seed(config.seed)
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
-    tokenizer = AutoTokenizer.from_pretrained(config.tokenizer)
+    tokenizer_dir = config.init_from or config.tokenizer  # a continued model keeps its own tokenizer
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
 
     started = time.perf_counter()
-    examples = build_examples(config.tokenizer, config.examples, seed=config.seed, workers=config.workers)
+    examples = build_examples(tokenizer_dir, config.examples, seed=config.seed, workers=config.workers,
+                              weights=parse_weights(config.family_weights))
     print(f"built {len(examples):,} examples from {config.examples:,} tasks in {time.perf_counter() - started:.0f} s",
           flush=True)
 
-    model = DiffusionGemmaForBlockDiffusion(small_config(len(tokenizer), config.preset)).to(device).train()
+    if config.init_from:
+        model = DiffusionGemmaForBlockDiffusion.from_pretrained(config.init_from, dtype=torch.float32)
+    else:
+        model = DiffusionGemmaForBlockDiffusion(small_config(len(tokenizer), config.preset))
+    model = model.to(device).train()
     parameters = {id(p): p for p in model.parameters()}.values()  # encoder and decoder share their weights
-    print(f"model: preset {config.preset}, {sum(p.numel() for p in parameters) / 1e6:.2f}M parameters, "
+    print(f"model: {config.init_from or 'preset ' + config.preset}, {sum(p.numel() for p in parameters) / 1e6:.2f}M parameters, "
           f"vocab {len(tokenizer)}, device {device}", flush=True)
     decay = [p for p in parameters if p.ndim >= 2]
     no_decay = [p for p in parameters if p.ndim < 2]
@@ -171,6 +197,12 @@ def parse_args(argv=None) -> TrainConfig:
         parser.error(f"unknown preset {config.preset!r}; choose one of: {', '.join(PRESETS)}")
     if not (Path(config.tokenizer) / "tokenizer.json").is_file():
         parser.error(f"no tokenizer in {config.tokenizer}: run `python -m training.build_tokenizer` first")
+    if config.init_from and not (Path(config.init_from) / "config.json").is_file():
+        parser.error(f"--init-from {config.init_from}: no model folder there (config.json missing)")
+    try:
+        parse_weights(config.family_weights)
+    except ValueError as exc:
+        parser.error(str(exc))
     for name in ("examples", "steps", "batch_size"):
         if getattr(config, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
