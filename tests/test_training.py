@@ -152,8 +152,13 @@ def tiny_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("tiny-run")
     config = TrainConfig(out=str(out), preset="test", tokenizer=TOKENIZER_DIR, examples=300, steps=30, batch_size=8,
                          lr=3e-3, warmup_steps=5, log_every=5, workers=1, device="cpu")
-    with torch.random.fork_rng():
-        train(config)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # module-scoped: set here, the per-test fixture is not active yet
+    try:
+        with torch.random.fork_rng():
+            train(config)
+    finally:
+        torch.set_num_threads(threads)
     return out
 
 
