@@ -84,6 +84,7 @@ def parse_weights(text: str | None) -> dict[str, float] | None:
 def train(config: TrainConfig) -> Path:
     import numpy as np
     import torch
+    import transformers
     from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
 
     from .architecture import small_config
@@ -178,7 +179,7 @@ def train(config: TrainConfig) -> Path:
         "final": row,
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
         "torch": torch.__version__,
-        "transformers": __import__("transformers").__version__,
+        "transformers": transformers.__version__,
     }
     (out / "training_summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(f"saved {out} after {step} steps in {train_seconds / 60:.1f} min", flush=True)
