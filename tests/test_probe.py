@@ -2,8 +2,6 @@
 
 import dataclasses
 import json
-import sys
-import types
 from dataclasses import dataclass
 
 import numpy as np
@@ -209,21 +207,7 @@ def test_tables_are_written_as_markdown_and_strict_json(tmp_path, backend):
 
 
 # ---- command line ------------------------------------------------------------------------------------
-@pytest.fixture
-def fake_prompts(monkeypatch):
-    module = types.ModuleType("prompts.probes")
-    module.REGIMES = ("math", "code_function", "code_task", "factual", "open", "json")
-
-    def probe_suite(regimes=None, per_regime=20):
-        return [p for regime in regimes or module.REGIMES for p in [q for q in PROBES if q.regime == regime][:per_regime]]
-
-    module.probe_suite = probe_suite
-    module.check_answer = check
-    monkeypatch.setitem(sys.modules, "prompts.probes", module)
-    return module
-
-
-def test_probe_command_rejects_bad_input_in_one_line(tmp_path, capsys, fake_prompts):
+def test_probe_command_rejects_bad_input_in_one_line(tmp_path, capsys):
     assert main(["probe", "--out", str(tmp_path), "--regimes", "math,poetry"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: unknown regime(s): poetry") and len(err.strip().splitlines()) == 1
@@ -231,21 +215,25 @@ def test_probe_command_rejects_bad_input_in_one_line(tmp_path, capsys, fake_prom
     assert "--seeds must be at least 1" in capsys.readouterr().err
     assert main(["probe", "--out", str(tmp_path), "--steps", "-3"]) == 2
     assert "max denoising steps" in capsys.readouterr().err
+    assert main(["probe", "--out", str(tmp_path), "--per-regime", "1"]) == 2
+    assert "no confirmatory prompts" in capsys.readouterr().err
     assert main(["probe", "--out", str(tmp_path), "--model", str(tmp_path / "nothing")]) == 2
     assert "No model folder" in capsys.readouterr().err
 
 
-def test_probe_command_runs_a_real_small_model_end_to_end(tmp_path, capsys, fake_prompts, random_model_dir):
+def test_probe_command_runs_the_real_suite_on_a_small_model_end_to_end(tmp_path, capsys, random_model_dir):
     out = tmp_path / "probe"
-    args = ["probe", "--out", str(out), "--regimes", "math", "open", "--seeds", "1", "--per-regime", "3",
+    args = ["probe", "--out", str(out), "--regimes", "factual", "json", "--seeds", "1", "--per-regime", "4",
             "--model", str(random_model_dir), "--steps", "4", "--bootstrap", "50"]
     assert main(args) == 0
     captured = capsys.readouterr()
-    assert "| math |" in captured.out and "[" in captured.err  # the table, and a progress bar
+    assert "| factual |" in captured.out and "| json |" in captured.out and "4/4 json/json-003" in captured.err
     traces = sorted(out.rglob("*-seed0.json"))
-    assert len(traces) == 4  # math m1, m2 and open o1, o2: the confirmatory ones among the first three
+    assert [t.name for t in traces] == ["factual-001-seed0.json", "factual-003-seed0.json", "json-001-seed0.json", "json-003-seed0.json"][: len(traces)]
+    assert len(traces) == 4  # the confirmatory half of four prompts per regime
     assert Trace.load(traces[0]).steps[0].steps_remaining == 4
     data = json.loads((out / "table.json").read_text())
-    assert [r["regime"] for r in data["regimes"]] == ["math", "open"]
+    assert [r["regime"] for r in data["regimes"]] == ["factual", "json"]
+    assert all(g["correct"] in (True, False) for g in data["generations"])  # both regimes have checkers
     assert main(args) == 0  # resumes: nothing left to generate
-    assert "4/4" in capsys.readouterr().err
+    assert "(saved before)" in capsys.readouterr().err
