@@ -219,8 +219,8 @@ def render_readout_html(readout: Readout) -> str:
          "Mean of the per-block values of the committed blocks: never pooled across blocks."),
     ]
     body = "".join(
-        f'<tr title="{escape(tip)}"><td style="opacity:.7;padding:1px 10px 1px 0">{escape(name)}</td>'
-        f'<td style="font-variant-numeric:tabular-nums">{escape(value)}</td></tr>'
+        f'<tr title="{escape(tip)}" style="border:none"><td style="opacity:.7;padding:1px 10px 1px 0;border:none">{escape(name)}</td>'
+        f'<td style="font-variant-numeric:tabular-nums;padding:1px 0;border:none">{escape(value)}</td></tr>'
         for name, value, tip in rows
     )
     tau_tip = "Kendall tau_b (tie-aware) between commit step and position, content only: +1 left to right, 0 order-free, -1 right to left."
@@ -233,7 +233,7 @@ def render_readout_html(readout: Readout) -> str:
         f'<span title="{escape(control_tip)}" style="margin-left:14px;font-size:16px;color:{CONTROL_COLOR}">'
         f"control {escape(_fmt(r.control_tau_b))}</span>"
         + (f'<div style="font-size:11px;opacity:.7">{escape(r.tau_b.reason)}</div>' if isinstance(r.tau_b, Undefined) else "")
-        + f'</div><table style="border-collapse:collapse;color:inherit;font-size:inherit">{body}</table></div>'
+        + f'</div><table style="border-collapse:collapse;border:none;color:inherit;font-size:inherit;width:auto">{body}</table></div>'
     )
 
 
