@@ -15,6 +15,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from .metrics import add_metrics_command
+from .probe import add_probe_command
 from .settings import SAMPLERS, GenerationSettings
 from .trace import Trace, TraceError
 
@@ -173,7 +175,7 @@ def load_trace(path: str) -> Trace:
 
 
 # ---- entry point -------------------------------------------------------------------------------
-COMMANDS = (add_record_command, add_frame_command)
+COMMANDS = (add_record_command, add_frame_command, add_metrics_command, add_probe_command)
 
 
 def build_parser() -> argparse.ArgumentParser:
