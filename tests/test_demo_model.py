@@ -12,7 +12,8 @@ from backends import BUILTIN_MODEL_DIR, load_backend
 from prompts.demos import demo_prompt
 from prompts.tasks import check_task, heldout_tasks
 from prompts.tasks.demo_families import demo_task
-from training.denoising_stats import block_stats, collect_run
+from training.denoising_stats import block_stats
+from visualizer.cli import record_trace
 from visualizer.settings import GenerationSettings
 
 MAX_FOLDER_BYTES = 25 * 1024 * 1024
@@ -27,7 +28,11 @@ def backend():
 
 
 def run(backend, prompt, seed):
-    return collect_run(backend.generate(prompt, GenerationSettings(seed=seed)))
+    return record_trace(backend, prompt, GenerationSettings(seed=seed))
+
+
+def text(trace):
+    return trace.end.text
 
 
 def test_folder_is_a_complete_checkpoint_under_25_mb():
@@ -61,18 +66,18 @@ def test_loads_through_the_backend_as_float32_on_cpu(backend):
 
 def test_answers_the_sky_demo_in_exactly_three_sentences(backend):
     results = [run(backend, demo_prompt("sky"), seed) for seed in range(3)]
-    assert sum(bool(check_task(demo_task("sky"), r.text)) for r in results) >= 2
-    assert all(r.finish_reason == "eos" for r in results)
+    assert sum(bool(check_task(demo_task("sky"), text(r))) for r in results) >= 2
+    assert all(r.end.finish_reason == "eos" for r in results)
 
 
 def test_lists_the_eight_planets(backend):
     results = [run(backend, demo_prompt("planets"), seed) for seed in range(2)]
-    assert any(check_task(demo_task("planets"), r.text) for r in results)
+    assert any(check_task(demo_task("planets"), text(r)) for r in results)
 
 
 def test_held_out_json_requests_mostly_parse_and_match_their_schema(backend):
     tasks = heldout_tasks("json", 6)
-    passed = sum(bool(check_task(task, run(backend, task.prompt, 0).text)) for task in tasks)
+    passed = sum(bool(check_task(task, text(run(backend, task.prompt, 0)))) for task in tasks)
     assert passed >= 3
 
 
@@ -80,7 +85,7 @@ def test_denoising_spreads_commits_over_several_steps(backend):
     """Not one token a step, not everything at once: several steps, several tokens each."""
     for name in ("sky", "planets"):
         result = run(backend, demo_prompt(name), 0)
-        stats = block_stats(result.blocks[0])
+        stats = block_stats(result, 0)
         assert stats["steps_with_new"] >= 3, stats
         assert stats["tokens_per_step"] > 1.0, stats
         assert stats["max_new_per_step"] <= 0.5 * stats["content_tokens"], stats

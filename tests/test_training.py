@@ -12,7 +12,8 @@ import torch
 from prompts.tasks import Task, sample_tasks
 from training.architecture import small_config
 from training.data import Example, build_tokenizer, collate, encode_tasks, prompt_ids_batch
-from training.denoising_stats import BlockSteps, block_stats, first_acceptance
+from tests.fake_records import fake_trace
+from training.denoising_stats import block_stats
 from training.objective import decoder_logits, encode_context, noise_levels, replace_with_noise, to_device
 from training.tokenizer import END_TURN_ID, EOS_ID, PAD_ID, train_tokenizer
 from training.train import TrainConfig, learning_rate, train
@@ -170,7 +171,7 @@ def test_tiny_training_run_lowers_the_loss(tiny_run):
 
 def test_trained_folder_loads_like_a_checkpoint(tiny_run):
     from backends.transformers_backend import TransformersBackend
-    from training.denoising_stats import collect_run
+    from visualizer.cli import record_trace
     from visualizer.settings import GenerationSettings
 
     generation = json.loads((tiny_run / "generation_config.json").read_text())
@@ -178,8 +179,8 @@ def test_trained_folder_loads_like_a_checkpoint(tiny_run):
     assert generation["max_denoising_steps"] == 48 and generation["sampler_config"]["entropy_bound"] == 0.1
     backend = TransformersBackend(str(tiny_run), device="cpu")
     assert backend.info.vocab_size == 3072 and backend.info.canvas_length == 256 and backend.info.dtype == "float32"
-    run = collect_run(backend.generate("Why is the sky blue?", GenerationSettings(seed=0, max_denoising_steps=3)))
-    assert run.blocks and run.blocks[0].accepted.shape == (run.blocks[0].steps_used, 256)
+    trace = record_trace(backend, "Why is the sky blue?", GenerationSettings(seed=0, max_denoising_steps=3))
+    assert trace.blocks and len(trace.block_steps(0)) == trace.blocks[0].steps_used <= 3
 
 
 def test_train_cli_rejects_bad_arguments(capsys):
@@ -194,24 +195,19 @@ def test_train_cli_rejects_bad_arguments(capsys):
 
 
 # ---- denoising statistics and the evaluation report ----------------------------------------------
-def test_first_acceptance_and_block_stats():
-    accepted = np.zeros((3, 8), bool)
-    accepted[0, [0, 1]] = True  # positions 0-1 at step 0
-    accepted[1, [0, 2, 3]] = True  # 2-3 at step 1; 1 was remasked
-    accepted[2, [0, 1, 2, 3, 4]] = True  # 4 at step 2; 5 never (EOS at 6)
-    block = BlockSteps(accepted, np.zeros(8, np.int32), eos_position=6, steps_used=3, stop_reason="converged")
-    assert first_acceptance(accepted).tolist() == [0, 0, 1, 1, 2, 3, 3, 3]
-    stats = block_stats(block)
+def test_block_stats_read_the_metrics_of_the_first_block():
+    # positions 0-1 at step 0; 2-3 at step 1 (1 remasked); 4 at step 2; 5 never accepted; EOS at 6, pad after
+    trace = fake_trace(["11000000", "10110000", "11111000"], canvas_length=8, eos_at=6)
+    stats = block_stats(trace, 0)
     assert stats["content_tokens"] == 6 and stats["steps_used"] == 3
     assert stats["tokens_per_step"] == 2.0 and stats["max_new_per_step"] == 2
-    assert stats["never_accepted"] == 1 and stats["remasked"] == 1
+    assert stats["never_accepted"] == 1 and stats["remasked"] == 1 and stats["steps_with_new"] == 3
     # left to right in tied batches: 13 concordant pairs, 0 discordant, 2 tied in the step
     assert stats["tau_b"] == pytest.approx(13 / math.sqrt(13 * 15))
 
 
 def test_tau_b_is_undefined_when_everything_commits_at_once():
-    accepted = np.ones((1, 4), bool)
-    stats = block_stats(BlockSteps(accepted, np.zeros(4, np.int32), None, 1, "converged"))
+    stats = block_stats(fake_trace(["1111"], canvas_length=4), 0)
     assert math.isnan(stats["tau_b"]) and stats["max_new_per_step"] == 4
 
 

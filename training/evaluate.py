@@ -54,21 +54,23 @@ def _load(model: str, device: str, threads: int):
 
 def _run_item(item: dict) -> dict:
     from prompts.tasks import Task, check_task
+    from visualizer.cli import record_trace
     from visualizer.settings import GenerationSettings
 
-    from .denoising_stats import block_stats, collect_run
+    from .denoising_stats import block_stats
 
     task = Task(item["family"], item["prompt"], "", item["answer"])
-    run = collect_run(_backend.generate(task.prompt, GenerationSettings(seed=item["seed"])))
-    stats = block_stats(run.blocks[0]) if run.blocks else {}
+    trace = record_trace(_backend, task.prompt, GenerationSettings(seed=item["seed"]))
+    stats = block_stats(trace, 0) if trace.blocks else {}
+    end = trace.end
     return {
         **item,
         "answer": None,  # schemas and tests stay out of the report
-        "response": run.text,
-        "ok": check_task(task, run.text),
-        "eos": run.finish_reason == "eos",
-        "finish_reason": run.finish_reason,
-        "wall_time_s": run.wall_time_s,
+        "response": end.text,
+        "ok": check_task(task, end.text),
+        "eos": end.finish_reason == "eos",
+        "finish_reason": end.finish_reason,
+        "wall_time_s": end.wall_time_s,
         **{k: stats.get(k) for k in ("steps_used", "content_tokens", "tokens_per_step", "max_new_per_step",
                                      "steps_with_new", "tau_b", "remasked", "never_accepted")},
     }
