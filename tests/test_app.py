@@ -95,7 +95,7 @@ def test_stop_ends_the_run_and_keeps_its_frames(served):
     while not job.outputs():
         time.sleep(0.05)
     client.predict(api_name="/stop")
-    outputs = list(job) or job.outputs()
+    job.result()  # waits for the run to end
     final = job.outputs()[-1]
     assert final[4].startswith("Stopped after")
     frames = int(re.search(r"Frame \d+/(\d+)", final[1]).group(1))
