@@ -195,15 +195,16 @@ def save_mp4(animation: Animation, path, *, progress=None) -> Path:
     return Path(path)
 
 
-def mp4_timing(durations_ms: list[int]) -> tuple[float, list[int]]:
+def mp4_timing(durations_ms: list[int]) -> tuple[int, list[int]]:
     """(frames per second, times each frame repeats) so every frame lasts its duration.
 
-    The common tick of all durations gives exact timing when it is 20 ms or more (<= 50 fps);
-    otherwise 25 fps, with frame boundaries rounded to the nearest tick (cumulatively, so the
-    total length stays right; a frame shorter than half a tick may get none).
+    The common tick of all durations gives exact timing when it makes a whole frame rate of at
+    most 50 fps (a tick of 20, 25, 40, 50, 100, ... ms); otherwise 25 fps, with frame boundaries
+    rounded to the nearest tick (cumulatively, so the total length stays right; a frame shorter
+    than half a tick may get none).
     """
     tick = math.gcd(*durations_ms)
-    fps = 1000 / tick if tick >= 1000 / MP4_MAX_FPS else MP4_FALLBACK_FPS
+    fps = 1000 // tick if tick >= 1000 / MP4_MAX_FPS and 1000 % tick == 0 else MP4_FALLBACK_FPS
     repeats, start = [], 0
     for duration in durations_ms:
         end = start + duration

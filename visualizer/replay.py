@@ -15,7 +15,8 @@ import os
 import re
 from pathlib import Path
 
-from .trace import MAX_TRACE_BYTES, Trace, TraceError
+from . import trace as trace_module
+from .trace import Trace, TraceError
 
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "assets" / "traces"
 
@@ -49,8 +50,9 @@ def load_upload(file) -> Trace:
         raise TraceError(f"cannot read the uploaded file {path.name}") from None
     if size == 0:
         raise TraceError(f"{path.name} is empty")
-    if size > MAX_TRACE_BYTES:
-        raise TraceError(f"{path.name} is {size / 1e6:.0f} MB; the limit is {MAX_TRACE_BYTES / 1e6:.0f} MB")
+    limit = trace_module.MAX_TRACE_BYTES
+    if size > limit:
+        raise TraceError(f"{path.name} is {size / 1e6:.1f} MB; the limit is {limit / 1e6:.0f} MB")
     try:
         return Trace.load(path)
     except TraceError as exc:
