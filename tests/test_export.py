@@ -14,10 +14,11 @@ from visualizer.animation import (
     AnimationOptions,
     build_animation,
     caption_tau_b,
+    parse_blocks,
     select_blocks,
     status_line,
 )
-from visualizer.export import ExportError, export_animation, mp4_timing, save_gif, save_mp4, save_webp
+from visualizer.export import ExportError, export_animation, export_to_folder, mp4_timing, save_gif, save_mp4, save_webp
 from visualizer.layout import grid_layout, text_layout
 from visualizer.palette import COLORBLIND, STANDARD
 from visualizer.render_cache import FrameRenderer, IndexedColors
@@ -244,6 +245,22 @@ def test_export_writes_every_format_and_reports_progress(trace, tmp_path):
     assert set(result.seconds) == {"render", "gif", "mp4", "webp"}
 
 
+def test_export_to_folder_names_files_after_the_run(trace, tmp_path):
+    trace.prompt = "Why is the sky blue? In three sentences."
+    result = export_to_folder(trace, AnimationOptions(), tmp_path, formats=("gif", "webp"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in result.paths.values())
+    assert result.paths["gif"].name.startswith("anim-why-is-the-sky-blue-") and result.paths["webp"].suffix == ".webp"
+    with pytest.raises(AnimationError, match="formats"):
+        export_to_folder(trace, AnimationOptions(), tmp_path, formats=("avi",))
+
+
+def test_blocks_as_people_type_them():
+    assert parse_blocks("2") == (1,) and parse_blocks("3, 1,3") == (0, 2) and parse_blocks(" ") is None
+    for bad in ("0", "two", "1;2"):
+        with pytest.raises(AnimationError):
+            parse_blocks(bad)
+
+
 def test_export_refuses_missing_folders_and_no_target(trace, tmp_path):
     with pytest.raises(ExportError, match="does not exist"):
         export_animation(trace, gif=tmp_path / "nope" / "a.gif")
@@ -301,8 +318,8 @@ def test_export_cli_writes_the_three_formats(trace, tmp_path):
     "args, message",
     [
         ((), "nothing to write"),
-        (("--gif", "{tmp}/a.gif", "--blocks", "0"), "counts from 1"),
-        (("--gif", "{tmp}/a.gif", "--blocks", "one"), "block numbers"),
+        (("--gif", "{tmp}/a.gif", "--blocks", "0"), "--blocks are counted from 1"),
+        (("--gif", "{tmp}/a.gif", "--blocks", "one"), "--blocks are numbers"),
         (("--gif", "{tmp}/a.gif", "--blocks", "7"), "not in this run"),
         (("--gif", "{tmp}/a.gif", "--frame-ms", "1"), "frame duration"),
         (("--gif", "{tmp}/a.gif", "--width", "20"), "too narrow"),

@@ -89,6 +89,19 @@ class AnimationError(ValueError):
     """Options or a trace an animation cannot be made from; the message says why."""
 
 
+def parse_blocks(text: str | None) -> tuple[int, ...] | None:
+    """Blocks as people type them, counted from 1 ("2", "1,3", "" for all) -> 0-based tuple or None."""
+    if text is None or not str(text).strip():
+        return None
+    try:
+        numbers = [int(part) for part in str(text).replace(" ", ",").split(",") if part.strip()]
+    except ValueError:
+        raise AnimationError(f"blocks are numbers separated by commas, like 1,3 (got {text!r})") from None
+    if min(numbers) < 1:
+        raise AnimationError(f"blocks are counted from 1 (got {text!r})")
+    return tuple(sorted({n - 1 for n in numbers}))
+
+
 def build_animation(trace: Trace, options: AnimationOptions = AnimationOptions(), *, progress=None) -> Animation:
     """Render the animation of a trace; `progress(done, total)` is called after each frame."""
     problems = options.problems()

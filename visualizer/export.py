@@ -3,6 +3,7 @@
     result = export_animation(trace, AnimationOptions(frame_ms=150), gif="run.gif", mp4="run.mp4",
                               webp="run.webp", progress=lambda done, total: print(done, total))
     result.paths["gif"], result.frames, result.seconds
+    result = export_to_folder(trace, options, tmpdir, formats=("gif", "webp"))   # named after the run
 
 Frames come from `visualizer.animation` (the Pillow renderer, one shared small palette); this
 module only encodes them.  All three files carry the same pixels (MP4 up to its lossy codec):
@@ -24,6 +25,7 @@ import numpy as np
 from PIL import Image
 
 from .animation import Animation, AnimationError, AnimationOptions, build_animation
+from .replay import download_name
 from .trace import Trace
 
 FORMATS = ("gif", "mp4", "webp")
@@ -97,6 +99,19 @@ def export_animation(
         seconds[name] = time.perf_counter() - start
         stage(k)(1, 1)
     return ExportResult(targets, len(animation.frames), animation.size, animation.total_ms, seconds)
+
+
+def export_to_folder(
+    trace: Trace, options: AnimationOptions = AnimationOptions(), folder=".", *, formats=("gif",), progress=None
+) -> ExportResult:
+    """`export_animation` into `folder`, each file named after the run (what the app offers as
+    downloads): e.g. anim-write-a-six-line-poem-20261121-2000.gif."""
+    unknown = sorted(set(formats) - set(FORMATS))
+    if unknown or not formats:
+        raise AnimationError(f"formats must be some of {', '.join(FORMATS)} (got {', '.join(unknown) or 'none'})")
+    stem = "anim-" + download_name(trace).removeprefix("trace-").removesuffix(".json")
+    paths = {name: Path(folder) / f"{stem}.{name}" for name in formats}
+    return export_animation(trace, options, progress=progress, **paths)
 
 
 def save_gif(animation: Animation, path) -> Path:

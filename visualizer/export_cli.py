@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .animation import LAYOUTS, AnimationError, AnimationOptions
+from .animation import LAYOUTS, AnimationError, AnimationOptions, parse_blocks
 from .export import ExportError, export_animation
 from .palette import PALETTES
 from .settings import SAMPLERS
@@ -39,8 +39,14 @@ def add_animation_arguments(parser) -> None:
 
 
 def options_from_args(args) -> AnimationOptions:
+    from .cli import CliError
+
+    try:
+        blocks = parse_blocks(args.blocks)
+    except AnimationError as exc:
+        raise CliError(f"--{exc}") from None
     return AnimationOptions(
-        blocks=parse_blocks(args.blocks),
+        blocks=blocks,
         frame_ms=args.frame_ms,
         hold_ms=args.hold_ms,
         width=args.width,
@@ -50,21 +56,6 @@ def options_from_args(args) -> AnimationOptions:
         prompt=not args.no_prompt,
         caption=not args.no_caption,
     )
-
-
-def parse_blocks(text: str | None) -> tuple[int, ...] | None:
-    """'1,3' -> (0, 2): people count blocks from 1, the code from 0."""
-    from .cli import CliError
-
-    if text is None:
-        return None
-    try:
-        numbers = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise CliError(f"--blocks takes block numbers separated by commas, like 1,3 (got {text!r})") from None
-    if not numbers or min(numbers) < 1:
-        raise CliError(f"--blocks counts from 1 (got {text!r})")
-    return tuple(sorted(set(n - 1 for n in numbers)))
 
 
 class ProgressBar:
