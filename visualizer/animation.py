@@ -52,7 +52,7 @@ class AnimationOptions:
         """Human-readable reasons these options cannot be used; empty when they can."""
         out = []
         if self.blocks is not None and (not self.blocks or any(not _is_int(b) or b < 0 for b in self.blocks)):
-            out.append("blocks must be block numbers from 1 up")
+            out.append("blocks must be a non-empty list of block indexes (0-based)")
         if not _is_int(self.frame_ms) or not MIN_FRAME_MS <= self.frame_ms <= MAX_FRAME_MS:
             out.append(f"frame duration must be from {MIN_FRAME_MS} to {MAX_FRAME_MS} ms (got {self.frame_ms!r})")
         if not _is_int(self.hold_ms) or not 0 <= self.hold_ms <= MAX_HOLD_MS:
