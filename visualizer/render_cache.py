@@ -23,8 +23,9 @@ pixels, so drawing order does not matter.  That last point holds only when a pie
 its own box, which most glyphs do but not all ('…', 'w' and '\\ufffd' can spill a pixel into the
 neighbour).  So every new cell is checked: drawn alone on a background that contrasts with its
 text (so even faint anti-aliased ink shows), it must leave everything outside its box untouched.
-A cell that spills makes its row be drawn as one piece; a row, caption line or legend that
-spills out of its line makes the frame be drawn whole by `render_frame_image`.
+A cell that spills is drawn together with its neighbours as one piece (checked the same way);
+if that spills too, the row is drawn as one piece; a row, caption line or legend that spills
+out of its line makes the frame be drawn whole by `render_frame_image`.
 """
 
 from __future__ import annotations
@@ -131,10 +132,13 @@ class FrameRenderer:
         self.headers = {row: block for block, row in layout.headers}
         self._row_index = _row_index(layout)
         self._lines: OrderedDict = OrderedDict()  # key -> line image, or None if it spills
-        self._cells: OrderedDict = OrderedDict()  # look -> cell image (always RGB), or None if it spills
+        self._cells: OrderedDict = OrderedDict()  # looks -> image of those cells, or None if it spills
+        self._painted: dict = {}  # (block, position, state, token, changed) -> PaintedCell
         self._empty = replace(layout, cells=(), headers=(), rows=0)
         self._base = colors.blank(self.size) if colors else Image.new("RGB", self.size, palette.background)
-        legend_line = self._line(("legend",), lambda: self._draw(None, self._empty, [], legend=True)) if legend else None
+        legend_line = (
+            self._line(("legend",), lambda: self._crop_line(self._draw(None, self._empty, [], legend=True))) if legend else None
+        )
         self._exact = legend_line is not None or not legend  # else every frame is drawn whole
         if legend_line is not None:
             self._base.paste(legend_line, (0, MARGIN + caption_lines * self.line_height))
@@ -147,7 +151,7 @@ class FrameRenderer:
             return self._whole(frame, caption)
         image = self._base.copy()
         for i, text in enumerate(caption):
-            line = self._line(("caption", text), lambda: self._draw(frame, self._empty, [text]))
+            line = self._line(("caption", text), lambda: self._crop_line(self._draw(frame, self._empty, [text])))
             if line is None:
                 return self._whole(frame, caption)
             image.paste(line, (0, MARGIN + i * self.line_height))
@@ -167,8 +171,8 @@ class FrameRenderer:
         return image
 
     # ---- pieces ------------------------------------------------------------------------------
-    def _draw_row(self, frame: FrameState, row: int, cells: list[Cell]) -> Image.Image:
-        """A layout row drawn at y = MARGIN: from cached cells when each stays in its box."""
+    def _draw_row(self, frame: FrameState, row: int, cells: list[Cell]) -> Image.Image | None:
+        """A layout row as a line: from cached cell pieces when they stay in their boxes."""
         header = self.headers.get(row)
         one_row = replace(
             self.layout,
@@ -177,48 +181,93 @@ class FrameRenderer:
             rows=1,
         )
         if header is None:
-            painted = paint(frame, one_row, self.trace, self.palette)
-            images = [self._cell(frame, cell, p) for cell, p in zip(one_row.cells, painted)]
-            if all(image is not None for image in images):
-                line = Image.new("RGB", (self.size[0], 2 * MARGIN + self.line_height), self.palette.background)
-                for p, image in zip(painted, images):
-                    line.paste(image, (self._box(p)[0], MARGIN))
+            pieces = self._pieces(frame, list(one_row.cells), self._paint(frame, one_row.cells))
+            if pieces is not None:
+                size = (self.size[0], self.line_height)
+                line = self.colors.blank(size) if self.colors else Image.new("RGB", size, self.palette.background)
+                for left, image in pieces:
+                    line.paste(image, (left, 0))
                 return line
-        return self._draw(frame, one_row, [])
+        return self._crop_line(self._draw(frame, one_row, []))
 
-    def _cell(self, frame: FrameState, cell: Cell, painted: PaintedCell) -> Image.Image | None:
-        """One cell's box, or None when its ink leaves the box."""
-        look = _look(painted)
-        if look in self._cells:
-            self._cells.move_to_end(look)
-            return self._cells[look]
-        one = replace(self.layout, cells=(cell,), headers=(), rows=1)
-        left, right = self._box(painted)
-        box = (left, MARGIN, right, MARGIN + self.line_height)
-        contrast = _contrast(painted.fg)
-        check = self._draw(frame, one, [], palette=replace(self.palette, background=contrast))
-        image = self._draw(frame, one, []).crop(box) if _only_inside(check, box, contrast) else None
-        self._cells[look] = image
+    def _paint(self, frame: FrameState, cells) -> list[PaintedCell]:
+        """`paint` for some cells of one row, remembered per cell and (state, token, changed): the
+        same key is always painted the same (see `render`)."""
+        keys = [
+            (c.block, c.position, int(frame.states[c.block, c.position]), int(frame.token_ids[c.block, c.position]),
+             bool(frame.changed[c.block, c.position]))
+            for c in cells
+        ]
+        found = {k: self._painted[k] for k in keys if k in self._painted}
+        missing = [(c, k) for c, k in zip(cells, keys) if k not in found]
+        if missing:
+            layout = replace(self.layout, cells=tuple(c for c, _ in missing), headers=(), rows=1)
+            for (_, key), painted in zip(missing, paint(frame, layout, self.trace, self.palette)):
+                found[key] = painted
+            if len(self._painted) > CACHE_CELLS:
+                self._painted.clear()
+            self._painted.update((k, found[k]) for _, k in missing)
+        return [found[k] for k in keys]
+
+    def _pieces(self, frame: FrameState, cells: list[Cell], painted: list[PaintedCell]):
+        """A row as (left, image) pieces with disjoint boxes: single cells, and around a cell that
+        spills, the run of it and its neighbours drawn together; None if even such a run spills."""
+        singles = [self._piece(frame, cells[i : i + 1], painted[i : i + 1]) for i in range(len(cells))]
+        spills = [image is None for image in singles]
+        grouped = [any(spills[max(0, i - 1) : i + 2]) for i in range(len(cells))]
+        pieces, i = [], 0
+        while i < len(cells):
+            j = i + 1
+            if grouped[i]:
+                while j < len(cells) and grouped[j]:
+                    j += 1
+            image = self._piece(frame, cells[i:j], painted[i:j]) if grouped[i] else singles[i]
+            if image is None:
+                return None
+            pieces.append((self._box(painted[i])[0], image))
+            i = j
+        return pieces
+
+    def _piece(self, frame: FrameState, cells: list[Cell], painted: list[PaintedCell]) -> Image.Image | None:
+        """Neighbouring cells of one row drawn together, cropped to their boxes; None when their
+        ink leaves that box (checked on black and/or white, whichever contrasts with their text)."""
+        key = tuple(_look(p) for p in painted)
+        if key in self._cells:
+            self._cells.move_to_end(key)
+            return self._cells[key]
+        layout = replace(self.layout, cells=tuple(cells), headers=(), rows=1)
+        box = (self._box(painted[0])[0], MARGIN, self._box(painted[-1])[1], MARGIN + self.line_height)
+        contrasts = sorted({_contrast(p.fg) for p in painted})
+        inside = all(
+            _only_inside(self._draw(frame, layout, [], palette=replace(self.palette, background=c)), box, c)
+            for c in contrasts
+        )
+        image = self._draw(frame, layout, []).crop(box) if inside else None
+        if image is not None and self.colors:
+            image = self.colors.to_indexed(image)  # mapping is per pixel: pieces map like the whole
+        self._cells[key] = image
         if len(self._cells) > CACHE_CELLS:
             self._cells.popitem(last=False)
         return image
 
     def _line(self, key, draw) -> Image.Image | None:
-        """The cached line for `key`, drawn on a miss by `draw()` at y = MARGIN of an empty frame;
-        None when its ink leaves the line."""
+        """The cached line for `key`; on a miss `draw()` makes it (None: it spills out of its line)."""
         if key in self._lines:
             self._lines.move_to_end(key)
             return self._lines[key]
-        drawn = draw()
-        box = (0, MARGIN, drawn.width, MARGIN + self.line_height)
-        line = None
-        if _only_inside(drawn, box, self.palette.background):
-            line = drawn.crop(box)
-            line = self.colors.to_indexed(line) if self.colors else line
-        self._lines[key] = line
+        line = self._lines[key] = draw()
         if len(self._lines) > CACHE_ROWS:
             self._lines.popitem(last=False)
         return line
+
+    def _crop_line(self, drawn: Image.Image) -> Image.Image | None:
+        """The line at y = MARGIN of a frame drawn by `render_frame_image` (in the output mode), or
+        None when any ink lies outside it."""
+        box = (0, MARGIN, drawn.width, MARGIN + self.line_height)
+        if not _only_inside(drawn, box, self.palette.background):
+            return None
+        line = drawn.crop(box)
+        return self.colors.to_indexed(line) if self.colors else line
 
     def _box(self, painted: PaintedCell) -> tuple[int, int]:
         """Pixel columns [left, right) of a cell: the rectangle `render_frame_image` fills."""
