@@ -45,6 +45,7 @@ def main(argv=None) -> int:
     parser.add_argument("--frames", type=int, default=100)
     parser.add_argument("--layout", choices=("text", "grid"), default="text")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--smooth", action="store_true", help="anti-aliased text, as `export --smooth`")
     parser.add_argument("--model", help="model to record with (default: the built-in one)")
     parser.add_argument("--demo", default="story", help="demo prompt to record (default: story)")
     parser.add_argument("--steps", type=int, default=48, help="max denoising steps when recording")
@@ -57,7 +58,7 @@ def main(argv=None) -> int:
         print(f"error: the run has {len(frame_refs(full))} frames; --frames is {args.frames}", file=sys.stderr)
         return 2
     trace = first_frames(full, args.frames)
-    options = AnimationOptions(layout=args.layout)
+    options = AnimationOptions(layout=args.layout, antialias=args.smooth)
     print(f"trace: {trace.model.name}, {trace.canvas_length}-token canvas, first {args.frames} of "
           f"{len(frame_refs(full))} frames ({len(trace.steps)} steps, {len(trace.blocks)} commits), layout {args.layout}")
 
@@ -132,7 +133,8 @@ def reference_frames(trace: Trace, options: AnimationOptions, repeats: int):
     for _ in range(repeats):
         start = time.perf_counter()
         frames = [
-            render_frame_image(trace, frame_state(trace, i, refs), layout, palette, caption=caption(trace, refs, i, options))
+            render_frame_image(trace, frame_state(trace, i, refs), layout, palette,
+                               caption=caption(trace, refs, i, options), antialias=options.antialias)
             for i in range(len(refs))
         ]
         times.append(time.perf_counter() - start)

@@ -46,18 +46,18 @@ def frames_of(image_file) -> list[np.ndarray]:
 
 # ---- the cached renderer -------------------------------------------------------------------
 @pytest.mark.parametrize("layout_kind", ["grid", "text"])
-@pytest.mark.parametrize("palette", [STANDARD, COLORBLIND])
+@pytest.mark.parametrize("palette, antialias", [(STANDARD, True), (COLORBLIND, True), (STANDARD, False)])
 @pytest.mark.parametrize("which", ["trace", "odd_trace"])
-def test_cached_renderer_draws_exactly_the_reference_pixels(which, palette, layout_kind, request):
+def test_cached_renderer_draws_exactly_the_reference_pixels(which, palette, antialias, layout_kind, request):
     trace = request.getfixturevalue(which)
     layout = grid_layout(trace.max_blocks, trace.canvas_length, per_row=3, cell_chars=5) if layout_kind == "grid" else text_layout(trace)
     colors = IndexedColors(palette)
-    rgb = FrameRenderer(trace, layout, palette, caption_lines=2)
-    indexed = FrameRenderer(trace, layout, palette, caption_lines=2, colors=colors)
+    rgb = FrameRenderer(trace, layout, palette, caption_lines=2, antialias=antialias)
+    indexed = FrameRenderer(trace, layout, palette, caption_lines=2, antialias=antialias, colors=colors)
     for _ in range(2):  # the second pass comes entirely from the cache
         for i in range(len(frame_refs(trace))):
             frame, caption = frame_state(trace, i), ["the prompt", f"status of frame {i} · tau_b +0.5"]
-            reference = render_frame_image(trace, frame, layout, palette, caption=caption)
+            reference = render_frame_image(trace, frame, layout, palette, caption=caption, antialias=antialias)
             assert rgb.render(frame, caption).tobytes() == reference.tobytes(), i
             assert indexed.render(frame, caption).tobytes() == colors.to_indexed(reference).tobytes(), i
 
@@ -193,7 +193,7 @@ def test_gif_stores_small_deltas(tmp_path):
     first = animation.frames[0]
     first.save(tmp_path / "one.gif")
     per_frame = (path.stat().st_size - (tmp_path / "one.gif").stat().st_size) / (len(animation.frames) - 1)
-    assert per_frame < 0.1 * (tmp_path / "one.gif").stat().st_size
+    assert per_frame < 0.2 * (tmp_path / "one.gif").stat().st_size
 
 
 def test_webp_is_lossless_loops_and_keeps_durations(trace, tmp_path):

@@ -134,7 +134,7 @@ def build_compare_animation(
     colors = IndexedColors(palette)
     renderers = [
         FrameRenderer(trace, animation_layout(trace, options.layout), palette,
-                      font_size=options.font_size, caption_lines=2, colors=colors)
+                      font_size=options.font_size, caption_lines=2, antialias=options.antialias, colors=colors)
         for trace in (trace_a, trace_b)
     ]
 

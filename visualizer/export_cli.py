@@ -35,6 +35,7 @@ def add_animation_arguments(parser) -> None:
                         help="text: the final text's lines (finished runs); grid: 16 cells a row (default %(default)s)")
     parser.add_argument("--no-prompt", action="store_true", help="leave the prompt out of the caption")
     parser.add_argument("--no-caption", action="store_true", help="leave out the status line (model, step, tau_b)")
+    parser.add_argument("--smooth", action="store_true", help="anti-aliased text (bigger files; default: crisp pixel text)")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
@@ -55,6 +56,7 @@ def options_from_args(args) -> AnimationOptions:
         layout=args.layout,
         prompt=not args.no_prompt,
         caption=not args.no_caption,
+        antialias=args.smooth,
     )
 
 
