@@ -1,8 +1,13 @@
 """Benchmark: render and encode a 100-frame animation of a 256-token canvas, against the naive way.
 
-    python benchmarks/bench_gif.py                       # records a run on the built-in model first
+    python benchmarks/bench_gif.py                       # records the default run first (~1 min on CPU)
     python benchmarks/bench_gif.py --trace run.json      # any saved run with at least --frames frames
-    python benchmarks/bench_gif.py --layout grid --repeats 5
+    python benchmarks/bench_gif.py --layout grid --repeats 5 --smooth
+
+The default run is the `story` demo on the tiny random model (random weights never stop early:
+99 steps + the commit = 100 frames of one 256-token canvas) with an entropy bound of 40 nats:
+~7 positions accepted per step and all of them re-drawn at the next, so every frame changes
+~14 cells spread over the canvas, a hard case for GIF frame differences.
 
 Measured in one run, on the same frames (the first --frames frames of the trace):
 - render: the cached renderer (`FrameRenderer`, pieces quantized to the shared palette once) vs
@@ -46,10 +51,11 @@ def main(argv=None) -> int:
     parser.add_argument("--layout", choices=("text", "grid"), default="text")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--smooth", action="store_true", help="anti-aliased text, as `export --smooth`")
-    parser.add_argument("--model", help="model to record with (default: the built-in one)")
+    parser.add_argument("--model", help="model to record with (default: the tiny random model)")
     parser.add_argument("--demo", default="story", help="demo prompt to record (default: story)")
-    parser.add_argument("--steps", type=int, default=48, help="max denoising steps when recording")
-    parser.add_argument("--max-new-tokens", type=int, default=1024, help="output budget when recording")
+    parser.add_argument("--steps", type=int, default=99, help="max denoising steps when recording")
+    parser.add_argument("--max-new-tokens", type=int, default=256, help="output budget when recording")
+    parser.add_argument("--entropy-bound", type=float, default=40.0, help="nats accepted per step when recording")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
 
@@ -100,14 +106,16 @@ def main(argv=None) -> int:
 
 
 def record(args) -> Trace:
-    from backends import default_model, load_backend
+    from backends import RANDOM_MODEL_DIR, load_backend
     from prompts.demos import demo_prompt
     from visualizer.cli import record_trace
     from visualizer.settings import GenerationSettings
 
-    model = args.model or default_model()
+    model = args.model or str(RANDOM_MODEL_DIR)
     print(f"recording the {args.demo!r} demo on {model} ...", file=sys.stderr)
-    settings = GenerationSettings(seed=args.seed, max_denoising_steps=args.steps, max_new_tokens=args.max_new_tokens)
+    settings = GenerationSettings(
+        seed=args.seed, max_denoising_steps=args.steps, max_new_tokens=args.max_new_tokens, entropy_bound=args.entropy_bound
+    )
     return record_trace(load_backend(model), demo_prompt(args.demo), settings)
 
 
