@@ -18,12 +18,13 @@ import gradio as gr
 
 from backends import BackendError, ModelChoice, default_model, model_choices
 from backends.cache import LoadedModels
+from backends.mlx_backend import SAMPLER_NOTES
 from prompts.demos import DEMOS
 from visualizer.layout import grid_layout, text_layout
 from visualizer.palette import get_palette
 from visualizer.records import BlockRecord, RunEnd, StepRecord
 from visualizer.render_html import frame_caption, render_frame_html
-from visualizer.settings import GenerationSettings
+from visualizer.settings import SAMPLER_ENTROPY_BOUND, SAMPLERS, GenerationSettings
 from visualizer.states import frame_refs, frame_state
 from visualizer.trace import Trace
 
@@ -102,14 +103,23 @@ def end_message(trace: Trace) -> str:
 
 
 # ---- handlers ------------------------------------------------------------------------------------
-def knob_updates(settings: GenerationSettings):
+def knob_updates(backend):
+    """The knobs at the model's defaults; the sampler and temperature exist only on MLX."""
+    settings, mlx = backend.default_settings(), backend.info.backend == "mlx"
+    sampler = settings.sampler or SAMPLER_ENTROPY_BOUND
     return (
         gr.Slider(value=settings.max_new_tokens),
         gr.Slider(value=settings.max_denoising_steps),
         gr.Number(value=settings.entropy_bound),
         gr.Number(value=settings.t_min),
         gr.Number(value=settings.t_max),
+        gr.Dropdown(value=sampler, visible=mlx),
+        gr.Slider(value=settings.temperature if settings.temperature is not None else 1.0, visible=mlx),
+        gr.Markdown(SAMPLER_NOTES[sampler], visible=mlx),
     )
+
+
+N_KNOBS = 8  # what knob_updates returns
 
 
 def select_model(label: str, previous: str):
@@ -122,15 +132,9 @@ def select_model(label: str, previous: str):
         try:
             backend = MODELS.get(fallback.source)
         except BackendError:
-            return (gr.skip(), gr.skip(), f"{exc}", *([gr.skip()] * 5), gr.skip())
-        return (
-            gr.Dropdown(value=fallback.label),
-            model_info_markdown(backend.info),
-            f"{exc}",
-            *knob_updates(backend.default_settings()),
-            fallback.label,
-        )
-    return (gr.skip(), model_info_markdown(backend.info), "", *knob_updates(backend.default_settings()), label)
+            return (gr.skip(), gr.skip(), f"{exc}", *([gr.skip()] * N_KNOBS), gr.skip())
+        return (gr.Dropdown(value=fallback.label), model_info_markdown(backend.info), f"{exc}", *knob_updates(backend), fallback.label)
+    return (gr.skip(), model_info_markdown(backend.info), "", *knob_updates(backend), label)
 
 
 def pick_demo(title: str):
@@ -140,10 +144,14 @@ def pick_demo(title: str):
     return gr.skip(), ""
 
 
-def generate(prompt, model_label, max_new_tokens, steps, entropy_bound, t_min, t_max, seed, palette, layout_kind, session: RunSession):
+def generate(
+    prompt, model_label, max_new_tokens, steps, entropy_bound, t_min, t_max, seed, palette, layout_kind,
+    sampler, temperature, session: RunSession,
+):
     """Run the model, yielding a frame per step: (canvas, status, slider, text, message, session)."""
     try:
         backend = MODELS.get(choice_for(model_label).source)
+        mlx = backend.info.backend == "mlx"
         settings = GenerationSettings(
             max_new_tokens=_int(max_new_tokens, "max new tokens"),
             max_denoising_steps=_int(steps, "max denoising steps"),
@@ -151,6 +159,8 @@ def generate(prompt, model_label, max_new_tokens, steps, entropy_bound, t_min, t
             t_min=_float(t_min, "t_min"),
             t_max=_float(t_max, "t_max"),
             seed=_int(seed, "seed"),
+            sampler=sampler if mlx else None,
+            temperature=_float(temperature, "temperature") if mlx else None,
         )
         records = backend.generate(prompt, settings, session.stop)
         first = next(records)  # validation happens here: a bad request raises before any state changes
@@ -230,6 +240,9 @@ def build_app(initial_model: str | None = None) -> gr.Blocks:
                         t_min = gr.Number(value=0.4, label="t_min (last step)")
                         t_max = gr.Number(value=0.8, label="t_max (first step)")
                     seed = gr.Number(value=0, precision=0, label="Seed")
+                    sampler = gr.Dropdown(list(SAMPLERS), value=SAMPLER_ENTROPY_BOUND, label="Sampler (MLX)", visible=False)
+                    temperature = gr.Slider(0, 2, value=1.0, step=0.05, label="Temperature (MLX)", visible=False)
+                    sampler_note = gr.Markdown(visible=False)
                 with gr.Row():
                     palette = gr.Radio(["standard", "colorblind"], value="standard", label="Palette")
                     layout_kind = gr.Radio(
@@ -246,13 +259,14 @@ def build_app(initial_model: str | None = None) -> gr.Blocks:
                 final_text = gr.Textbox(label="Committed text", lines=6, interactive=False)
 
         knobs = [max_new_tokens, steps, entropy_bound, t_min, t_max]
-        model_outputs = [model_picker, model_info, message, *knobs, current_model]
+        model_outputs = [model_picker, model_info, message, *knobs, sampler, temperature, sampler_note, current_model]
         demo_app.load(select_model, [model_picker, current_model], model_outputs, api_name="load_model")
         model_picker.change(select_model, [model_picker, current_model], model_outputs, api_visibility="private")
         demo_picker.change(pick_demo, demo_picker, [prompt, watch_for], api_visibility="private")
+        sampler.change(lambda name: SAMPLER_NOTES.get(name, ""), sampler, sampler_note, api_visibility="private")
         generate_btn.click(
             generate,
-            [prompt, model_picker, *knobs, seed, palette, layout_kind, session],
+            [prompt, model_picker, *knobs, seed, palette, layout_kind, sampler, temperature, session],
             [canvas, status, frame_slider, final_text, message, session],
             api_name="generate",
             concurrency_limit=1,

@@ -29,7 +29,8 @@ RANDOM_MODEL_DIR = Path.home() / ".cache" / "diffusion-visualizer" / "random-tin
 
 MLX_INSTALL_HINT = (
     "The MLX backend needs Apple silicon with `pip install mlx==0.32.4 mlx-vlm==0.7.10` "
-    "(on Linux, for tests only: `pip install 'mlx[cpu]==0.32.4'` and `pip install --no-deps mlx-vlm==0.7.10`)."
+    "(on Linux, for tests only: `pip install 'mlx[cpu]==0.32.4' jinja2 requests` and "
+    "`pip install --no-deps mlx-vlm==0.7.10`)."
 )
 
 
@@ -67,17 +68,30 @@ def pick_backend_kind() -> str:
 
 
 def is_mlx_model(source: str) -> bool:
-    """An mlx-community id, or a folder whose config says it was converted by mlx-vlm/mlx-lm."""
+    """An mlx-community id, or a folder whose weights MLX saved (mlx-vlm, mlx-lm, training.convert_mlx).
+
+    MLX writes {"format": "mlx"} into the header of every safetensors file it saves, where
+    transformers writes "pt": the folder's first weight file says which library wrote it.
+    """
     if source.startswith("mlx-community/"):
         return True
-    config = Path(source).expanduser() / "config.json"
-    if config.is_file():
-        try:
-            data = json.loads(config.read_text())
-        except (OSError, ValueError):
-            return False
-        return "quantization" in data or data.get("vision_config", {}) is None and "mlx" in str(data.get("_source", ""))
-    return False
+    folder = Path(source).expanduser()
+    weights = sorted(folder.glob("*.safetensors")) if (folder / "config.json").is_file() else []
+    return bool(weights) and _safetensors_format(weights[0]) == "mlx"
+
+
+def _safetensors_format(path: Path) -> str | None:
+    """The "format" entry of a safetensors header: 8 bytes of length, then JSON."""
+    try:
+        with open(path, "rb") as f:
+            size = int.from_bytes(f.read(8), "little")
+            if not 0 < size <= 100_000_000:
+                return None
+            header = json.loads(f.read(size))
+    except (OSError, ValueError):
+        return None
+    metadata = header.get("__metadata__") if isinstance(header, dict) else None
+    return metadata.get("format") if isinstance(metadata, dict) else None
 
 
 def model_choices() -> list[ModelChoice]:

@@ -53,6 +53,7 @@ from visualizer.settings import (
 
 from .base import Backend, BackendError
 from .capture import CapturedBlock, CapturedStep, GenerationCancelled, capture_steps
+from .text import PieceTable, chat_prompt_ids
 
 REAL_CHECKPOINT = "google/diffusiongemma-26B-A4B-it"
 REAL_CHECKPOINT_BF16_GB = 52  # weights alone, measured on an H100; plus activations and cache
@@ -173,7 +174,7 @@ class TransformersBackend(Backend):
         kwargs = self.generate_kwargs(settings)
         stop = stop or threading.Event()
         started = time.perf_counter()
-        pieces = _PieceTable(self.tokenizer)
+        pieces = PieceTable(self.tokenizer)
         canvas = self.info.canvas_length
         yield RunStart(
             prompt_ids=frozen_array(ids, np.int32),
@@ -246,7 +247,7 @@ class TransformersBackend(Backend):
             error=error,
         )
 
-    def _step_record(self, item: CapturedStep, pieces: "_PieceTable") -> StepRecord:
+    def _step_record(self, item: CapturedStep, pieces: "PieceTable") -> StepRecord:
         return StepRecord(
             block=item.block,
             step=item.step,
@@ -259,7 +260,7 @@ class TransformersBackend(Backend):
             new_pieces=pieces.new(np.concatenate([item.argmax, item.canvas[item.accepted]])),
         )
 
-    def _block_record(self, item: CapturedBlock, pieces: "_PieceTable") -> BlockRecord:
+    def _block_record(self, item: CapturedBlock, pieces: "PieceTable") -> BlockRecord:
         eos = np.flatnonzero(np.isin(item.tokens, self.info.eos_token_ids))
         return BlockRecord(
             block=item.block,
@@ -277,33 +278,6 @@ class TransformersBackend(Backend):
 
 
 # ---- helpers -----------------------------------------------------------------------------------
-class _PieceTable:
-    """Decodes each displayed id once per run, so records carry only the pieces not sent before."""
-
-    def __init__(self, tokenizer):
-        self.tokenizer = tokenizer
-        self.seen: set[int] = set()
-
-    def new(self, ids) -> dict[int, str]:
-        fresh = sorted({int(i) for i in np.asarray(ids).reshape(-1)} - self.seen)
-        if not fresh:
-            return {}
-        self.seen.update(fresh)
-        texts = self.tokenizer.batch_decode([[i] for i in fresh], skip_special_tokens=False)
-        return dict(zip(fresh, texts))
-
-
-def chat_prompt_ids(tokenizer, prompt: str) -> list[int]:
-    """One user turn through the model's chat template, generation prompt added."""
-    messages = [{"role": "user", "content": prompt}]
-    out = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
-    if hasattr(out, "keys") and "input_ids" in out:  # transformers 5 returns a BatchEncoding
-        out = out["input_ids"]
-    if out and isinstance(out[0], list):
-        out = out[0]
-    return [int(i) for i in out]
-
-
 def _load_tokenizer(source: str):
     """The checkpoint's processor tokenizer when it has one (the real model), else AutoTokenizer.
 

@@ -57,3 +57,27 @@ def no_eos_backend(no_eos_model_dir):
     from backends.transformers_backend import TransformersBackend
 
     return TransformersBackend(str(no_eos_model_dir), device="cpu")
+
+
+def build_mlx_models(base):
+    """The transformers source and its float32 and 4-bit MLX folders, built once per test session."""
+    from safetensors.numpy import load_file, save_file
+
+    from training.build_random import build_random_model
+    from training.convert_mlx import convert_to_mlx
+
+    folders = {"transformers": base / "transformers", "float32": base / "float32", "4-bit": base / "4bit"}
+    if all((f / "config.json").is_file() for f in folders.values()):
+        return folders
+    source = build_random_model(folders["transformers"])
+    weights = load_file(source / "model.safetensors")
+    weights["model.decoder.embed_tokens.weight"] *= 60  # tied to the output: 60x sharper predictions
+    save_file(weights, source / "model.safetensors", metadata={"format": "pt"})
+    convert_to_mlx(source, folders["float32"])
+    convert_to_mlx(source, folders["4-bit"], bits=4)
+    return folders
+
+
+@pytest.fixture(scope="session")
+def mlx_models(tmp_path_factory):
+    return build_mlx_models(tmp_path_factory.getbasetemp() / "mlx-models")

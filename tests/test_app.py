@@ -11,7 +11,10 @@ from gradio_client.exceptions import AppError
 
 import app as app_module
 
-GENERATE_ARGS = dict(max_new_tokens=768, steps=48, entropy_bound=0.1, t_min=0.4, t_max=0.8, seed=0, palette="standard", layout_kind="grid")
+GENERATE_ARGS = dict(
+    max_new_tokens=768, steps=48, entropy_bound=0.1, t_min=0.4, t_max=0.8, seed=0, palette="standard", layout_kind="grid",
+    sampler="entropy-bound", temperature=1.0,
+)
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +107,7 @@ def test_picking_a_model_reports_it_or_says_why_not(served):
     client = Client(url, verbose=False)
     picked = client.predict(random_model, api_name="/load_model")
     assert "vocab" in picked[1] and picked[2] == ""
+    assert picked[8]["visible"] is False  # the sampler knob is MLX-only
     failed = client.predict("/no/such/folder", api_name="/load_model")
     assert "No model folder" in failed[2]
     assert "vocab" in failed[1]  # a working model stays loaded and described
@@ -128,3 +132,19 @@ def test_one_generation_at_a_time_and_the_queue_position_is_reported(served):
     job_b.result()
     assert seen_queued
     assert job_b.outputs()[-1][1].startswith("Frame")
+
+
+def test_an_mlx_model_runs_with_its_own_sampler(served, mlx_models):
+    url, _, _ = served
+    client = Client(url, verbose=False)
+    folder = str(mlx_models["float32"])
+    loaded = client.predict(folder, api_name="/load_model")
+    assert "mlx on" in loaded[1] and loaded[2] == ""
+    sampler, note = loaded[8], loaded[10]
+    assert sampler["visible"] and sampler["value"] == "entropy-bound"  # MLX-only knobs appear
+    assert note["visible"] and "Entropy-bound" in note["value"]
+    outputs = list(generate(client, "Write a haiku.", folder, max_new_tokens=256, steps=6,
+                            sampler="confidence-threshold", temperature=0.0))
+    statuses = [o[1] for o in outputs]
+    assert outputs[-1][4] == "" and "committed" in statuses[-1]
+    assert all("remasked 0" in s for s in statuses if " step " in s)  # reveals accumulate: nothing is remasked

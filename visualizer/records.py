@@ -26,7 +26,7 @@ from typing import Union
 
 import numpy as np
 
-STOP_CONVERGED = "converged"  # the sampler's stability + confidence criterion ended the block early
+STOP_CONVERGED = "converged"  # ended early: stability + confidence fired, or (MLX confidence-threshold) all revealed
 STOP_OUT_OF_STEPS = "out_of_steps"  # the block used every denoising step it was allowed
 BLOCK_STOP_REASONS = (STOP_CONVERGED, STOP_OUT_OF_STEPS)
 

@@ -1,0 +1,496 @@
+"""MLX backend: DiffusionGemma through mlx-vlm, on Apple silicon (Metal) or, for tests, Linux CPU.
+
+Loads a model with `mlx_vlm.load`, by hub id (`mlx-community/diffusiongemma-26B-A4B-it-4bit`) or
+from a local folder (one converted by mlx-vlm, or by `python -m training.convert_mlx` for the
+project's small models), and yields the same records as the transformers backend: per step the
+accepted mask, the next canvas, the argmax and the entropy; per block the committed tokens, the
+EOS position and why the block ended.  The steps come from `mlx_capture.denoise`, which gives
+exactly the tokens of stock mlx-vlm generation for the same seed and settings.
+
+    backend = MLXBackend("mlx-community/diffusiongemma-26B-A4B-it-4bit")
+    for record in backend.generate("Write a haiku", GenerationSettings(seed=0)):
+        print(type(record).__name__)
+    backend.close()
+
+MLX arrays belong to the thread that made them, and the backend lives as long as the app, so
+each backend owns one persistent worker thread that loads the model and runs every generation;
+nothing else touches the model.  Records reach the caller live through a bounded queue; the
+`stop` event, or closing the generator, ends the run between two steps.
+
+Knobs: `sampler` (entropy-bound by default, as transformers; or mlx-vlm's confidence-threshold,
+see SAMPLER_NOTES) and `temperature` (1 by default: samples like transformers; 0 is greedy).
+`max_denoising_steps`, `entropy_bound`, `t_min` and `t_max` work as on transformers (stock
+mlx-vlm reads them from the checkpoint's generation config, which gives the defaults here).
+`max_new_tokens` is rounded up to whole canvases, as transformers does, and the canvas is always
+the full 256 tokens (mlx-vlm would otherwise shrink the last one), so every block looks the same.
+`compiled` is a transformers option and is recorded as False.
+
+MLX itself is imported only on the worker thread, so this module (and SAMPLER_NOTES, for the
+app) imports on machines without MLX.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import queue
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from pathlib import Path
+
+import numpy as np
+
+from visualizer.records import (
+    FINISH_CANCELLED,
+    FINISH_EOS,
+    FINISH_ERROR,
+    FINISH_LENGTH,
+    STOP_CONVERGED,
+    STOP_OUT_OF_STEPS,
+    BlockRecord,
+    ModelInfo,
+    Record,
+    RunEnd,
+    RunStart,
+    StepRecord,
+    frozen_array,
+)
+from visualizer.settings import (
+    DEFAULT_ENTROPY_BOUND,
+    DEFAULT_MAX_DENOISING_STEPS,
+    DEFAULT_MAX_NEW_TOKENS,
+    DEFAULT_T_MAX,
+    DEFAULT_T_MIN,
+    SAMPLER_CONFIDENCE_THRESHOLD,
+    SAMPLER_ENTROPY_BOUND,
+    GenerationSettings,
+)
+
+from .base import Backend, BackendError, BackendUnavailable
+from .text import PieceTable, chat_prompt_ids
+
+DEFAULT_TEMPERATURE = 1.0  # samples like transformers; mlx-vlm's own default is 0 (greedy)
+_QUEUE_SIZE = 64  # steps buffered between the worker and a slow consumer
+_SENTINEL = object()  # the worker finished the run
+_CANCELLED = object()  # the worker stopped between two steps
+
+# For the app: what each sampler's frames mean (the states code needs no special case for either).
+SAMPLER_NOTES = {
+    SAMPLER_ENTROPY_BOUND: (
+        "Entropy-bound (transformers' rule; the default): each step accepts the lowest-entropy positions "
+        "whose summed entropy stays within the bound and recomputes that set from scratch, so a token "
+        "accepted at one step can turn back into noise at the next (remasked). At temperature 1 it samples "
+        "as the transformers backend does, at 0 it takes the argmax. On MLX the last step of a block "
+        "commits the argmax without sampling, so it accepts nothing new."
+    ),
+    SAMPLER_CONFIDENCE_THRESHOLD: (
+        "Confidence-threshold (mlx-vlm's default): each step reveals the positions whose sampled token has "
+        "a probability of at least 0.9 (at least one per step), and a revealed token stays fixed until the "
+        "block ends. Reveals only accumulate, so nothing is ever remasked: green is this step's reveals, "
+        "purple everything revealed before. A block ends as soon as every position is revealed; otherwise "
+        "its last step commits the argmax without sampling."
+    ),
+}
+
+
+class MLXBackend(Backend):
+    name = "mlx"
+
+    def __init__(self, source: str, *, display_name: str | None = None, builtin: bool = False):
+        source = str(source)
+        local = Path(source).expanduser()
+        if not local.is_dir() and _looks_like_path(source):
+            raise BackendError(f"No model folder at {source}.")
+        self._worker = _Worker()
+        self._closed = False
+        self._closing = threading.Event()  # set by close(): a run in progress stops at its next step
+        # Ends the worker when close() is not called: when the backend is collected, or at exit.
+        self._stop_worker = weakref.finalize(self, _stop_worker, self._worker, self._closing)
+        try:
+            self.model, self.processor, runtime = self._worker.submit(_load_model, source, local).result()
+        except BaseException:
+            self._stop_worker()
+            raise
+        self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
+        config = self.model.config
+        self._generation_config = dict(getattr(config, "generation_config", None) or {})
+        text = config.text_config
+        self.info = ModelInfo(
+            name=display_name or (local.name if local.is_dir() else source),
+            source=str(local.resolve()) if local.is_dir() else source,
+            backend=self.name,
+            device=runtime["device"],
+            dtype=runtime["dtype"],
+            canvas_length=int(config.canvas_length),
+            vocab_size=int(text.vocab_size),
+            eos_token_ids=_eos_token_ids(self.tokenizer, config, self._generation_config),
+            pad_token_id=_pad_token_id(self._generation_config, text, self.tokenizer),
+            max_context=int(text.max_position_embeddings),
+            builtin=builtin,
+            parameters=runtime["parameters"],
+        )
+
+    # ---- the interface ---------------------------------------------------------------------
+    def default_settings(self) -> GenerationSettings:
+        """The engine's defaults for this checkpoint, read from its generation config as mlx-vlm does."""
+        g = self._generation_config
+        schedule = _schedule(g)
+        sampler_config = g.get("sampler_config") if isinstance(g.get("sampler_config"), dict) else {}
+        return GenerationSettings(
+            max_new_tokens=int(g.get("max_new_tokens") or DEFAULT_MAX_NEW_TOKENS),
+            max_denoising_steps=int(g.get("max_denoising_steps") or DEFAULT_MAX_DENOISING_STEPS),
+            entropy_bound=float(sampler_config.get("entropy_bound", DEFAULT_ENTROPY_BOUND)),
+            t_min=float(schedule.get("t_min", DEFAULT_T_MIN)),
+            t_max=float(schedule.get("t_max", DEFAULT_T_MAX)),
+            seed=0,
+            sampler=SAMPLER_ENTROPY_BOUND,
+            temperature=DEFAULT_TEMPERATURE,
+            compiled=False,
+        )
+
+    def prompt_ids(self, prompt: str) -> list[int]:
+        """One user turn through the tokenizer's chat template, as the transformers backend does.
+
+        Not the mlx-vlm processor's `apply_chat_template`: it turns the message into a list of
+        content parts, which a plain-text template (the project's small models) prints as a
+        Python list.  Ids are passed to the model, never a string (a string got a second BOS).
+        """
+        return chat_prompt_ids(self.tokenizer, prompt)
+
+    def options(self, settings: GenerationSettings, *, max_blocks: int):
+        """The capture loop's options for resolved settings (also used by the tests)."""
+        from .mlx_capture import DenoiseOptions
+
+        return DenoiseOptions(
+            max_blocks=max_blocks,
+            max_denoising_steps=settings.max_denoising_steps,
+            sampler=settings.sampler,
+            temperature=float(settings.temperature),
+            entropy_bound=float(settings.entropy_bound),
+            t_min=float(settings.t_min),
+            t_max=float(settings.t_max),
+            seed=settings.seed,
+            eos_token_ids=self.info.eos_token_ids,
+            pad_token_id=self.info.pad_token_id,
+            stopping=_stopping(self._generation_config),
+        )
+
+    def generate(
+        self, prompt: str, settings: GenerationSettings, stop: threading.Event | None = None
+    ) -> Iterator[Record]:
+        if self._closed:
+            raise BackendError("This MLX backend was closed; load the model again.")
+        ids = self.check(prompt, settings)
+        settings = self.resolve(settings).replace(compiled=False)  # transformers-only knob: not used here
+        max_blocks = math.ceil(settings.max_new_tokens / self.info.canvas_length)
+        options = self.options(settings, max_blocks=max_blocks)
+        stop = stop or threading.Event()
+        started = time.perf_counter()
+        pieces = PieceTable(self.tokenizer)
+        yield RunStart(
+            prompt_ids=frozen_array(ids, np.int32),
+            settings=settings.to_dict(),
+            max_blocks=max_blocks,
+            new_pieces=pieces.new(ids),
+        )
+
+        records: queue.Queue = queue.Queue(maxsize=_QUEUE_SIZE)
+        halt = threading.Event()  # set when the consumer is gone: the worker must not wait on the queue
+
+        def put(item) -> None:
+            while not (halt.is_set() or self._closing.is_set()):
+                try:
+                    records.put(item, timeout=0.1)
+                    return
+                except queue.Full:
+                    continue
+
+        def work():  # runs on the worker thread
+            from .mlx_capture import CapturedStep, DenoiseCancelled, denoise
+
+            def should_stop() -> bool:
+                return stop.is_set() or halt.is_set() or self._closing.is_set()
+
+            try:
+                for item in denoise(self.model, ids, options, should_stop=should_stop):
+                    if isinstance(item, CapturedStep):
+                        put(self._step_record(item, pieces))
+                    else:
+                        put(self._block_record(item, pieces))
+                put(_SENTINEL)
+            except DenoiseCancelled:
+                put(_CANCELLED)
+            except BaseException as exc:  # forwarded to the consumer, which ends the run with it
+                put(exc)
+
+        job = self._submit(work)
+        blocks: list[np.ndarray] = []
+        finish, error = None, None
+        try:
+            while True:
+                try:
+                    item = records.get(timeout=0.1)
+                except queue.Empty:
+                    if job.done() and records.empty():
+                        break
+                    continue
+                if item is _SENTINEL:
+                    break
+                if item is _CANCELLED:
+                    finish = FINISH_CANCELLED
+                    break
+                if isinstance(item, BaseException):
+                    finish, error = FINISH_ERROR, _run_failure_message(item)
+                    break
+                if isinstance(item, BlockRecord):
+                    blocks.append(item.tokens)
+                yield item
+        finally:
+            halt.set()  # when the consumer closed us early, the worker stops at its next step
+            if not job.cancel():
+                job.exception()  # waits until the worker has left the run
+        sequence = np.concatenate(blocks) if blocks else np.zeros(0, np.int32)
+        if finish is None:
+            finish = FINISH_EOS if np.isin(sequence, self.info.eos_token_ids).any() else FINISH_LENGTH
+        yield RunEnd(
+            finish_reason=finish,
+            sequence=frozen_array(sequence, np.int32),
+            text=self._decode(sequence),
+            wall_time_s=time.perf_counter() - started,
+            error=error,
+        )
+
+    def close(self) -> None:
+        """Stop any run, drop the model on its own thread and end that thread; the backend is unusable afterwards."""
+        if self._closed:
+            return
+        self._closed = True
+        self._closing.set()
+        self._worker.submit(self._release).exception()
+        self._stop_worker()
+
+    # ---- helpers -------------------------------------------------------------------------
+    def _submit(self, fn) -> Future:
+        try:
+            return self._worker.submit(fn)
+        except RuntimeError:  # close() ran in another thread meanwhile
+            raise BackendError("This MLX backend was closed; load the model again.") from None
+
+    def _release(self) -> None:
+        import mlx.core as mx
+
+        self.model = None  # freed here, on the thread that made its arrays
+        mx.clear_cache()
+
+    def _decode(self, sequence: np.ndarray) -> str:
+        text = self.tokenizer.decode(sequence.tolist(), skip_special_tokens=True)
+        clean = getattr(self.processor, "clean_output", None)  # the real checkpoint's channel markers
+        return clean(text) if callable(clean) else text
+
+    def _step_record(self, item, pieces: "PieceTable") -> StepRecord:  # item: mlx_capture.CapturedStep
+        return StepRecord(
+            block=item.block,
+            step=item.step,
+            steps_remaining=item.steps_remaining,
+            accepted=frozen_array(item.accepted, bool),
+            canvas=frozen_array(item.canvas, np.int32),
+            argmax=frozen_array(item.argmax, np.int32),
+            entropy_nats=frozen_array(item.entropy_nats, np.float32),
+            wall_time_s=item.wall_time_s,
+            new_pieces=pieces.new(np.concatenate([item.argmax, item.canvas[item.accepted]])),
+        )
+
+    def _block_record(self, item, pieces: "PieceTable") -> BlockRecord:  # item: mlx_capture.CapturedBlock
+        return BlockRecord(
+            block=item.block,
+            tokens=frozen_array(item.tokens, np.int32),
+            eos_position=item.eos_position,
+            stop_reason=STOP_CONVERGED if item.converged else STOP_OUT_OF_STEPS,
+            steps_used=item.steps_used,
+            new_pieces=pieces.new(item.tokens),
+        )
+
+
+def _stop_worker(worker: "_Worker", closing: threading.Event) -> None:
+    closing.set()  # a run in progress stops at its next step instead of finishing
+    worker.stop()
+
+
+class _Worker:
+    """One persistent thread that runs every MLX call of a backend, in order, as futures.
+
+    Not a ThreadPoolExecutor: MLX (0.32) needs `mx.clear_streams()` on every thread that used
+    it before that thread ends, or the process can abort at exit ("terminate called without an
+    active exception"), and an executor's threads end at interpreter shutdown before anything
+    could run on them.  This thread clears its streams on its way out.
+    """
+
+    def __init__(self):
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name="mlx-worker", daemon=True)
+        self._thread.start()
+
+    @property
+    def ident(self) -> int | None:
+        return self._thread.ident
+
+    def submit(self, fn: Callable, *args) -> Future:
+        future: Future = Future()
+        with self._lock:
+            if self._stopped:
+                raise RuntimeError("the MLX worker thread has stopped")
+            self._jobs.put((future, fn, args))
+        return future
+
+    def stop(self) -> None:
+        """Let queued jobs finish, then end the thread (and wait for it, unless called on it)."""
+        with self._lock:
+            if not self._stopped:
+                self._stopped = True
+                self._jobs.put(None)
+        if threading.current_thread() is not self._thread:
+            self._thread.join()
+
+    def _run(self) -> None:
+        try:
+            while (job := self._jobs.get()) is not None:
+                future, fn, args = job
+                if not future.set_running_or_notify_cancel():
+                    continue
+                try:
+                    future.set_result(fn(*args))
+                except BaseException as exc:  # the caller gets it from the future
+                    future.set_exception(exc)
+                del job, future, fn, args  # drop the last references here, not at the next job
+        finally:
+            if "mlx.core" in sys.modules:  # MLX was used on this thread
+                sys.modules["mlx.core"].clear_streams()
+
+
+# ---- on the worker thread ----------------------------------------------------------------
+def _load_model(source: str, local: Path):
+    """The model, its processor, and what ModelInfo needs from MLX and the folder itself."""
+    try:
+        import mlx.core as mx
+        from mlx_vlm import load
+        from mlx_vlm.utils import get_model_path
+    except ImportError as exc:
+        from . import MLX_INSTALL_HINT
+
+        raise BackendUnavailable(f"MLX or a part of mlx-vlm is missing here ({exc}). {MLX_INSTALL_HINT}") from None
+
+    try:
+        folder = get_model_path(str(local) if local.is_dir() else source)  # downloads a hub id once
+        model, processor = load(str(folder))
+    except Exception as exc:  # any load failure is the user's to act on: say what and how
+        raise BackendError(_load_failure_message(source, exc, is_folder=local.is_dir())) from None
+    config = model.config
+    if getattr(config, "model_type", None) != "diffusion_gemma" or not hasattr(model, "diffusion_decoder_logits"):
+        raise BackendError(
+            f"{source} is a {getattr(config, 'model_type', 'unknown')!r} model, not DiffusionGemma."
+        )
+    runtime = {
+        "device": "metal" if mx.default_device().type == mx.DeviceType.gpu else "cpu",
+        "dtype": _dtype_name(model, folder),
+        "parameters": _count_parameters(model),
+    }
+    return model, processor, runtime
+
+
+def _dtype_name(model, folder: Path) -> str:
+    """'4-bit' for a quantized model (its default bits, the experts'), else the embedding's dtype."""
+    try:
+        quantization = json.loads((folder / "config.json").read_text()).get("quantization")
+    except (OSError, ValueError):
+        quantization = None
+    if isinstance(quantization, dict) and quantization.get("bits"):
+        return f"{quantization['bits']}-bit"
+    embed = model.model.decoder.embed_tokens
+    return f"{embed.bits}-bit" if hasattr(embed, "bits") else str(embed.weight.dtype).replace("mlx.core.", "")
+
+
+def _count_parameters(model) -> int:
+    """Distinct parameters, counting a quantized weight by its unpacked size and not its scales."""
+    from mlx.utils import tree_flatten
+
+    quantized = {name: module.bits for name, module in model.named_modules() if hasattr(module, "bits")}
+    total = 0
+    for name, array in tree_flatten(model.parameters()):
+        owner, _, leaf = name.rpartition(".")
+        if owner in quantized:
+            if leaf in ("scales", "biases"):
+                continue
+            if leaf == "weight":
+                total += array.size * 32 // quantized[owner]
+                continue
+        total += array.size
+    return total
+
+
+# ---- what mlx-vlm's engine reads from the generation config -------------------------------
+def _schedule(g: dict) -> dict:
+    schedule = g.get("linear_temperature_schedule_config")
+    if isinstance(schedule, dict) and schedule:
+        return schedule
+    return {"t_min": g.get("t_min", DEFAULT_T_MIN), "t_max": g.get("t_max", DEFAULT_T_MAX)}
+
+
+def _stopping(g: dict) -> dict | None:
+    stopping = g.get("diffusion_stopping_config")
+    if isinstance(stopping, dict) and stopping:
+        return stopping
+    stopping = {key: g[key] for key in ("confidence_threshold", "stability_threshold") if key in g}
+    return stopping or None
+
+
+def _eos_token_ids(tokenizer, config, g: dict) -> tuple[int, ...]:
+    """What the engine stops at: the tokenizer's stopping criteria plus the generation config's EOS."""
+    ids = list(getattr(getattr(tokenizer, "stopping_criteria", None), "eos_token_ids", None) or [])
+    for extra in (g.get("eos_token_id"), getattr(config, "eos_token_id", None)):
+        ids.extend(extra if isinstance(extra, (list, tuple)) else ([extra] if extra is not None else []))
+    return tuple(dict.fromkeys(int(i) for i in ids))
+
+
+def _pad_token_id(g: dict, text_config, tokenizer) -> int:
+    for value in (g.get("pad_token_id"), getattr(text_config, "pad_token_id", None), tokenizer.pad_token_id):
+        if value is not None:
+            return int(value)
+    return 0
+
+
+# ---- messages ------------------------------------------------------------------------------
+def _looks_like_path(source: str) -> bool:
+    return source.startswith((".", "~", "/")) or (os.sep in source and source.count("/") != 1)
+
+
+def _load_failure_message(source: str, exc: Exception, *, is_folder: bool) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if not is_folder and any(word in str(exc).lower() for word in ("offline", "connect", "resolve", "hub", "internet")):
+        return (
+            f"Could not load {source}: the Hugging Face Hub is not reachable from this machine and the model is "
+            f"not in the local cache ({text[:200]})."
+        )
+    hint = (
+        " If it is a transformers folder, convert it first: "
+        "python -m training.convert_mlx --model FOLDER --out MLX_FOLDER"
+        if is_folder
+        else ""
+    )
+    return f"Could not load {source} as an MLX DiffusionGemma model: {text[:300]}.{hint}"
+
+
+def _run_failure_message(exc: BaseException) -> str:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    if isinstance(exc, MemoryError) or "memory" in first.lower():
+        return (
+            "Out of memory during generation: lower max new tokens, use a shorter prompt, or close other apps "
+            f"({first[:200]})."
+        )
+    return f"Generation failed: {type(exc).__name__}: {first[:300]}"
