@@ -16,12 +16,34 @@ are raised as `BackendError` with a message meant for the UI and the CLI.
 
 from __future__ import annotations
 
+import queue
 import threading
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 
-from visualizer.records import ModelInfo, Record
+import numpy as np
+
+from visualizer.records import (
+    FINISH_CANCELLED,
+    FINISH_EOS,
+    FINISH_ERROR,
+    FINISH_LENGTH,
+    STOP_CONVERGED,
+    STOP_OUT_OF_STEPS,
+    BlockRecord,
+    ModelInfo,
+    Record,
+    RunEnd,
+    StepRecord,
+    frozen_array,
+)
 from visualizer.settings import GenerationSettings
+
+_QUEUE_SIZE = 64  # records buffered between the model's thread and a slow consumer
+_DONE = object()  # the worker's run returned
+_CANCELLED = object()  # the worker's run stopped between two steps
 
 
 class BackendError(RuntimeError):
@@ -30,6 +52,10 @@ class BackendError(RuntimeError):
 
 class BackendUnavailable(BackendError):
     """The backend's libraries are not installed on this machine."""
+
+
+class GenerationCancelled(Exception):
+    """Raised inside a backend's step loop, between two steps, when the run has to stop."""
 
 
 class Backend(ABC):
@@ -73,3 +99,131 @@ class Backend(ABC):
 
     def close(self) -> None:
         """Free the model's memory; the backend cannot be used afterwards."""
+
+    # ---- shared by the backends --------------------------------------------------------------
+    def decode(self, sequence: np.ndarray) -> str:
+        """The response text of a run's committed tokens."""
+        return self.tokenizer.decode(sequence.tolist(), skip_special_tokens=True)
+
+    def failure_message(self, exc: BaseException) -> str:
+        """One line for a run that failed (backends add their own out-of-memory types)."""
+        if isinstance(exc, MemoryError):
+            return "Out of memory during generation: lower max new tokens, or use a shorter prompt."
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return f"Generation failed: {type(exc).__name__}: {first[:300]}"
+
+    def stream(
+        self,
+        launch: Callable[[Callable[[], None]], Future],
+        produce: Callable[[Callable[[Record], None], Callable[[], bool]], None],
+        stop: threading.Event,
+        started: float,
+    ) -> Iterator[Record]:
+        """Yield the records a worker thread produces, as they come, then the run's RunEnd.
+
+        `produce(emit, should_stop)` runs the generation on the worker (`launch` starts it and
+        returns a Future), calls `emit` for each StepRecord and BlockRecord, and raises
+        GenerationCancelled between two steps once `should_stop()` is true.  A bounded queue
+        bridges the two threads; exceptions come through it and end the run with a message.
+        When the consumer closes this generator early, the worker stops at its next step and is
+        waited for, so no run outlives its generator.
+        """
+        records: queue.Queue = queue.Queue(maxsize=_QUEUE_SIZE)
+        halt = threading.Event()  # set when the consumer is gone: the worker must not wait on the queue
+
+        def emit(item) -> None:
+            while not halt.is_set():
+                try:
+                    records.put(item, timeout=0.1)
+                    return
+                except queue.Full:
+                    continue
+
+        def work() -> None:
+            try:
+                produce(emit, lambda: stop.is_set() or halt.is_set())
+                emit(_DONE)
+            except GenerationCancelled:
+                emit(_CANCELLED)
+            except BaseException as exc:  # forwarded to the consumer, which ends the run with it
+                emit(exc)
+
+        job = launch(work)
+        blocks: list[np.ndarray] = []
+        finish, error = None, None
+        try:
+            while True:
+                try:
+                    item = records.get(timeout=0.1)
+                except queue.Empty:
+                    if job.done() and records.empty():
+                        break
+                    continue
+                if item is _DONE:
+                    break
+                if item is _CANCELLED:
+                    finish = FINISH_CANCELLED
+                    break
+                if isinstance(item, BaseException):
+                    finish, error = FINISH_ERROR, self.failure_message(item)
+                    break
+                if isinstance(item, BlockRecord):
+                    blocks.append(item.tokens)
+                yield item
+        finally:
+            halt.set()
+            job.exception()  # waits until the worker has left the run
+        sequence = np.concatenate(blocks) if blocks else np.zeros(0, np.int32)
+        if finish is None:
+            finish = FINISH_EOS if np.isin(sequence, self.info.eos_token_ids).any() else FINISH_LENGTH
+        yield RunEnd(
+            finish_reason=finish,
+            sequence=frozen_array(sequence, np.int32),
+            text=self.decode(sequence),
+            wall_time_s=time.perf_counter() - started,
+            error=error,
+        )
+
+
+def start_thread(fn: Callable[[], None], name: str) -> Future:
+    """Run `fn` on a new daemon thread; the Future says when it is done."""
+    future: Future = Future()
+
+    def run():
+        future.set_running_or_notify_cancel()
+        try:
+            future.set_result(fn())
+        except BaseException as exc:
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return future
+
+
+def step_record(item, pieces) -> StepRecord:
+    """A StepRecord from a backend's captured step (block, step, steps_remaining, accepted,
+    canvas, argmax, entropy_nats, wall_time_s), with the pieces of ids not sent before."""
+    return StepRecord(
+        block=item.block,
+        step=item.step,
+        steps_remaining=item.steps_remaining,
+        accepted=frozen_array(item.accepted, bool),
+        canvas=frozen_array(item.canvas, np.int32),
+        argmax=frozen_array(item.argmax, np.int32),
+        entropy_nats=frozen_array(item.entropy_nats, np.float32),
+        wall_time_s=item.wall_time_s,
+        new_pieces=pieces.new(np.concatenate([item.argmax, item.canvas[item.accepted]])),
+    )
+
+
+def block_record(item, pieces, eos_token_ids) -> BlockRecord:
+    """A BlockRecord from a captured block (block, tokens, steps_used, converged)."""
+    eos = np.flatnonzero(np.isin(item.tokens, eos_token_ids))
+    return BlockRecord(
+        block=item.block,
+        tokens=frozen_array(item.tokens, np.int32),
+        eos_position=int(eos[0]) if eos.size else None,
+        stop_reason=STOP_CONVERGED if item.converged else STOP_OUT_OF_STEPS,
+        steps_used=item.steps_used,
+        new_pieces=pieces.new(item.tokens),
+    )

@@ -34,9 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-
-class GenerationCancelled(Exception):
-    """Raised inside generate() between two steps when the stop flag is set."""
+from .base import GenerationCancelled
 
 
 @dataclass
@@ -68,7 +66,8 @@ class _EntropyRecorder:
 
     def __call__(self, input_ids, scores, cur_step):  # LogitsProcessorList passes cur_step by name
         # The sampler's own formula, on float32: the recorded value is the one it thresholded.
-        self.entropy = torch.distributions.Categorical(logits=scores.float()).entropy()
+        # validate_args=False skips a constraint check that would sync the GPU every step.
+        self.entropy = torch.distributions.Categorical(logits=scores.float(), validate_args=False).entropy()
         return scores
 
 

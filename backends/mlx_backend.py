@@ -45,21 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from visualizer.records import (
-    FINISH_CANCELLED,
-    FINISH_EOS,
-    FINISH_ERROR,
-    FINISH_LENGTH,
-    STOP_CONVERGED,
-    STOP_OUT_OF_STEPS,
-    BlockRecord,
-    ModelInfo,
-    Record,
-    RunEnd,
-    RunStart,
-    StepRecord,
-    frozen_array,
-)
+from visualizer.records import ModelInfo, Record, RunStart, frozen_array
 from visualizer.settings import (
     DEFAULT_ENTROPY_BOUND,
     DEFAULT_MAX_DENOISING_STEPS,
@@ -71,13 +57,10 @@ from visualizer.settings import (
     GenerationSettings,
 )
 
-from .base import Backend, BackendError, BackendUnavailable
+from .base import Backend, BackendError, BackendUnavailable, block_record, step_record
 from .text import PieceTable, chat_prompt_ids
 
 DEFAULT_TEMPERATURE = 1.0  # samples like transformers; mlx-vlm's own default is 0 (greedy)
-_QUEUE_SIZE = 64  # steps buffered between the worker and a slow consumer
-_SENTINEL = object()  # the worker finished the run
-_CANCELLED = object()  # the worker stopped between two steps
 
 # For the app: what each sampler's frames mean (the states code needs no special case for either).
 SAMPLER_NOTES = {
@@ -199,71 +182,26 @@ class MLXBackend(Backend):
             new_pieces=pieces.new(ids),
         )
 
-        records: queue.Queue = queue.Queue(maxsize=_QUEUE_SIZE)
-        halt = threading.Event()  # set when the consumer is gone: the worker must not wait on the queue
+        def produce(emit, should_stop):  # runs on the worker thread
+            from .mlx_capture import CapturedStep, denoise
 
-        def put(item) -> None:
-            while not (halt.is_set() or self._closing.is_set()):
-                try:
-                    records.put(item, timeout=0.1)
-                    return
-                except queue.Full:
-                    continue
+            stopping = lambda: should_stop() or self._closing.is_set()  # noqa: E731
+            for item in denoise(self.model, ids, options, should_stop=stopping):
+                if isinstance(item, CapturedStep):
+                    emit(step_record(item, pieces))
+                else:
+                    emit(block_record(item, pieces, self.info.eos_token_ids))
 
-        def work():  # runs on the worker thread
-            from .mlx_capture import CapturedStep, DenoiseCancelled, denoise
+        yield from self.stream(self._submit, produce, stop, started)
 
-            def should_stop() -> bool:
-                return stop.is_set() or halt.is_set() or self._closing.is_set()
-
-            try:
-                for item in denoise(self.model, ids, options, should_stop=should_stop):
-                    if isinstance(item, CapturedStep):
-                        put(self._step_record(item, pieces))
-                    else:
-                        put(self._block_record(item, pieces))
-                put(_SENTINEL)
-            except DenoiseCancelled:
-                put(_CANCELLED)
-            except BaseException as exc:  # forwarded to the consumer, which ends the run with it
-                put(exc)
-
-        job = self._submit(work)
-        blocks: list[np.ndarray] = []
-        finish, error = None, None
-        try:
-            while True:
-                try:
-                    item = records.get(timeout=0.1)
-                except queue.Empty:
-                    if job.done() and records.empty():
-                        break
-                    continue
-                if item is _SENTINEL:
-                    break
-                if item is _CANCELLED:
-                    finish = FINISH_CANCELLED
-                    break
-                if isinstance(item, BaseException):
-                    finish, error = FINISH_ERROR, _run_failure_message(item)
-                    break
-                if isinstance(item, BlockRecord):
-                    blocks.append(item.tokens)
-                yield item
-        finally:
-            halt.set()  # when the consumer closed us early, the worker stops at its next step
-            if not job.cancel():
-                job.exception()  # waits until the worker has left the run
-        sequence = np.concatenate(blocks) if blocks else np.zeros(0, np.int32)
-        if finish is None:
-            finish = FINISH_EOS if np.isin(sequence, self.info.eos_token_ids).any() else FINISH_LENGTH
-        yield RunEnd(
-            finish_reason=finish,
-            sequence=frozen_array(sequence, np.int32),
-            text=self._decode(sequence),
-            wall_time_s=time.perf_counter() - started,
-            error=error,
-        )
+    def failure_message(self, exc: BaseException) -> str:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        if "memory" in first.lower():  # MLX reports running out of (unified) memory as a RuntimeError
+            return (
+                "Out of memory during generation: lower max new tokens, use a shorter prompt, or close other apps "
+                f"({first[:200]})."
+            )
+        return super().failure_message(exc)
 
     def close(self) -> None:
         """Stop any run, drop the model on its own thread and end that thread; the backend is unusable afterwards."""
@@ -287,33 +225,10 @@ class MLXBackend(Backend):
         self.model = None  # freed here, on the thread that made its arrays
         mx.clear_cache()
 
-    def _decode(self, sequence: np.ndarray) -> str:
-        text = self.tokenizer.decode(sequence.tolist(), skip_special_tokens=True)
+    def decode(self, sequence: np.ndarray) -> str:
+        text = super().decode(sequence)
         clean = getattr(self.processor, "clean_output", None)  # the real checkpoint's channel markers
         return clean(text) if callable(clean) else text
-
-    def _step_record(self, item, pieces: "PieceTable") -> StepRecord:  # item: mlx_capture.CapturedStep
-        return StepRecord(
-            block=item.block,
-            step=item.step,
-            steps_remaining=item.steps_remaining,
-            accepted=frozen_array(item.accepted, bool),
-            canvas=frozen_array(item.canvas, np.int32),
-            argmax=frozen_array(item.argmax, np.int32),
-            entropy_nats=frozen_array(item.entropy_nats, np.float32),
-            wall_time_s=item.wall_time_s,
-            new_pieces=pieces.new(np.concatenate([item.argmax, item.canvas[item.accepted]])),
-        )
-
-    def _block_record(self, item, pieces: "PieceTable") -> BlockRecord:  # item: mlx_capture.CapturedBlock
-        return BlockRecord(
-            block=item.block,
-            tokens=frozen_array(item.tokens, np.int32),
-            eos_position=item.eos_position,
-            stop_reason=STOP_CONVERGED if item.converged else STOP_OUT_OF_STEPS,
-            steps_used=item.steps_used,
-            new_pieces=pieces.new(item.tokens),
-        )
 
 
 def _stop_worker(worker: "_Worker", closing: threading.Event) -> None:
@@ -484,13 +399,3 @@ def _load_failure_message(source: str, exc: Exception, *, is_folder: bool) -> st
         else ""
     )
     return f"Could not load {source} as an MLX DiffusionGemma model: {text[:300]}.{hint}"
-
-
-def _run_failure_message(exc: BaseException) -> str:
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    if isinstance(exc, MemoryError) or "memory" in first.lower():
-        return (
-            "Out of memory during generation: lower max new tokens, use a shorter prompt, or close other apps "
-            f"({first[:200]})."
-        )
-    return f"Generation failed: {type(exc).__name__}: {first[:300]}"

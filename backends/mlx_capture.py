@@ -49,12 +49,10 @@ from mlx_vlm.generate.diffusion import (
     _diffusion_token_probability,
 )
 
+from .base import GenerationCancelled
+
 ENTROPY_BOUND = "entropy-bound"
 CONFIDENCE_THRESHOLD = "confidence-threshold"
-
-
-class DenoiseCancelled(Exception):
-    """Raised between two steps when `should_stop` says so."""
 
 
 @dataclass(frozen=True)
@@ -144,7 +142,7 @@ def _denoise_block(model, cache, context, block: int, options: DenoiseOptions, s
     converged = False
     for step, cur_step in enumerate(range(steps, 0, -1)):
         if should_stop is not None and should_stop():
-            raise DenoiseCancelled()
+            raise GenerationCancelled()
         started = time.perf_counter()
         logits = model.diffusion_decoder_logits(
             canvas, cache=cache, self_conditioning=self_conditioning, decoder_attention_mask=masks

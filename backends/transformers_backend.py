@@ -15,9 +15,9 @@ ends the run between two steps.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
-import queue
 import threading
 import time
 from collections.abc import Iterator
@@ -26,21 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from visualizer.records import (
-    FINISH_CANCELLED,
-    FINISH_EOS,
-    FINISH_ERROR,
-    FINISH_LENGTH,
-    STOP_CONVERGED,
-    STOP_OUT_OF_STEPS,
-    BlockRecord,
-    ModelInfo,
-    Record,
-    RunEnd,
-    RunStart,
-    StepRecord,
-    frozen_array,
-)
+from visualizer.records import ModelInfo, Record, RunStart, frozen_array
 from visualizer.settings import (
     DEFAULT_ENTROPY_BOUND,
     DEFAULT_MAX_DENOISING_STEPS,
@@ -51,15 +37,12 @@ from visualizer.settings import (
     GenerationSettings,
 )
 
-from .base import Backend, BackendError
-from .capture import CapturedBlock, CapturedStep, GenerationCancelled, capture_steps
+from .base import Backend, BackendError, block_record, start_thread, step_record
+from .capture import CapturedBlock, CapturedStep, capture_steps
 from .text import PieceTable, chat_prompt_ids
 
 REAL_CHECKPOINT = "google/diffusiongemma-26B-A4B-it"
 REAL_CHECKPOINT_BF16_GB = 52  # weights alone, measured on an H100; plus activations and cache
-_QUEUE_SIZE = 64  # steps buffered between the model thread and a slow consumer
-_SENTINEL = object()  # the worker's generate() returned
-_CANCELLED = object()  # the worker's generate() stopped between two steps
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
@@ -183,93 +166,27 @@ class TransformersBackend(Backend):
             new_pieces=pieces.new(ids),
         )
 
-        records: queue.Queue = queue.Queue(maxsize=_QUEUE_SIZE)
-        halt = threading.Event()  # set when the consumer is gone: the worker must not wait on the queue
-
-        def put(item) -> None:
-            while not halt.is_set():
-                try:
-                    records.put(item, timeout=0.1)
-                    return
-                except queue.Full:
-                    continue
-
         model = self.model  # a local reference: close() from another session must not pull it away mid-run
 
-        def work():
-            try:
-                input_ids = torch.tensor([ids], device=model.device)
-                torch.manual_seed(settings.seed)  # seeds the CPU and every CUDA device
-                with capture_steps(model, put, put, lambda: stop.is_set() or halt.is_set()):
-                    model.generate(input_ids, **kwargs)
-                put(_SENTINEL)
-            except GenerationCancelled:
-                put(_CANCELLED)
-            except BaseException as exc:  # forwarded to the consumer, which ends the run with it
-                put(exc)
+        def produce(emit, should_stop):
+            def on_step(item: CapturedStep):
+                emit(step_record(item, pieces))
 
-        worker = threading.Thread(target=work, name="diffusiongemma-generate", daemon=True)
-        worker.start()
-        blocks: list[np.ndarray] = []
-        finish, error = None, None
-        try:
-            while True:
-                try:
-                    item = records.get(timeout=0.1)
-                except queue.Empty:
-                    if worker.is_alive():
-                        continue
-                    break
-                if item is _SENTINEL:
-                    break
-                if item is _CANCELLED:
-                    finish = FINISH_CANCELLED
-                    break
-                if isinstance(item, BaseException):
-                    finish, error = FINISH_ERROR, _run_failure_message(item)
-                    break
-                if isinstance(item, CapturedStep):
-                    yield self._step_record(item, pieces)
-                else:
-                    blocks.append(item.tokens)
-                    yield self._block_record(item, pieces)
-        finally:
-            halt.set()  # when the consumer closed us early, the worker stops at its next step
-            worker.join()
-        sequence = np.concatenate(blocks) if blocks else np.zeros(0, np.int32)
-        if finish is None:
-            finish = FINISH_EOS if np.isin(sequence, self.info.eos_token_ids).any() else FINISH_LENGTH
-        yield RunEnd(
-            finish_reason=finish,
-            sequence=frozen_array(sequence, np.int32),
-            text=self.tokenizer.decode(sequence.tolist(), skip_special_tokens=True),
-            wall_time_s=time.perf_counter() - started,
-            error=error,
-        )
+            def on_block(item: CapturedBlock):
+                emit(block_record(item, pieces, self.info.eos_token_ids))
 
-    def _step_record(self, item: CapturedStep, pieces: "PieceTable") -> StepRecord:
-        return StepRecord(
-            block=item.block,
-            step=item.step,
-            steps_remaining=item.steps_remaining,
-            accepted=frozen_array(item.accepted, bool),
-            canvas=frozen_array(item.canvas, np.int32),
-            argmax=frozen_array(item.argmax, np.int32),
-            entropy_nats=frozen_array(item.entropy_nats, np.float32),
-            wall_time_s=item.wall_time_s,
-            new_pieces=pieces.new(np.concatenate([item.argmax, item.canvas[item.accepted]])),
-        )
+            input_ids = torch.tensor([ids], device=model.device)
+            torch.manual_seed(settings.seed)  # seeds the CPU and every CUDA device
+            with capture_steps(model, on_step, on_block, should_stop):
+                model.generate(input_ids, **kwargs)
 
-    def _block_record(self, item: CapturedBlock, pieces: "PieceTable") -> BlockRecord:
-        eos = np.flatnonzero(np.isin(item.tokens, self.info.eos_token_ids))
-        return BlockRecord(
-            block=item.block,
-            tokens=frozen_array(item.tokens, np.int32),
-            eos_position=int(eos[0]) if eos.size else None,
-            stop_reason=STOP_CONVERGED if item.converged else STOP_OUT_OF_STEPS,
-            steps_used=item.steps_used,
-            new_pieces=pieces.new(item.tokens),
-        )
+        launch = functools.partial(start_thread, name="diffusiongemma-generate")
+        yield from self.stream(launch, produce, stop, started)
+
+    def failure_message(self, exc: BaseException) -> str:
+        if isinstance(exc, torch.cuda.OutOfMemoryError):
+            return "Out of GPU memory during generation: lower max new tokens, or use a shorter prompt."
+        return super().failure_message(exc)
 
     def close(self) -> None:
         self.model = None
@@ -324,12 +241,3 @@ def _load_failure_message(source: str, exc: Exception) -> str:
             f"not in the local cache ({text[:200]})."
         )
     return f"Could not load {source} as a DiffusionGemma model: {text[:300]}"
-
-
-def _run_failure_message(exc: BaseException) -> str:
-    if isinstance(exc, torch.cuda.OutOfMemoryError):
-        return "Out of GPU memory during generation: lower max new tokens, or use a shorter prompt."
-    if isinstance(exc, MemoryError):
-        return "Out of memory during generation: lower max new tokens, or use a shorter prompt."
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"Generation failed: {type(exc).__name__}: {first[:300]}"

@@ -99,7 +99,7 @@ def render_frame_html(
         f'font-family:{FONT_STACK};font-size:12.5px;padding:12px;border-radius:8px;overflow-x:auto">'
         + (caption_html if caption else "")
         + (legend_html(palette) if legend else "")
-        + f'<pre class="dv-canvas" style="margin:0;line-height:1.45;font-family:inherit;white-space:pre">'
+        + '<pre class="dv-canvas" style="margin:0;line-height:1.45;font-family:inherit;white-space:pre">'
         + "\n".join(lines)
         + "</pre></div>"
     )
