@@ -21,8 +21,9 @@ Why it is exact: a piece is drawn by the same calls at the same x and an integer
 Pillow rasterizes text from the fractional part of its coordinates only; pieces cover disjoint
 pixels, so drawing order does not matter.  That last point holds only when a piece inks inside
 its own box, which most glyphs do but not all ('…', 'w' and '\\ufffd' can spill a pixel into the
-neighbour).  So every new cell is checked: drawn alone on a background that contrasts with its
-text (so even faint anti-aliased ink shows), it must leave everything outside its box untouched.
+neighbour).  So every new cell is checked: drawn alone (for anti-aliased text also on a
+background that contrasts with its text, so even faint ink shows), it must leave everything
+outside its box untouched.
 A cell that spills is drawn together with its neighbours as one piece (checked the same way);
 if that spills too, the row is drawn as one piece; a row, caption line or legend that spills
 out of its line makes the frame be drawn whole by `render_frame_image`.
@@ -132,7 +133,7 @@ class FrameRenderer:
         self.headers = {row: block for block, row in layout.headers}
         self._row_index = _row_index(layout)
         self._lines: OrderedDict = OrderedDict()  # key -> line image, or None if it spills
-        self._cells: OrderedDict = OrderedDict()  # looks -> image of those cells, or None if it spills
+        self._cells: OrderedDict = OrderedDict()  # looks -> RGB image of those cells, or None if it spills
         self._painted: dict = {}  # (block, position, state, token, changed) -> PaintedCell
         self._empty = replace(layout, cells=(), headers=(), rows=0)
         self._base = colors.blank(self.size) if colors else Image.new("RGB", self.size, palette.background)
@@ -183,11 +184,10 @@ class FrameRenderer:
         if header is None:
             pieces = self._pieces(frame, list(one_row.cells), self._paint(frame, one_row.cells))
             if pieces is not None:
-                size = (self.size[0], self.line_height)
-                line = self.colors.blank(size) if self.colors else Image.new("RGB", size, self.palette.background)
+                line = Image.new("RGB", (self.size[0], self.line_height), self.palette.background)
                 for left, image in pieces:
                     line.paste(image, (left, 0))
-                return line
+                return self.colors.to_indexed(line) if self.colors else line  # the mapping is per pixel
         return self._crop_line(self._draw(frame, one_row, []))
 
     def _paint(self, frame: FrameState, cells) -> list[PaintedCell]:
@@ -212,6 +212,7 @@ class FrameRenderer:
     def _pieces(self, frame: FrameState, cells: list[Cell], painted: list[PaintedCell]):
         """A row as (left, image) pieces with disjoint boxes: single cells, and around a cell that
         spills, the run of it and its neighbours drawn together; None if even such a run spills."""
+        self._draw_new_cells(frame, cells, painted)
         singles = [self._piece(frame, cells[i : i + 1], painted[i : i + 1]) for i in range(len(cells))]
         spills = [image is None for image in singles]
         grouped = [any(spills[max(0, i - 1) : i + 2]) for i in range(len(cells))]
@@ -228,27 +229,62 @@ class FrameRenderer:
             i = j
         return pieces
 
+    def _draw_new_cells(self, frame: FrameState, cells: list[Cell], painted: list[PaintedCell]) -> None:
+        """Draw the row's unseen cells in two calls instead of one each: every other cell of each
+        run of unseen neighbours, so no two drawn together touch.  A batch whose ink stays in its
+        boxes is cut into the cache; otherwise its cells are left to `_piece`, one by one."""
+        unseen = [i for i, p in enumerate(painted) if (_look(p),) not in self._cells]
+        batches, parity = ([], []), 0
+        for n, i in enumerate(unseen):
+            parity = 0 if n == 0 or unseen[n - 1] != i - 1 else 1 - parity
+            batches[parity].append(i)
+        for batch in batches:
+            if len(batch) < 2:
+                continue
+            layout = replace(self.layout, cells=tuple(cells[i] for i in batch), headers=(), rows=1)
+            boxes = [self._cell_box(painted[i], painted[i]) for i in batch]
+            drawn = self._draw(frame, layout, [])
+            if self._contained(frame, layout, drawn, boxes, [painted[i] for i in batch]):
+                for i, box in zip(batch, boxes):
+                    self._remember((_look(painted[i]),), drawn.crop(box))
+
     def _piece(self, frame: FrameState, cells: list[Cell], painted: list[PaintedCell]) -> Image.Image | None:
         """Neighbouring cells of one row drawn together, cropped to their boxes; None when their
-        ink leaves that box (checked on black and/or white, whichever contrasts with their text)."""
+        ink leaves that box."""
         key = tuple(_look(p) for p in painted)
         if key in self._cells:
             self._cells.move_to_end(key)
             return self._cells[key]
         layout = replace(self.layout, cells=tuple(cells), headers=(), rows=1)
-        box = (self._box(painted[0])[0], MARGIN, self._box(painted[-1])[1], MARGIN + self.line_height)
-        contrasts = sorted({_contrast(p.fg) for p in painted})
-        inside = all(
-            _only_inside(self._draw(frame, layout, [], palette=replace(self.palette, background=c)), box, c)
-            for c in contrasts
+        box = self._cell_box(painted[0], painted[-1])
+        drawn = self._draw(frame, layout, [])
+        return self._remember(key, drawn.crop(box) if self._contained(frame, layout, drawn, [box], painted) else None)
+
+    def _contained(self, frame: FrameState, layout: Layout, drawn: Image.Image, boxes, painted) -> bool:
+        """Whether cells drawn alone (`drawn`) ink only inside their boxes.
+
+        Pixel text (no anti-aliasing) is opaque: ink outside the boxes shows on the frame's own
+        background unless the ink has that very colour.  Anti-aliased edges can be too faint to
+        change the background yet change a neighbour, so those are also drawn on black and/or
+        white, whichever contrasts with the text, and checked there."""
+        if not _only_inside(drawn, boxes, self.palette.background):
+            return False
+        if not self.antialias and all(p.fg != self.palette.background for p in painted):
+            return True
+        return all(
+            _only_inside(self._draw(frame, layout, [], palette=replace(self.palette, background=c)), boxes, c)
+            for c in sorted({_contrast(p.fg) for p in painted})
         )
-        image = self._draw(frame, layout, []).crop(box) if inside else None
-        if image is not None and self.colors:
-            image = self.colors.to_indexed(image)  # mapping is per pixel: pieces map like the whole
+
+    def _remember(self, key, image: Image.Image | None) -> Image.Image | None:
         self._cells[key] = image
         if len(self._cells) > CACHE_CELLS:
             self._cells.popitem(last=False)
         return image
+
+    def _cell_box(self, first: PaintedCell, last: PaintedCell) -> tuple[int, int, int, int]:
+        """The pixels from `first`'s box to `last`'s (one cell: first is last), at y = MARGIN."""
+        return self._box(first)[0], MARGIN, self._box(last)[1], MARGIN + self.line_height
 
     def _line(self, key, draw) -> Image.Image | None:
         """The cached line for `key`; on a miss `draw()` makes it (None: it spills out of its line)."""
@@ -310,8 +346,9 @@ def _contrast(color: str) -> str:
     return "#000000" if r + g + b > 3 * 127 else "#ffffff"
 
 
-def _only_inside(image: Image.Image, box: tuple[int, int, int, int], background: str) -> bool:
-    """True when every pixel of `image` outside `box` is the background colour."""
+def _only_inside(image: Image.Image, boxes, background: str) -> bool:
+    """True when every pixel of `image` outside `boxes` (a box or a list of them) is the background."""
     outside = ImageChops.difference(image, Image.new("RGB", image.size, background))
-    outside.paste((0, 0, 0), box)
+    for box in boxes if isinstance(boxes, list) else [boxes]:
+        outside.paste((0, 0, 0), box)
     return outside.getbbox() is None
