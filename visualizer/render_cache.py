@@ -1,10 +1,10 @@
 """Fast Pillow frames: the pixels of `render_frame_image`, with each distinct piece drawn once.
 
-Drawing a 256-token frame cell by cell costs ~50-100 ms in Pillow, yet consecutive frames differ
-in a few cells and most cells look like many others (a noise cell is a noise cell).
-`FrameRenderer` builds a frame from cached pieces: the legend, each caption line, each layout
-row, and inside a row each cell.  A piece it has not seen is drawn by `render_frame_image`
-itself (a layout of that one row or cell, no caption), so the result is the same image.
+Drawing a 256-token frame cell by cell costs 20-50 ms in Pillow, yet consecutive frames differ
+in a few cells and many cells look alike (a noise cell is a noise cell).  `FrameRenderer` builds
+a frame from cached pieces: the legend, each caption line, each layout row, and inside a row
+each cell.  A piece it has not seen is drawn by `render_frame_image` itself (given a layout of
+just those cells, no caption), so the result is the same image, pixel for pixel.
 
     renderer = FrameRenderer(trace, layout, palette, caption_lines=2)
     image = renderer.render(frame_state(trace, i), ["prompt", "model · step 3"])
@@ -13,20 +13,20 @@ itself (a layout of that one row or cell, no caption), so the result is the same
     renderer = FrameRenderer(trace, layout, palette, caption_lines=1, colors=colors)
     indexed = renderer.render(frame_state(trace, i), ["model · step 3"])   # mode "P"
 
-With `colors`, frames come out as palette images equal to `colors.to_indexed(rgb_frame)`: each
-new piece is mapped to the palette once, so a whole animation is quantized for the price of its
-distinct pieces.
+With `colors`, frames come out as palette images equal to `colors.to_indexed(rgb_frame)`: the
+mapping is per pixel, so each new line is mapped once and a whole animation is quantized for
+the price of its distinct lines.
 
 Why it is exact: a piece is drawn by the same calls at the same x and an integer-shifted y, and
 Pillow rasterizes text from the fractional part of its coordinates only; pieces cover disjoint
 pixels, so drawing order does not matter.  That last point holds only when a piece inks inside
 its own box, which most glyphs do but not all ('…', 'w' and '\\ufffd' can spill a pixel into the
-neighbour).  So every new cell is checked: drawn alone (for anti-aliased text also on a
-background that contrasts with its text, so even faint ink shows), it must leave everything
-outside its box untouched.
-A cell that spills is drawn together with its neighbours as one piece (checked the same way);
-if that spills too, the row is drawn as one piece; a row, caption line or legend that spills
-out of its line makes the frame be drawn whole by `render_frame_image`.
+neighbour).  So every new cell is checked: drawn without its neighbours (a row's unseen cells
+in two batches, every other one, so no two drawn together touch), it must leave everything
+outside its box untouched.  A cell that spills is drawn together with its neighbours as one
+piece, checked the same way; if that spills too, the row is drawn as one piece; a row, caption
+line or legend that spills out of its line makes the frame be drawn whole by
+`render_frame_image`.
 """
 
 from __future__ import annotations
