@@ -42,14 +42,23 @@ def special_tokens() -> list[str]:
     return tokens
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int = 2048):
-    """Train the byte-level BPE on `texts` and wrap it as a transformers fast tokenizer."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+def train_tokenizer(texts: Iterable[str], vocab_size: int = 2048, *, isolate_capitals: bool = False):
+    """Train the byte-level BPE on `texts` and wrap it as a transformers fast tokenizer.
+
+    With `isolate_capitals`, every capital letter (with the space before it) is a token of its
+    own: "Calm waves" -> "C", "alm", " waves".  A small model then writes an acrostic by copying
+    letter tokens from the prompt ("O, C, E" or "OCEANS" alike) instead of having to spell
+    merged tokens it has no way to see inside.
+    """
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     specials = special_tokens()
     bpe = Tokenizer(models.BPE(unk_token=None, byte_fallback=False))
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    if isolate_capitals:
+        capitals = pre_tokenizers.Split(Regex(" ?[A-Z]"), behavior="isolated")
+        bpe.pre_tokenizer = pre_tokenizers.Sequence([capitals, bpe.pre_tokenizer])
     bpe.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,

@@ -1,0 +1,111 @@
+"""Instruction/response pairs for training and evaluating the built-in model: 12 families.
+
+Six demo families (acrostic, sentences, doctest_function, fact_list, story, haiku: the shapes
+of prompts/demos.py) and six probe regimes (math, code_function, code_task, factual, open,
+json: the study's regimes).  Everything is generated from the project's own word lists and
+fact tables (`bank.py`), deterministically from a seed.
+
+Every prompt belongs to one split, fixed by a hash of its text: "heldout" (1 in 8 prompts) or
+"train".  Training only ever sees "train" prompts; evaluation and the probe suite only use
+"heldout" ones, so they are disjoint whatever seeds are used.  The six demo prompts are always
+"train" (they are what the app shows, not what we measure).
+
+    tasks = sample_tasks(1000, seed=0)                           # training mix, all families
+    tasks = heldout_tasks("acrostic", 50)                        # evaluation items
+    check_task(task, model_response)                             # True / False / None (no checker)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import zlib
+from collections.abc import Iterator, Sequence
+
+from . import demo_families, probe_families
+from .types import Task
+
+DEMO_FAMILIES = tuple(demo_families.GENERATORS)
+PROBE_REGIMES = tuple(probe_families.GENERATORS)
+FAMILIES = DEMO_FAMILIES + PROBE_REGIMES
+GENERATORS = {**demo_families.GENERATORS, **probe_families.GENERATORS}
+
+HELDOUT_ONE_IN = 8
+TRAIN, HELDOUT = "train", "heldout"
+SPLITS = (TRAIN, HELDOUT)
+HELDOUT_SEED = 20260601  # the fixed seed of every held-out list: the same items on every machine
+
+
+def _demo_prompts() -> frozenset[str]:
+    from prompts.demos import DEMOS
+
+    return frozenset(d.prompt for d in DEMOS)
+
+
+def split_of(prompt: str) -> str:
+    """'train' or 'heldout', from a hash of the prompt text alone."""
+    if prompt in _demo_prompts():
+        return TRAIN
+    digest = hashlib.sha256(prompt.encode("utf-8")).digest()
+    return HELDOUT if int.from_bytes(digest[:4], "big") % HELDOUT_ONE_IN == 0 else TRAIN
+
+
+def _family_rng(family: str, seed: int) -> random.Random:
+    # zlib.crc32 is stable across runs (str hash() is salted per process)
+    return random.Random(seed * 1_000_003 + zlib.crc32(family.encode()))
+
+
+def iter_tasks(family: str, *, seed: int, split: str = TRAIN, unique: bool = False) -> Iterator[Task]:
+    """Endless tasks of one family in one split; with `unique`, each prompt once (ends when exhausted)."""
+    if family not in GENERATORS:
+        raise ValueError(f"unknown task family {family!r}; choose from: {', '.join(FAMILIES)}")
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; choose 'train' or 'heldout'")
+    rng = _family_rng(family, seed)
+    make = GENERATORS[family]
+    seen: set[str] = set()
+    misses = 0
+    while misses < 20_000:  # a family whose split has no new prompts left stops instead of spinning
+        task = make(rng)
+        if split_of(task.prompt) != split or (unique and task.prompt in seen):
+            misses += 1
+            continue
+        misses = 0
+        seen.add(task.prompt)
+        yield task
+
+
+def heldout_tasks(family: str, count: int, *, seed: int = HELDOUT_SEED) -> list[Task]:
+    """The first `count` distinct held-out tasks of a family (a fixed list for a fixed seed)."""
+    out = []
+    for task in iter_tasks(family, seed=seed, split=HELDOUT, unique=True):
+        out.append(task)
+        if len(out) == count:
+            break
+    return out
+
+
+def sample_tasks(
+    count: int, *, seed: int, split: str = TRAIN, families: Sequence[str] | None = None,
+    weights: dict[str, float] | None = None,
+) -> list[Task]:
+    """`count` tasks mixing families by `weights` (equal by default), deterministic from `seed`."""
+    families = tuple(families or FAMILIES)
+    weights = weights or {}
+    streams = {f: iter_tasks(f, seed=seed, split=split) for f in families}
+    picker = random.Random(seed)
+    choices = picker.choices(families, weights=[weights.get(f, 1.0) for f in families], k=count)
+    return [next(streams[f]) for f in choices]
+
+
+def check_task(task: Task, response: str) -> bool | None:
+    """Does `response` satisfy the task?  None for families without a checker (open)."""
+    if task.family in demo_families.GENERATORS:
+        return demo_families.check_demo_family(task, response)
+    return probe_families.check_probe_regime(task, response)
+
+
+__all__ = [
+    "DEMO_FAMILIES", "PROBE_REGIMES", "FAMILIES", "Task", "split_of", "iter_tasks", "heldout_tasks", "sample_tasks",
+    "check_task", "TRAIN", "HELDOUT",
+]

@@ -1,0 +1,251 @@
+"""Tokenizer, training data, the diffusion objective, a tiny CPU training run, and the eval helpers."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from prompts.tasks import Task, sample_tasks
+from training.architecture import small_config
+from training.data import Example, build_tokenizer, collate, encode_tasks, prompt_ids_batch
+from training.denoising_stats import BlockSteps, block_stats, first_acceptance
+from training.objective import decoder_logits, encode_context, noise_levels, replace_with_noise, to_device
+from training.tokenizer import END_TURN_ID, EOS_ID, PAD_ID, train_tokenizer
+from training.train import TrainConfig, learning_rate, train
+
+TOKENIZER_DIR = "assets/tokenizer"
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(TOKENIZER_DIR)
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    # small models on a shared 2-core machine run fastest without intra-op threads
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+# ---- tokenizer -----------------------------------------------------------------------------------
+def test_tokenizer_keeps_gemma_special_ids(tokenizer):
+    ids = tokenizer.convert_tokens_to_ids(["<pad>", "<eos>", "<bos>", "<|turn>", "<turn|>", "<|tool_response>"])
+    assert ids == [0, 1, 2, 105, 106, 50]
+    assert len(tokenizer) == 3072
+
+
+def test_chat_template_is_gemma4_style(tokenizer):
+    text = tokenizer.apply_chat_template([{"role": "user", "content": "Hi there"}], add_generation_prompt=True,
+                                         tokenize=False)
+    assert text == "<bos><|turn>user\nHi there<turn|>\n<|turn>model\n"
+
+
+def test_shipped_tokenizer_is_what_build_tokenizer_makes(tokenizer):
+    """assets/tokenizer is reproducible from the repository: same vocabulary, same merges."""
+    fresh = build_tokenizer(seed=0)
+    assert fresh.backend_tokenizer.to_str() == tokenizer.backend_tokenizer.to_str()
+
+
+def test_isolate_capitals_makes_each_capital_a_token():
+    texts = ["Calm waves roll in.", "Old tides. Calm seas. Calm skies."] * 20
+    plain = train_tokenizer(texts, vocab_size=600)
+    isolated = train_tokenizer(texts, vocab_size=600, isolate_capitals=True)
+    assert plain.convert_ids_to_tokens(plain.encode("Calm", add_special_tokens=False)) == ["Calm"]
+    assert isolated.convert_ids_to_tokens(isolated.encode("Calm", add_special_tokens=False))[0] == "C"
+    assert isolated.decode(isolated.encode("Calm waves, OCEAN", add_special_tokens=False)) == "Calm waves, OCEAN"
+
+
+# ---- data ----------------------------------------------------------------------------------------
+def test_examples_use_the_inference_prompt_and_end_the_turn(tokenizer):
+    from backends.transformers_backend import chat_prompt_ids
+
+    tasks = sample_tasks(40, seed=2)
+    assert prompt_ids_batch(tokenizer, [t.prompt for t in tasks]) == [chat_prompt_ids(tokenizer, t.prompt)
+                                                                        for t in tasks]
+    for task, example in zip(tasks, encode_tasks(tokenizer, tasks)):
+        assert example.context.tolist() == chat_prompt_ids(tokenizer, task.prompt)
+        assert example.block[-1] == END_TURN_ID
+        assert tokenizer.decode(example.block[:-1].tolist()) == task.response
+
+
+def test_long_responses_train_later_blocks_on_earlier_ones(tokenizer):
+    task = Task("story", "Tell a story.", "one two three four five six seven eight nine ten eleven twelve", None)
+    examples = encode_tasks(tokenizer, [task], canvas_length=8)
+    response = tokenizer.encode(task.response, add_special_tokens=False) + [END_TURN_ID]
+    assert len(examples) == math.ceil(len(response) / 8) >= 2
+    prompt = prompt_ids_batch(tokenizer, [task.prompt])[0]
+    for k, example in enumerate(examples):
+        assert example.context.tolist() == prompt + response[: 8 * k]
+        assert example.block.tolist() == response[8 * k: 8 * (k + 1)]
+
+
+def test_collate_pads_contexts_and_fills_blocks_with_eos():
+    batch = collate([Example(np.array([5, 6, 7], np.int32), np.array([9, END_TURN_ID], np.int32)),
+                     Example(np.array([8], np.int32), np.array([10, 11, END_TURN_ID], np.int32))], canvas_length=6)
+    assert batch["context_ids"].tolist() == [[5, 6, 7], [8, PAD_ID, PAD_ID]]
+    assert batch["context_mask"].tolist() == [[True, True, True], [True, False, False]]
+    assert batch["context_length"].tolist() == [3, 1]
+    assert batch["target"].tolist() == [[9, 106, EOS_ID, EOS_ID, EOS_ID, EOS_ID], [10, 11, 106, EOS_ID, EOS_ID, EOS_ID]]
+    assert batch["content_length"].tolist() == [2, 3]
+
+
+# ---- objective -----------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def random_model():
+    from transformers import DiffusionGemmaForBlockDiffusion
+
+    torch.manual_seed(0)
+    return DiffusionGemmaForBlockDiffusion(small_config(300, "test", canvas_length=16)).eval()
+
+
+def test_padded_batch_gives_the_logits_of_generate(random_model):
+    """Right-padded contexts + explicit positions = the model's own single-row forward, as generate() runs it."""
+    rng = np.random.default_rng(0)
+    examples = [Example(rng.integers(5, 300, n).astype(np.int32), rng.integers(5, 300, m).astype(np.int32))
+                for n, m in [(7, 16), (12, 5), (3, 9)]]
+    batch = to_device(collate(examples, canvas_length=16), "cpu")
+    canvas = torch.randint(0, 300, (3, 16))
+    self_conditioning = torch.randn(3, 16, 300)
+    with torch.no_grad():
+        batched = decoder_logits(random_model, encode_context(random_model, batch), canvas, batch, self_conditioning)
+        for i, example in enumerate(examples):
+            single = random_model(input_ids=torch.tensor(example.context[None], dtype=torch.long),
+                                  decoder_input_ids=canvas[i: i + 1],
+                                  self_conditioning_logits=self_conditioning[i: i + 1]).logits
+            torch.testing.assert_close(batched[i], single[0], atol=1e-5, rtol=1e-5)
+
+
+def test_noise_replaces_exactly_the_chosen_positions():
+    target = torch.arange(64).reshape(2, 32) % 7 + 10
+    noised = torch.rand(2, 32, generator=torch.Generator().manual_seed(1)) < 0.5
+    canvas = replace_with_noise(target, noised, vocab_size=5, generator=torch.Generator().manual_seed(2))
+    assert torch.equal(canvas[~noised], target[~noised])
+    assert (canvas[noised] < 5).all()  # fresh uniform ids, never the target's 10..16
+
+
+def test_noise_levels_cover_the_sampler_first_step():
+    r = noise_levels(4000, device="cpu", generator=torch.Generator().manual_seed(0))
+    assert r.min() >= 0.02 and r.max() <= 1.0
+    assert 0.05 < (r == 1.0).float().mean() < 0.15  # fully random canvases, like step one
+
+
+def test_learning_rate_warms_up_then_decays():
+    config = TrainConfig(lr=1e-3, warmup_steps=10, min_lr_ratio=0.1)
+    assert learning_rate(0, 100, config) == pytest.approx(1e-4)
+    assert learning_rate(9, 100, config) == pytest.approx(1e-3)
+    assert learning_rate(100, 100, config) == pytest.approx(1e-4)
+    assert learning_rate(55, 100, config) < learning_rate(20, 100, config)
+
+
+# ---- a tiny CPU training run ---------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("tiny-run")
+    config = TrainConfig(out=str(out), preset="test", tokenizer=TOKENIZER_DIR, examples=300, steps=30, batch_size=8,
+                         lr=3e-3, warmup_steps=5, log_every=5, workers=1, device="cpu")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # module-scoped: set here, the per-test fixture is not active yet
+    try:
+        with torch.random.fork_rng():
+            train(config)
+    finally:
+        torch.set_num_threads(threads)
+    return out
+
+
+def test_tiny_training_run_lowers_the_loss(tiny_run):
+    log = [json.loads(line) for line in (tiny_run / "train_log.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in log] == list(range(5, 31, 5))
+    assert log[-1]["loss"] < 0.6 * log[0]["loss"]
+
+
+def test_trained_folder_loads_like_a_checkpoint(tiny_run):
+    from backends.transformers_backend import TransformersBackend
+    from training.denoising_stats import collect_run
+    from visualizer.settings import GenerationSettings
+
+    generation = json.loads((tiny_run / "generation_config.json").read_text())
+    assert generation["eos_token_id"] == [1, 106] and generation["pad_token_id"] == 0
+    assert generation["max_denoising_steps"] == 48 and generation["sampler_config"]["entropy_bound"] == 0.1
+    backend = TransformersBackend(str(tiny_run), device="cpu")
+    assert backend.info.vocab_size == 3072 and backend.info.canvas_length == 256 and backend.info.dtype == "float32"
+    run = collect_run(backend.generate("Why is the sky blue?", GenerationSettings(seed=0, max_denoising_steps=3)))
+    assert run.blocks and run.blocks[0].accepted.shape == (run.blocks[0].steps_used, 256)
+
+
+def test_train_cli_rejects_bad_arguments(capsys):
+    from training.train import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--preset", "huge"])
+    assert exit_info.value.code == 2
+    assert "unknown preset 'huge'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--steps", "0"])
+
+
+# ---- denoising statistics and the evaluation report ----------------------------------------------
+def test_first_acceptance_and_block_stats():
+    accepted = np.zeros((3, 8), bool)
+    accepted[0, [0, 1]] = True  # positions 0-1 at step 0
+    accepted[1, [0, 2, 3]] = True  # 2-3 at step 1; 1 was remasked
+    accepted[2, [0, 1, 2, 3, 4]] = True  # 4 at step 2; 5 never (EOS at 6)
+    block = BlockSteps(accepted, np.zeros(8, np.int32), eos_position=6, steps_used=3, stop_reason="converged")
+    assert first_acceptance(accepted).tolist() == [0, 0, 1, 1, 2, 3, 3, 3]
+    stats = block_stats(block)
+    assert stats["content_tokens"] == 6 and stats["steps_used"] == 3
+    assert stats["tokens_per_step"] == 2.0 and stats["max_new_per_step"] == 2
+    assert stats["never_accepted"] == 1 and stats["remasked"] == 1
+    # left to right in tied batches: 13 concordant pairs, 0 discordant, 2 tied in the step
+    assert stats["tau_b"] == pytest.approx(13 / math.sqrt(13 * 15))
+
+
+def test_tau_b_is_undefined_when_everything_commits_at_once():
+    accepted = np.ones((1, 4), bool)
+    stats = block_stats(BlockSteps(accepted, np.zeros(4, np.int32), None, 1, "converged"))
+    assert math.isnan(stats["tau_b"]) and stats["max_new_per_step"] == 4
+
+
+def test_evaluation_summary_counts_targets():
+    from training.evaluate import format_report, summarize
+
+    rows = [{"kind": "heldout", "family": "json", "ok": ok, "eos": True, "steps_used": 5, "tokens_per_step": 3.0,
+             "tau_b": 0.1, "wall_time_s": 1.0} for ok in (True, True, True, False)]
+    summary = summarize(rows)
+    json_row = next(t for t in summary["targets"] if t["metric"].startswith("JSON"))
+    assert json_row["share"] == 0.75 and json_row["met"] is False
+    assert "JSON parses and matches the schema" in format_report(summary)
+
+
+def test_training_can_continue_from_a_saved_folder(tiny_run, tmp_path):
+    from safetensors.torch import load_file
+
+    before = load_file(str(tiny_run / "model.safetensors"))
+    config = TrainConfig(out=str(tmp_path), init_from=str(tiny_run), examples=40, steps=3, batch_size=4, lr=1e-3,
+                         warmup_steps=1, log_every=1, workers=1, device="cpu", family_weights="json=1")
+    with torch.random.fork_rng():
+        train(config)
+    after = load_file(str(tmp_path / "model.safetensors"))
+    assert set(after) == set(before)
+    assert any(not torch.equal(after[k], before[k]) for k in before)  # it trained on from the saved weights
+    assert (tmp_path / "tokenizer.json").read_text() == (tiny_run / "tokenizer.json").read_text()
+
+
+def test_family_weights_are_parsed_or_rejected():
+    from training.train import parse_weights
+
+    assert parse_weights("math=3,json=2.5") == {"math": 3.0, "json": 2.5}
+    assert parse_weights(None) is None
+    with pytest.raises(ValueError, match="unknown family"):
+        parse_weights("poems=2")
+    with pytest.raises(ValueError, match="name=number"):
+        parse_weights("math=lots")

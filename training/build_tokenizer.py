@@ -1,0 +1,38 @@
+"""Train the project's BPE tokenizer on the task mix and save it (to assets/tokenizer/ by default).
+
+    python -m training.build_tokenizer                  # rewrites assets/tokenizer/
+    python -m training.build_tokenizer --out /tmp/tok --texts 2000
+
+The result is deterministic for a seed: the same texts, the same merges.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .data import TOKENIZER_TEXTS, VOCAB_SIZE, build_tokenizer
+
+TOKENIZER_DIR = Path(__file__).resolve().parent.parent / "assets" / "tokenizer"
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", default=str(TOKENIZER_DIR))
+    parser.add_argument("--texts", type=int, default=TOKENIZER_TEXTS, help="tasks to train on")
+    parser.add_argument("--vocab-size", type=int, default=VOCAB_SIZE)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--isolate-capitals", action="store_true",
+                        help="make every capital letter its own token (see training/tokenizer.py)")
+    args = parser.parse_args(argv)
+    if args.texts < 1 or not 300 <= args.vocab_size <= 65536:
+        parser.error("--texts must be at least 1 and --vocab-size between 300 and 65536")
+    tokenizer = build_tokenizer(
+        seed=args.seed, count=args.texts, vocab_size=args.vocab_size, isolate_capitals=args.isolate_capitals
+    )
+    tokenizer.save_pretrained(args.out)
+    print(f"saved a {len(tokenizer)}-token tokenizer to {args.out}")
+
+
+if __name__ == "__main__":
+    main()

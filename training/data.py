@@ -1,0 +1,126 @@
+"""Training data for the built-in model: task text -> token ids -> (context, block) examples.
+
+A task becomes one example per 256-token block of its response: the context is the chat
+prompt (exactly what `apply_chat_template(..., add_generation_prompt=True)` gives at inference)
+plus the response's earlier blocks, and the block holds the next `canvas_length` response ids.
+The response ends with `<turn|>` (id 106); `collate` fills the rest of the canvas with `<eos>`
+(id 1), as the real model's canvases end.
+
+    tokenizer = build_tokenizer(seed=0)                         # BPE trained on the task mix
+    examples = build_examples(tokenizer_dir, 100_000, seed=1)   # deterministic from the seed
+    batch = collate(examples[:64])                              # padded numpy arrays
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from prompts.demos import DEMOS
+from prompts.tasks import Task, sample_tasks
+
+from .architecture import CANVAS_LENGTH
+from .tokenizer import END_TURN_ID, EOS_ID, PAD_ID, train_tokenizer
+
+# How often each family appears in the training mix (1 = average); the scored families get more.
+FAMILY_WEIGHTS = {"math": 2.0, "acrostic": 1.5, "json": 1.5, "doctest_function": 1.25}
+TOKENIZER_TEXTS = 40_000  # tasks the BPE is trained on
+VOCAB_SIZE = 3072  # small: the sampler draws 256 x vocab every step on the CPU
+_CHUNK = 5_000  # tasks per worker job when building examples
+
+
+@dataclass(frozen=True)
+class Example:
+    context: np.ndarray  # int32 (L,): chat prompt ids + earlier response blocks
+    block: np.ndarray  # int32 (<= canvas_length,): the target ids of this block, <turn|> included
+
+
+def build_tokenizer(
+    *, seed: int = 0, count: int = TOKENIZER_TEXTS, vocab_size: int = VOCAB_SIZE, isolate_capitals: bool = False
+):
+    """Train the byte-level BPE on prompts and responses of the training mix (and the demo prompts)."""
+    tasks = sample_tasks(count, seed=seed, weights=FAMILY_WEIGHTS)
+    texts = [t.prompt for t in tasks] + [t.response for t in tasks] + [d.prompt for d in DEMOS]
+    return train_tokenizer(texts, vocab_size=vocab_size, isolate_capitals=isolate_capitals)
+
+
+def prompt_ids_batch(tokenizer, prompts: list[str]) -> list[list[int]]:
+    """Chat-template ids of many user prompts, generation prompt added (as the backend does)."""
+    conversations = [[{"role": "user", "content": p}] for p in prompts]
+    out = tokenizer.apply_chat_template(conversations, add_generation_prompt=True, tokenize=True)
+    if hasattr(out, "keys"):
+        out = out["input_ids"]
+    return [list(map(int, ids)) for ids in out]
+
+
+def encode_tasks(tokenizer, tasks: list[Task], *, canvas_length: int = CANVAS_LENGTH) -> list[Example]:
+    """One Example per canvas-length block of each response; block k sees blocks < k as clean context."""
+    prompts = prompt_ids_batch(tokenizer, [t.prompt for t in tasks])
+    responses = tokenizer([t.response for t in tasks], add_special_tokens=False)["input_ids"]
+    examples = []
+    for prompt, response in zip(prompts, responses):
+        response = [*response, END_TURN_ID]
+        for k in range(math.ceil(len(response) / canvas_length)):
+            start = k * canvas_length
+            examples.append(Example(
+                context=np.asarray(prompt + response[:start], np.int32),
+                block=np.asarray(response[start:start + canvas_length], np.int32),
+            ))
+    return examples
+
+
+def _encode_chunk(job) -> list[Example]:
+    tokenizer_dir, count, seed, canvas_length, weights = job
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    tasks = sample_tasks(count, seed=seed, weights=weights)
+    return encode_tasks(tokenizer, tasks, canvas_length=canvas_length)
+
+
+def build_examples(
+    tokenizer_dir: str | Path, count: int, *, seed: int, canvas_length: int = CANVAS_LENGTH, workers: int | None = None,
+    weights: dict[str, float] | None = None,
+) -> list[Example]:
+    """`count` training tasks encoded as examples; chunk i is drawn with seed (seed, i), so the result
+    does not depend on the number of workers.  `weights` overrides FAMILY_WEIGHTS (family -> weight)."""
+    jobs = []
+    for i, start in enumerate(range(0, count, _CHUNK)):
+        jobs.append((str(tokenizer_dir), min(_CHUNK, count - start), seed * 100_003 + i, canvas_length,
+                     FAMILY_WEIGHTS if weights is None else weights))
+    workers = workers or min(len(jobs), os.cpu_count() or 1)
+    if workers <= 1:
+        chunks = [_encode_chunk(job) for job in jobs]
+    else:
+        with ProcessPoolExecutor(workers) as pool:
+            chunks = list(pool.map(_encode_chunk, jobs))
+    return [example for chunk in chunks for example in chunk]
+
+
+def collate(examples: list[Example], *, canvas_length: int = CANVAS_LENGTH) -> dict[str, np.ndarray]:
+    """Pad a batch: contexts right-padded with <pad> (masked out), blocks filled up with <eos>.
+
+    Returns context_ids (B, L) int64, context_mask (B, L) bool, context_length (B,) int64,
+    target (B, canvas) int64 and content_length (B,) int64 (target ids before the <eos> fill).
+    """
+    longest = max(len(e.context) for e in examples)
+    batch = len(examples)
+    context_ids = np.full((batch, longest), PAD_ID, np.int64)
+    context_mask = np.zeros((batch, longest), bool)
+    target = np.full((batch, canvas_length), EOS_ID, np.int64)
+    for i, e in enumerate(examples):
+        context_ids[i, : len(e.context)] = e.context
+        context_mask[i, : len(e.context)] = True
+        target[i, : len(e.block)] = e.block
+    return {
+        "context_ids": context_ids,
+        "context_mask": context_mask,
+        "context_length": np.array([len(e.context) for e in examples], np.int64),
+        "target": target,
+        "content_length": np.array([len(e.block) for e in examples], np.int64),
+    }

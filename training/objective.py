@@ -1,0 +1,109 @@
+"""The block-diffusion training objective, matched to transformers' DiffusionGemma sampler.
+
+What the sampler does at inference (generation_diffusion_gemma.py), and what training mirrors:
+- the encoder writes the clean context (prompt + earlier blocks) into the KV cache; the decoder
+  reads it and attends bidirectionally over the 256-token canvas;
+- there is no mask token: a canvas position is either a token accepted earlier or a fresh
+  uniform random token.  Training replaces each target position, with probability r (drawn per
+  example), by a uniform random id over the whole vocabulary;
+- self-conditioning: every step after the first feeds the previous step's temperature-scaled
+  logits back in.  On part of the batches a no-grad first pass runs on a noisier canvas (the
+  previous step accepted fewer positions), its logits are divided by a temperature from the
+  sampler's schedule (t in [t_min, t_max]) and fed to the second pass;
+- the block is committed from the argmax at every position, so the loss is cross-entropy of the
+  clean target at all canvas positions, noised or not, <eos> tail included.
+
+`forward` computes no loss, so it is computed here.  Contexts are right-padded: pads get masked
+out of the encoder and of the decoder's view of the cache, and the canvas positions start right
+after each row's own context, exactly as in `generate` (tests/test_training.py checks that a
+padded batch gives the same logits as one row at a time).
+
+    loss, stats = diffusion_loss(model, batch, self_condition=True, generator=g)
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+MIN_NOISE = 0.02  # smallest fraction of positions noised (r = 0 teaches nothing)
+FULL_NOISE_SHARE = 0.1  # share of examples with a fully random canvas: the sampler's first step
+T_MIN, T_MAX = 0.4, 0.8  # the checkpoint's temperature schedule (generation defaults)
+
+
+def to_device(batch: dict, device) -> dict[str, torch.Tensor]:
+    return {k: torch.as_tensor(v).to(device, non_blocking=True) for k, v in batch.items()}
+
+
+def encode_context(model, batch: dict[str, torch.Tensor]):
+    """Run the encoder over the (right-padded) clean context; returns the KV cache the decoder reads."""
+    ids = batch["context_ids"]
+    positions = torch.arange(ids.shape[1], device=ids.device).unsqueeze(0).expand_as(ids)
+    out = model.model.encoder(input_ids=ids, attention_mask=batch["context_mask"], position_ids=positions)
+    return out.past_key_values
+
+
+def decoder_logits(model, cache, canvas: torch.Tensor, batch: dict[str, torch.Tensor], self_conditioning_logits=None):
+    """(B, canvas, vocab) float32 logits for `canvas`, given the encoded context."""
+    canvas_length = canvas.shape[1]
+    mask = torch.cat([batch["context_mask"], torch.ones_like(canvas, dtype=torch.bool)], dim=1)
+    positions = batch["context_length"][:, None] + torch.arange(canvas_length, device=canvas.device)[None, :]
+    return model(
+        past_key_values=cache,
+        decoder_input_ids=canvas,
+        decoder_attention_mask=mask,
+        decoder_position_ids=positions,
+        self_conditioning_logits=self_conditioning_logits,
+    ).logits
+
+
+def noise_levels(batch_size: int, *, device, generator=None) -> torch.Tensor:
+    """r per example: uniform in [MIN_NOISE, 1], with FULL_NOISE_SHARE of rows fully noised."""
+    r = MIN_NOISE + (1 - MIN_NOISE) * torch.rand(batch_size, 1, device=device, generator=generator)
+    full = torch.rand(batch_size, 1, device=device, generator=generator) < FULL_NOISE_SHARE
+    return torch.where(full, torch.ones_like(r), r)
+
+
+def replace_with_noise(target: torch.Tensor, noised: torch.Tensor, vocab_size: int, generator=None) -> torch.Tensor:
+    random_ids = torch.randint(0, vocab_size, target.shape, device=target.device, generator=generator)
+    return torch.where(noised, random_ids, target)
+
+
+def diffusion_loss(model, batch: dict[str, torch.Tensor], *, self_condition: bool, generator=None):
+    """Cross-entropy of the clean block from a noised canvas; returns (loss, detached stats)."""
+    target = batch["target"]
+    batch_size, canvas_length = target.shape
+    vocab_size = model.config.text_config.vocab_size
+    device = target.device
+
+    r = noise_levels(batch_size, device=device, generator=generator)
+    u = torch.rand(target.shape, device=device, generator=generator)
+    noised = u < r
+    canvas = replace_with_noise(target, noised, vocab_size, generator)
+    cache = encode_context(model, batch)
+
+    sc_logits = None
+    if self_condition:
+        # the previous step saw more noise: r_prev >= r, so its noised set contains this one
+        r_prev = r + (1 - r) * torch.rand(batch_size, 1, device=device, generator=generator)
+        previous = replace_with_noise(target, u < r_prev, vocab_size, generator)
+        with torch.no_grad():
+            first = decoder_logits(model, cache, previous, batch)
+        temperature = T_MIN + (T_MAX - T_MIN) * torch.rand(batch_size, 1, 1, device=device, generator=generator)
+        sc_logits = (first / temperature).to(model.model.decoder.embed_tokens.weight.dtype)
+
+    logits = decoder_logits(model, cache, canvas, batch, sc_logits)
+    token_loss = F.cross_entropy(logits.reshape(-1, vocab_size), target.reshape(-1), reduction="none").view_as(target)
+    loss = token_loss.mean()
+
+    with torch.no_grad():
+        content = torch.arange(canvas_length, device=device)[None, :] < batch["content_length"][:, None]
+        correct = logits.argmax(-1) == target
+        noised_content = noised & content
+        stats = {
+            "loss": loss.detach(),
+            "content_loss": token_loss[content].mean(),
+            "noised_content_accuracy": correct[noised_content].float().mean(),
+            "tail_accuracy": correct[~content].float().mean() if (~content).any() else torch.ones((), device=device),
+        }
+    return loss, stats
