@@ -354,3 +354,17 @@ def test_demos_cli_records_and_exports_each_demo(random_model_dir, tmp_path):
             assert gif.n_frames == len(frame_refs(trace))
     bad = cli("demos", "--out", tmp_path / "x", "--only", "sonnet")
     assert bad.returncode == 2 and "unknown demo(s) sonnet" in bad.stderr
+
+
+def test_shipped_demo_gifs_are_small_looping_animations():
+    from pathlib import Path
+
+    from prompts.demos import DEMO_NAMES
+
+    folder = Path(__file__).resolve().parent.parent / "assets" / "demos"
+    gifs = {path.stem: path for path in folder.glob("*.gif")}
+    assert set(gifs) == set(DEMO_NAMES)
+    assert sum(path.stat().st_size for path in gifs.values()) < 5_000_000
+    for path in gifs.values():
+        with Image.open(path) as gif:
+            assert gif.n_frames > 5 and gif.info["loop"] == 0
