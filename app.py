@@ -20,6 +20,7 @@ from backends import BackendError, ModelChoice, default_model, model_choices
 from backends.cache import LoadedModels
 from backends.mlx_backend import SAMPLER_NOTES
 from prompts.demos import DEMOS
+from visualizer.charts import commit_panel_html, token_details
 from visualizer.layout import grid_layout, text_layout
 from visualizer.palette import get_palette
 from visualizer.records import BlockRecord, RunEnd, StepRecord
@@ -77,18 +78,19 @@ def layout_for(trace: Trace, kind: str):
     return grid_layout(trace.max_blocks, trace.canvas_length)
 
 
-def render_view(trace: Trace, index: int, palette: str, layout_kind: str) -> tuple[str, str]:
-    """(canvas HTML, status line) for frame `index` of a trace."""
+def render_view(trace: Trace, index: int, palette: str, layout_kind: str) -> tuple[str, str, str]:
+    """(canvas HTML, status line, commit-order panel) for frame `index` of a trace."""
     refs = frame_refs(trace)
     if not refs:
-        return "", "Waiting for the first step..."
+        return "", "Waiting for the first step...", ""
     index = max(0, min(int(index), len(refs) - 1))
     frame = frame_state(trace, index, refs)
-    html = render_frame_html(trace, frame, layout_for(trace, layout_kind), get_palette(palette), caption="")
+    details = token_details(trace, index, refs=refs)  # commit step, settle step, re-masks in each tooltip
+    html = render_frame_html(trace, frame, layout_for(trace, layout_kind), get_palette(palette), caption="", details=details)
     status = f"Frame {index + 1}/{len(refs)} · {frame_caption(trace, frame)}"
     if frame.kind == "step":
         status += f" · this step took {trace.steps[refs[index].index].wall_time_s * 1000:.0f} ms"
-    return html, status
+    return html, status, commit_panel_html(trace, index, refs=refs)
 
 
 def end_message(trace: Trace) -> str:
@@ -148,7 +150,7 @@ def generate(
     prompt, model_label, max_new_tokens, steps, entropy_bound, t_min, t_max, seed, palette, layout_kind,
     sampler, temperature, session: RunSession,
 ):
-    """Run the model, yielding a frame per step: (canvas, status, slider, text, message, session)."""
+    """Run the model, yielding a frame per step: (canvas, status, slider, text, message, panel, session)."""
     try:
         backend = MODELS.get(choice_for(model_label).source)
         mlx = backend.info.backend == "mlx"
@@ -165,7 +167,7 @@ def generate(
         records = backend.generate(prompt, settings, session.stop)
         first = next(records)  # validation happens here: a bad request raises before any state changes
     except (BackendError, ValueError) as exc:
-        yield gr.skip(), gr.skip(), gr.skip(), gr.skip(), str(exc), session
+        yield gr.skip(), gr.skip(), gr.skip(), gr.skip(), str(exc), gr.skip(), session
         return
     trace = Trace(model=backend.info, prompt=prompt)
     trace.append(first)
@@ -176,10 +178,10 @@ def generate(
             trace.append(record)
             if isinstance(record, (StepRecord, BlockRecord, RunEnd)):
                 last = len(frame_refs(trace)) - 1
-                html, status = render_view(trace, last, palette, layout_kind)
+                html, status, panel = render_view(trace, last, palette, layout_kind)
                 slider = gr.Slider(maximum=max(last, 1), value=max(last, 0), interactive=isinstance(record, RunEnd))
                 text = trace.end.text if trace.end else gr.skip()
-                yield html, status, slider, text, end_message(trace), session
+                yield html, status, slider, text, end_message(trace), panel, session
     finally:
         session.running = False
         session.stop.clear()
@@ -195,7 +197,7 @@ def stop_run(session: RunSession) -> str:
 def show_frame(index, palette, layout_kind, session: RunSession):
     """Replay any recorded frame of this session's run without touching the model."""
     if session.trace is None or not session.trace.steps:
-        return gr.skip(), "No run yet: press Generate."
+        return gr.skip(), "No run yet: press Generate.", gr.skip()
     return render_view(session.trace, index, palette, layout_kind)
 
 
@@ -257,6 +259,8 @@ def build_app(initial_model: str | None = None) -> gr.Blocks:
                 canvas = gr.HTML()
                 frame_slider = gr.Slider(0, 1, value=0, step=1, label="Replay: frame", interactive=False)
                 final_text = gr.Textbox(label="Committed text", lines=6, interactive=False)
+                with gr.Accordion("Commit order: tau_b, commits per step, entropy (hover for details)", open=True):
+                    panel = gr.HTML()
 
         knobs = [max_new_tokens, steps, entropy_bound, t_min, t_max]
         model_outputs = [model_picker, model_info, message, *knobs, sampler, temperature, sampler_note, current_model]
@@ -267,7 +271,7 @@ def build_app(initial_model: str | None = None) -> gr.Blocks:
         generate_btn.click(
             generate,
             [prompt, model_picker, *knobs, seed, palette, layout_kind, sampler, temperature, session],
-            [canvas, status, frame_slider, final_text, message, session],
+            [canvas, status, frame_slider, final_text, message, panel, session],
             api_name="generate",
             concurrency_limit=1,
             concurrency_id="model",
@@ -276,10 +280,10 @@ def build_app(initial_model: str | None = None) -> gr.Blocks:
         stop_btn.click(stop_run, session, message, api_name="stop", concurrency_limit=None)
         replay_inputs = [frame_slider, palette, layout_kind, session]
         frame_slider.input(
-            show_frame, replay_inputs, [canvas, status], api_name="show_frame", concurrency_limit=None, show_progress="hidden"
+            show_frame, replay_inputs, [canvas, status, panel], api_name="show_frame", concurrency_limit=None, show_progress="hidden"
         )
         for change in (palette.change, layout_kind.change):
-            change(show_frame, replay_inputs, [canvas, status], api_visibility="private", concurrency_limit=None, show_progress="hidden")
+            change(show_frame, replay_inputs, [canvas, status, panel], api_visibility="private", concurrency_limit=None, show_progress="hidden")
     return demo_app
 
 

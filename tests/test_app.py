@@ -45,14 +45,15 @@ def test_frames_stream_live_then_the_run_replays(served):
     assert "step 1 " in first[1] and "Block 1/3" in first[1]
     steps_seen = {re.search(r"Frame (\d+)/", o[1]).group(1) for _, _, o in arrivals}
     assert len(steps_seen) > 20  # many distinct intermediate frames, not a burst of one
-    html, status, slider, text, message = arrivals[-1][2]
+    html, status, slider, text, message, panel = arrivals[-1][2]
+    assert "tau_b" in panel and panel.count("<svg") == 3 and "block 3 · committed" in panel
     assert "committed" in status and "Block 3/3" in status
     assert message == "" and len(text) > 0
     last_frame = slider["value"] if isinstance(slider, dict) else slider
     # replay: any recorded frame, without rerunning the model, and the last one equals the live one
-    replay_html, replay_status = client.predict(last_frame, "standard", "grid", api_name="/show_frame")
-    assert replay_html == html
-    first_html, first_status = client.predict(0, "standard", "grid", api_name="/show_frame")
+    replay_html, replay_status, replay_panel = client.predict(last_frame, "standard", "grid", api_name="/show_frame")
+    assert replay_html == html and replay_panel == panel
+    first_html, first_status, _ = client.predict(0, "standard", "grid", api_name="/show_frame")
     assert first_status.startswith("Frame 1/") and first_html == first[0]
 
 

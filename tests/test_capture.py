@@ -59,16 +59,17 @@ def test_captured_sequence_equals_plain_generate(no_eos_backend, case, compiled)
 
 
 def test_capture_matches_stock_with_eos_and_padding(random_backend):
-    """Random weights put an EOS in about half the canvases: the pad after it must match too."""
+    """Random weights put an EOS in some canvases (about one in seven with the 3,072-token
+    vocabulary): the pad after it must match too."""
     prompt = "Why is the sky blue?"
-    for seed in range(8):  # the first seed whose run holds an EOS; about one in two does
-        settings = GenerationSettings(seed=seed, max_new_tokens=256, max_denoising_steps=8)
+    for seed in range(40):  # the first seed whose run holds an EOS; about two in five runs of 3 blocks do
+        settings = GenerationSettings(seed=seed, max_new_tokens=768, max_denoising_steps=4)
         records, end = captured(random_backend, prompt, settings)
         if end.finish_reason == "eos":
             break
-    assert end.finish_reason == "eos", "no seed of 8 produced an EOS: the random model changed"
+    assert end.finish_reason == "eos", "no seed of 40 produced an EOS: the random model changed"
     np.testing.assert_array_equal(end.sequence, plain_sequence(random_backend, prompt, settings))
-    block = next(r for r in records if isinstance(r, BlockRecord))
+    block = [r for r in records if isinstance(r, BlockRecord)][-1]  # the run ends with the block holding the EOS
     assert block.eos_position is not None
     assert block.tokens[block.eos_position] in random_backend.info.eos_token_ids
     assert np.all(block.tokens[block.eos_position + 1 :] == random_backend.info.pad_token_id)

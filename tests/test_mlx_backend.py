@@ -106,7 +106,8 @@ def test_greedy_steps_accept_the_argmax(backend):
 
 
 def test_confidence_threshold_reveals_accumulate_and_never_remask(backend):
-    trace = record(backend, FAST.replace(sampler="confidence-threshold", max_denoising_steps=16, max_new_tokens=512))
+    budget = 32  # this model reveals every position in about 20 steps
+    trace = record(backend, FAST.replace(sampler="confidence-threshold", max_denoising_steps=budget, max_new_tokens=512))
     assert any(b.stop_reason == "converged" for b in trace.blocks)  # every position revealed early
     for block in trace.blocks:
         steps = trace.block_steps(block.block)
@@ -114,7 +115,7 @@ def test_confidence_threshold_reveals_accumulate_and_never_remask(backend):
             assert np.all(now.accepted[before.accepted])  # cumulative
             assert np.array_equal(now.canvas[before.accepted], before.canvas[before.accepted])  # fixed tokens
         if block.stop_reason == "converged":
-            assert steps[-1].accepted.all() and block.steps_used < 16
+            assert steps[-1].accepted.all() and block.steps_used < budget
     refs = frame_refs(trace)
     assert all(frame_state(trace, i, refs).count(State.REMASKED) == 0 for i in range(len(refs)))
 

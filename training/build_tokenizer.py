@@ -22,8 +22,8 @@ def main(argv=None) -> None:
     parser.add_argument("--texts", type=int, default=TOKENIZER_TEXTS, help="tasks to train on")
     parser.add_argument("--vocab-size", type=int, default=VOCAB_SIZE)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--isolate-capitals", action="store_true",
-                        help="make every capital letter its own token (see training/tokenizer.py)")
+    parser.add_argument("--isolate-capitals", action=argparse.BooleanOptionalAction, default=True,
+                        help="make every capital letter its own token, so an acrostic copies letters (default: on)")
     args = parser.parse_args(argv)
     if args.texts < 1 or not 300 <= args.vocab_size <= 65536:
         parser.error("--texts must be at least 1 and --vocab-size between 300 and 65536")

@@ -36,12 +36,12 @@ class TrainConfig:
     out: str = "runs/demo"
     preset: str = "demo"
     tokenizer: str = str(TOKENIZER_DIR)  # folder of the tokenizer to train with (and ship)
-    # Defaults are the shipped model's recipe: `--minutes 13.5` on an H200 resolved to 2956 steps.
+    # Defaults are the shipped model's recipe: `--minutes 13.5` on an H200 resolved to 2672 steps.
     examples: int = 800_000  # distinct training tasks generated up front; noise differs every epoch
-    steps: int = 2956  # the LR schedule's length; with --minutes, at most this many steps
+    steps: int = 2672  # the LR schedule's length; with --minutes, at most this many steps
     minutes: float | None = None  # wall-clock budget for the optimisation loop: fits the steps to it
     batch_size: int = 256
-    lr: float = 2e-3  # peak AdamW learning rate
+    lr: float = 3e-3  # peak AdamW learning rate
     min_lr_ratio: float = 0.05  # cosine decay ends at lr * this
     warmup_steps: int = 200
     weight_decay: float = 0.01

@@ -15,14 +15,13 @@ Block numbers are 0-based here and 1-based wherever a person types them (CLI, ap
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 from PIL import Image
-from scipy.stats import kendalltau
 
 from .layout import Layout, final_tokens, grid_layout, text_layout
+from .metrics import is_defined, live_readout
 from .palette import PALETTES, get_palette
 from .render_cache import FrameRenderer, IndexedColors
 from .render_image import frame_size
@@ -178,31 +177,10 @@ def status_line(trace: Trace, refs: list[FrameRef], index: int) -> str:
 
 
 def caption_tau_b(trace: Trace, refs: list[FrameRef], index: int) -> float | None:
-    """Live tie-aware Kendall tau_b of the frame's block: first-acceptance step vs position over
-    content positions (cut at the first EOS, then trailing pad), positions not accepted yet tied
-    at "later"; None where undefined (fewer than two positions, or all tied).
-
-    Interim copy of the definition in `visualizer.metrics` (commits.py / live.py): once that
-    package is in main this becomes `live_readout(trace, index, refs=refs).tau_b`.
-    """
-    ref = refs[index]
-    steps = trace.block_steps(ref.block)
-    if ref.kind == "step":
-        steps = steps[: trace.steps[ref.index].step + 1]
-    record = trace.blocks[ref.block] if ref.block < len(trace.blocks) else None
-    final = record is not None and len(steps) == record.steps_used
-    accepted = np.stack([s.accepted for s in steps])
-    commit = np.where(accepted.any(axis=0), accepted.argmax(axis=0), len(steps))
-    tokens = record.tokens if final else steps[-1].argmax
-    is_eos = np.isin(tokens, list(trace.model.eos_token_ids))
-    n = int(is_eos.argmax()) if is_eos.any() else tokens.size
-    while n > 0 and trace.model.pad_token_id is not None and tokens[n - 1] == trace.model.pad_token_id:
-        n -= 1
-    y = commit[:n]
-    if n < 2 or np.all(y == y[0]):
-        return None
-    tau = float(kendalltau(np.arange(n), y, variant="b").statistic)
-    return None if math.isnan(tau) else tau
+    """The live tau_b of the frame's block, as the app's readout shows it
+    (`visualizer.metrics.live_readout`); None where it is undefined."""
+    tau = live_readout(trace, index, refs=refs).tau_b
+    return tau if is_defined(tau) else None
 
 
 # ---- layout and size --------------------------------------------------------------------------

@@ -18,6 +18,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from .export_cli import add_compare_command, add_demos_command, add_export_command
+from .metrics import add_metrics_command
+from .probe import add_probe_command
 from .settings import SAMPLERS, GenerationSettings
 from .trace import Trace, TraceError
 
@@ -176,9 +179,10 @@ def load_trace(path: str) -> Trace:
 
 
 # ---- entry point -------------------------------------------------------------------------------
-from .export_cli import add_compare_command, add_demos_command, add_export_command  # noqa: E402  (imports this module lazily)
-
-COMMANDS = (add_record_command, add_frame_command, add_export_command, add_demos_command, add_compare_command)
+COMMANDS = (
+    add_record_command, add_frame_command, add_metrics_command, add_probe_command,
+    add_export_command, add_demos_command, add_compare_command,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

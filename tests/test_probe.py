@@ -1,0 +1,239 @@
+"""The probe runner and its statistics: clustered bootstrap, AUROC, tables, resume, CLI."""
+
+import dataclasses
+import json
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from tests.trace_factory import model_info, trace_from_commit_steps
+
+from backends.base import Backend
+from visualizer.cli import main
+from visualizer.metrics import Undefined, run_metrics
+from visualizer.metrics.stats import auroc, clustered_ci
+from visualizer.probe import (
+    ProbeError,
+    ProgressBar,
+    markdown_table,
+    regime_tables,
+    run_probe,
+    write_tables,
+)
+from visualizer.settings import GenerationSettings
+from visualizer.trace import Trace
+
+
+@dataclass(frozen=True)
+class Probe:  # the shape of prompts.probes.ProbePrompt
+    regime: str
+    prompt_id: str
+    prompt: str
+    split: str
+    answer: object | None
+
+
+PROBES = [
+    Probe("math", f"m{i}", f"What is {i} + {i}?", "exploratory" if i == 0 else "confirmatory", str(2 * i))
+    for i in range(4)
+] + [Probe("open", f"o{i}", f"Write line {i}", "exploratory" if i == 0 else "confirmatory", None) for i in range(4)]
+
+
+def check(probe, response):
+    return None if probe.answer is None else probe.answer in response
+
+
+class ScriptedBackend(Backend):
+    """Yields the records of a hand-built trace: commit order and confidence set by (prompt, seed)."""
+
+    name = "transformers"
+
+    def __init__(self):
+        self.info = model_info(24)
+        self.calls = 0
+
+    def default_settings(self):
+        return GenerationSettings(max_new_tokens=24, max_denoising_steps=8, seed=0)
+
+    def prompt_ids(self, prompt):
+        return [2, 5]
+
+    def generate(self, prompt, settings, stop=None):
+        self.calls += 1
+        rng = np.random.default_rng([sum(map(ord, prompt)), settings.seed])
+        commit = np.clip(np.arange(24) // 4 + rng.integers(-2, 3, 24), 0, 7)
+        entropy = float(rng.uniform(0.001, 0.1))
+        correct = entropy < 0.05  # low entropy is right here: AUROC 1 within a regime
+        trace = trace_from_commit_steps([commit.tolist()], n_steps=8, content_lengths=[20], step_budget=8)
+        yield trace.start
+        for step in trace.steps:
+            yield dataclasses.replace(step, entropy_nats=np.full(24, entropy, np.float32))
+        yield from trace.blocks
+        numbers = [int(w) for w in prompt.rstrip("?").split() if w.isdigit()]
+        yield dataclasses.replace(trace.end, text=str(sum(numbers)) if correct and numbers else "not sure")
+
+
+@pytest.fixture
+def backend():
+    return ScriptedBackend()
+
+
+# ---- statistics ------------------------------------------------------------------------------------
+def test_auroc_by_hand():
+    assert auroc([3, 2, 1, 0], [1, 1, 0, 0]) == 1.0
+    assert auroc([0, 1, 2, 3], [1, 1, 0, 0]) == 0.0
+    assert auroc([1, 1, 1, 1], [1, 0, 1, 0]) == 0.5  # ties count half
+    assert auroc([2, 0, 1], [1, 0, 1]) == 1.0
+    assert auroc([0, 2, 1, 3], [1, 0, 1, 0]) == pytest.approx(0.0)
+    assert isinstance(auroc([1, 2], [1, 1]), Undefined)
+
+
+def test_clustered_bootstrap_resamples_whole_prompts():
+    values = np.array([0.0] * 5 + [1.0] * 5)  # two prompts, five seeds each
+    prompts = ["a"] * 5 + ["b"] * 5
+    seen = []
+
+    def mean(rows):
+        seen.append(rows)
+        return float(values[rows].mean())
+
+    low, high = clustered_ci(prompts, mean, n_resamples=200)
+    assert all(len(rows) == 10 for rows in seen)
+    for rows in seen:  # each prompt's rows come together, all five of them
+        assert sorted(rows.tolist()) in (sorted([0, 1, 2, 3, 4] * 2), sorted([5, 6, 7, 8, 9] * 2), list(range(10)))
+    assert (low, high) == (0.0, 1.0)  # only 0, 0.5 and 1 are possible means
+    assert clustered_ci(prompts, mean, n_resamples=200) == (low, high)  # seeded: reproducible
+    assert isinstance(clustered_ci(["a"] * 3, mean), Undefined)
+
+
+def test_clustered_bootstrap_drops_resamples_where_auroc_is_undefined():
+    labels = np.array([1, 1, 0, 0, 1, 0])
+    scores = np.array([0.9, 0.8, 0.1, 0.2, 0.7, 0.3])
+    ci = clustered_ci(["a", "a", "b", "b", "c", "c"], lambda rows: auroc(scores[rows], labels[rows]), n_resamples=300)
+    assert ci == (1.0, 1.0)
+
+
+# ---- running and tables -------------------------------------------------------------------------------
+def test_run_probe_saves_traces_and_tables_match_the_traces(tmp_path, backend):
+    results = run_probe(backend, PROBES, seeds=3, out=tmp_path, check=check)
+    assert len(results) == 24 and backend.calls == 24
+    first = results[0]
+    trace = Trace.load(tmp_path / first.trace_file)
+    assert run_metrics(trace).tau_b_mean == pytest.approx(first.tau_b)
+    assert first.correct in (True, False)
+
+    tables = {t["regime"]: t for t in regime_tables(results, n_resamples=300)}
+    math_rows = [r for r in results if r.regime == "math" and r.split == "confirmatory"]
+    assert tables["math"]["prompts"] == 3 and tables["math"]["generations"] == 9
+    assert tables["math"]["tau_b"] == pytest.approx(np.mean([r.tau_b for r in math_rows]))
+    assert tables["math"]["accuracy"] == pytest.approx(np.mean([r.correct for r in math_rows]))
+    low, high = tables["math"]["tau_b_ci"]
+    assert low <= tables["math"]["tau_b"] <= high
+    if 0 < tables["math"]["accuracy"] < 1:
+        assert tables["math"]["auroc_low_entropy_correct"] == 1.0
+    assert isinstance(tables["open"]["accuracy"], Undefined)
+    assert isinstance(tables["open"]["auroc_low_entropy_correct"], Undefined)
+    assert "no answer checker" in tables["open"]["auroc_ci"].reason
+
+    everything = {t["regime"]: t for t in regime_tables(results, include_exploratory=True, n_resamples=100)}
+    assert everything["math"]["prompts"] == 4
+
+
+def test_rerun_resumes_from_saved_traces_and_replaces_broken_ones(tmp_path, backend):
+    first = run_probe(backend, PROBES[:2], seeds=2, out=tmp_path, check=check)
+    (tmp_path / first[0].trace_file).write_text("{broken")
+    again = ScriptedBackend()
+    second = run_probe(again, PROBES[:2], seeds=2, out=tmp_path, check=check)
+    assert again.calls == 1  # only the broken trace ran again
+    assert [r.tau_b for r in second] == [r.tau_b for r in first]
+    assert not list(tmp_path.rglob("*.partial"))
+
+
+def test_an_out_folder_of_other_settings_is_refused(tmp_path, backend):
+    run_probe(backend, PROBES[:1], seeds=1, out=tmp_path, check=check)
+    with pytest.raises(ProbeError, match="another model or other settings"):
+        run_probe(backend, PROBES[:1], seeds=1, out=tmp_path, check=check, settings=GenerationSettings(max_denoising_steps=4))
+
+
+def test_a_crashing_checker_stops_the_run_with_one_line_and_keeps_the_traces(tmp_path, backend):
+    def broken(probe, response):
+        raise ValueError("embedded null byte")
+
+    with pytest.raises(ProbeError, match=r"checker failed on math/m0 seed 0: ValueError: embedded null byte"):
+        run_probe(backend, PROBES[:1], seeds=1, out=tmp_path, check=broken)
+    assert len(list(tmp_path.rglob("*-seed0.json"))) == 1  # a fixed checker resumes from the saved trace
+
+
+def test_progress_is_reported_per_generation(tmp_path, backend):
+    calls = []
+    run_probe(backend, PROBES[:2], seeds=2, out=tmp_path, check=check, progress=lambda *a: calls.append(a))
+    assert [c[:2] for c in calls] == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    assert calls[-1][2:] == ("math/m1 seed 1", False)
+    calls.clear()
+    run_probe(backend, PROBES[:2], seeds=2, out=tmp_path, check=check, progress=lambda *a: calls.append(a))
+    assert all(resumed for *_, resumed in calls)
+
+
+def test_progress_bar_estimates_time_left_from_new_generations_only():
+    import io
+
+    stream = io.StringIO()
+    bar = ProgressBar(stream)
+    bar(1, 3, "a", True)
+    bar(2, 3, "b", False)
+    bar(3, 3, "c", False)
+    lines = stream.getvalue().splitlines()
+    assert "resuming" in lines[0] and "(saved before)" in lines[0]
+    assert lines[1].startswith("[################........] 2/3 b") and lines[2].endswith("elapsed, done")
+
+
+def test_tables_are_written_as_markdown_and_strict_json(tmp_path, backend):
+    results = run_probe(backend, PROBES, seeds=2, out=tmp_path, check=check)
+    tables = regime_tables(results, n_resamples=100)
+    md, js = write_tables(tmp_path, tables, {"model": "scripted", "split": "confirmatory", "seeds": 2}, results)
+    text = md.read_text()
+    assert text.count("\n| math |") == 2 and "| open |" in text and "Simpson" in text
+    assert "| – [–] |" in text  # open: no checker, no AUROC
+    data = json.loads(js.read_text())
+    json.dumps(data, allow_nan=False)
+    open_row = next(r for r in data["regimes"] if r["regime"] == "open")
+    assert open_row["accuracy"] is None and "checker" in open_row["accuracy_undefined"]
+    assert len(data["generations"]) == 16
+    row = data["generations"][0]
+    assert isinstance(row["tau_b"], float) and row["regime"] == "math" and row["bin_tau_b"]["64"] is None
+    assert "bin size 64" in row["bin_tau_b_undefined"]["64"]
+    assert markdown_table(tables).splitlines()[0].startswith("| Regime | Prompts × seeds | Token tau_b [95% CI] | tau_b defined")
+    assert "| 6/6 |" in text
+
+
+# ---- command line ------------------------------------------------------------------------------------
+def test_probe_command_rejects_bad_input_in_one_line(tmp_path, capsys):
+    assert main(["probe", "--out", str(tmp_path), "--regimes", "math,poetry"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: unknown regime(s): poetry") and len(err.strip().splitlines()) == 1
+    assert main(["probe", "--out", str(tmp_path), "--seeds", "0"]) == 2
+    assert "--seeds must be at least 1" in capsys.readouterr().err
+    assert main(["probe", "--out", str(tmp_path), "--steps", "-3"]) == 2
+    assert "max denoising steps" in capsys.readouterr().err
+    assert main(["probe", "--out", str(tmp_path), "--per-regime", "1"]) == 2
+    assert "no confirmatory prompts" in capsys.readouterr().err
+    assert main(["probe", "--out", str(tmp_path), "--model", str(tmp_path / "nothing")]) == 2
+    assert "No model folder" in capsys.readouterr().err
+
+
+def test_probe_command_runs_the_real_suite_on_a_small_model_end_to_end(tmp_path, capsys, random_model_dir):
+    out = tmp_path / "probe"
+    args = ["probe", "--out", str(out), "--regimes", "factual", "json", "--seeds", "1", "--per-regime", "4",
+            "--model", str(random_model_dir), "--steps", "4", "--bootstrap", "50"]
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert "| factual |" in captured.out and "| json |" in captured.out and "4/4 json/json-003" in captured.err
+    traces = sorted(out.rglob("*-seed0.json"))
+    assert [t.name for t in traces] == ["factual-001-seed0.json", "factual-003-seed0.json", "json-001-seed0.json", "json-003-seed0.json"][: len(traces)]
+    assert len(traces) == 4  # the confirmatory half of four prompts per regime
+    assert Trace.load(traces[0]).steps[0].steps_remaining == 4
+    data = json.loads((out / "table.json").read_text())
+    assert [r["regime"] for r in data["regimes"]] == ["factual", "json"]
+    assert all(g["correct"] in (True, False) for g in data["generations"])  # both regimes have checkers
+    assert main(args) == 0  # resumes: nothing left to generate
+    assert "(saved before)" in capsys.readouterr().err
