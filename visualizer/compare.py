@@ -60,8 +60,8 @@ def run_labels(trace_a: Trace, trace_b: Trace) -> tuple[str, str]:
     """Short labels saying what differs between two runs (knobs, then model and backend)."""
     sa, sb = trace_a.start.settings if trace_a.start else {}, trace_b.start.settings if trace_b.start else {}
     differ = [name for name in sorted(set(sa) | set(sb)) if sa.get(name) != sb.get(name)]
-    parts_a = [f"{name.replace('_', ' ')} {sa.get(name)}" for name in differ]
-    parts_b = [f"{name.replace('_', ' ')} {sb.get(name)}" for name in differ]
+    parts_a = [f"{name.replace('_', ' ')} {_shown(sa.get(name))}" for name in differ]
+    parts_b = [f"{name.replace('_', ' ')} {_shown(sb.get(name))}" for name in differ]
     for field in ("name", "backend", "device", "dtype"):
         va, vb = getattr(trace_a.model, field), getattr(trace_b.model, field)
         if va != vb:
@@ -150,6 +150,10 @@ def build_compare_animation(
                 progress(done, len(aligned))
 
     return assemble(images(), colors, options)
+
+
+def _shown(value) -> str:
+    return "n/a" if value is None else str(value)  # None: a knob this run's backend does not have
 
 
 def _at(trace_a: Trace, trace_b: Trace, step: int) -> AlignedStep:
