@@ -63,10 +63,10 @@ def choice_for(label_or_source: str) -> ModelChoice:
 
 
 def model_info_markdown(info) -> str:
-    kind = "a small built-in model, not the 26B one" if info.builtin else "loaded from " + info.source
+    where = "" if info.builtin else f" (from `{info.source}`)"  # built-in labels already say what they are
     params = f" · {info.parameters / 1e6:.1f}M parameters" if info.parameters else ""
     return (
-        f"**{info.name}** ({kind})  \n{info.backend} on `{info.device}` · {info.dtype} · canvas {info.canvas_length} "
+        f"**{info.name}**{where}  \n{info.backend} on `{info.device}` · {info.dtype} · canvas {info.canvas_length} "
         f"· vocab {info.vocab_size:,}{params}"
     )
 

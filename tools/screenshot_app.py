@@ -40,7 +40,7 @@ def main(argv=None) -> int:
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=args.chromium, args=CHROMIUM_FLAGS)
-            page = browser.new_page(viewport={"width": 1500, "height": 1000}, device_scale_factor=1)
+            page = browser.new_page(viewport={"width": 1500, "height": 1450}, device_scale_factor=1)
             page.goto(ui.local_url)
             page.get_by_label("Demo prompt").click()
             page.get_by_role("option", name=demo(args.demo).title).click()
@@ -53,6 +53,8 @@ def main(argv=None) -> int:
             page.screenshot(path=args.out, full_page=False)
             status = page.locator("text=/Frame \\d+\\/\\d+/").first.text_content()
             print(f"wrote {args.out} at: {status}")
+            page.get_by_role("button", name="Stop").click()  # end the run before the app closes
+            page.get_by_text(re.compile("Stopped after|committed")).first.wait_for(timeout=60_000)
             browser.close()
     finally:
         ui.close()
