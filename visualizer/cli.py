@@ -3,6 +3,9 @@
     python -m visualizer record --prompt "Why is the sky blue?" --seed 0 --out run.json
     python -m visualizer record --demo acrostic --model FOLDER_OR_HUB_ID --out run.json
     python -m visualizer frame run.json --step 5 --out frame.png
+    python -m visualizer export run.json --gif run.gif --mp4 run.mp4 --webp run.webp
+    python -m visualizer demos --out assets/demos
+    python -m visualizer compare seed0.json seed1.json --gif both.gif --png end.png
 
 Every flag of `record` maps to a field of `GenerationSettings`; a knob left out takes the
 checkpoint's default.  Bad input ends with a one-line `error: ...` and exit status 2, never a
@@ -15,6 +18,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from .export_cli import add_compare_command, add_demos_command, add_export_command
 from .metrics import add_metrics_command
 from .probe import add_probe_command
 from .settings import SAMPLERS, GenerationSettings
@@ -175,7 +179,10 @@ def load_trace(path: str) -> Trace:
 
 
 # ---- entry point -------------------------------------------------------------------------------
-COMMANDS = (add_record_command, add_frame_command, add_metrics_command, add_probe_command)
+COMMANDS = (
+    add_record_command, add_frame_command, add_metrics_command, add_probe_command,
+    add_export_command, add_demos_command, add_compare_command,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -252,9 +252,11 @@ def _parse_trace(data) -> Trace:
 
     settings = _get(data, "settings", dict, "trace")
     try:
-        GenerationSettings.from_dict(settings)
+        problems = GenerationSettings.from_dict(settings).problems()
     except (TypeError, ValueError) as exc:
         raise TraceError(f"settings: {exc}") from None
+    if problems:
+        raise TraceError(f"settings: {problems[0]}")
     max_blocks = _get(data, "max_blocks", int, "trace")
     if not 1 <= max_blocks <= MAX_BLOCKS:
         raise TraceError(f"max_blocks must be from 1 to {MAX_BLOCKS} (got {max_blocks})")
@@ -262,13 +264,16 @@ def _parse_trace(data) -> Trace:
     raw_pieces = _get(data, "pieces", dict, "trace")
     pieces = {}
     for key, value in raw_pieces.items():
-        if not (isinstance(key, str) and key.isdigit() and int(key) < vocab):
+        if not (isinstance(key, str) and key.isascii() and key.isdigit() and int(key) < vocab):
             raise TraceError(f"pieces: key {key!r} is not a token id below the vocabulary size {vocab}")
         if not isinstance(value, str) or len(value) > MAX_PIECE_CHARS:
             raise TraceError(f"pieces[{key}] must be a string of at most {MAX_PIECE_CHARS} characters")
         pieces[int(key)] = value
 
-    trace = Trace(model=model, prompt=text, pieces=pieces, created=str(data.get("created", "")))
+    created = data.get("created", "")
+    if not isinstance(created, str) or len(created) > 64:
+        raise TraceError('"created" must be a date string')
+    trace = Trace(model=model, prompt=text, pieces=pieces, created=created)
     trace.start = RunStart(prompt_ids=prompt_ids, settings=dict(settings), max_blocks=max_blocks)
 
     raw_steps = _get(data, "steps", list, "trace")
@@ -343,7 +348,7 @@ def _parse_step(raw, i: int, canvas: int, vocab: int, max_blocks: int) -> StepRe
     if not np.all(np.isfinite(entropy_array)) or entropy_array.min() < -1e-3 or entropy_array.max() > math.log(vocab) + 1e-3:
         raise TraceError(f"{where}.entropy_nats must lie between 0 and ln(vocab) = {math.log(vocab):.3f} nats")
     wall = _get(raw, "wall_time_s", (int, float), where)
-    if not (math.isfinite(wall) and wall >= 0):
+    if not (_is_number(wall) and math.isfinite(wall) and wall >= 0):
         raise TraceError(f"{where}.wall_time_s must be a non-negative number")
     return StepRecord(
         block=block,
@@ -398,7 +403,7 @@ def _parse_end(raw, vocab: int) -> RunEnd:
     if len(text) > MAX_TEXT_CHARS:
         raise TraceError("end.text is too long")
     wall = _get(raw, "wall_time_s", (int, float), "end")
-    if not (math.isfinite(wall) and wall >= 0):
+    if not (_is_number(wall) and math.isfinite(wall) and wall >= 0):
         raise TraceError("end.wall_time_s must be a non-negative number")
     sequence = _id_array(_get(raw, "sequence", list, "end"), vocab, "end.sequence", max_len=MAX_BLOCKS * MAX_CANVAS_LENGTH)
     return RunEnd(finish_reason=reason, sequence=sequence, text=text, wall_time_s=float(wall), error=error)
@@ -443,7 +448,14 @@ def _is_int(v) -> bool:
 
 
 def _is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    """An int or float that converts to a float (a JSON integer of hundreds of digits does not)."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return False
+    try:
+        float(v)
+    except OverflowError:
+        return False
+    return True
 
 
 def _get(obj: dict, key: str, kind, where: str):
