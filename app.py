@@ -12,6 +12,7 @@ shown); replaying a recorded step never touches the model.
 from __future__ import annotations
 
 import argparse
+import tempfile
 import threading
 
 import gradio as gr
@@ -20,14 +21,18 @@ from backends import BackendError, ModelChoice, default_model, model_choices
 from backends.cache import LoadedModels
 from backends.mlx_backend import SAMPLER_NOTES
 from prompts.demos import DEMOS
+from visualizer.animation import AnimationError, AnimationOptions, parse_blocks
 from visualizer.charts import commit_panel_html, token_details
+from visualizer.compare import align, build_compare_animation, compare_html
+from visualizer.export import ExportError, export_to_folder, save_gif
 from visualizer.layout import grid_layout, text_layout
 from visualizer.palette import get_palette
 from visualizer.records import BlockRecord, RunEnd, StepRecord
 from visualizer.render_html import frame_caption, render_frame_html
 from visualizer.settings import SAMPLER_ENTROPY_BOUND, SAMPLERS, GenerationSettings
 from visualizer.states import frame_refs, frame_state
-from visualizer.trace import Trace
+from visualizer.replay import example_traces, load_upload, save_download
+from visualizer.trace import Trace, TraceError
 
 MODELS = LoadedModels(keep=2)
 
@@ -49,6 +54,8 @@ class RunSession:
         self.trace: Trace | None = None
         self.running = False
         self.stop = threading.Event()
+        self.compare: list[Trace | None] = [None, None]  # runs A and B of the comparison
+        self.files = tempfile.TemporaryDirectory(prefix="dv-session-")  # downloads; removed with the session
 
     def __deepcopy__(self, memo):  # gr.State deep-copies initial values; each session gets a fresh one
         return RunSession()
@@ -216,6 +223,89 @@ def _float(value, name: str) -> float:
     return float(value)
 
 
+# ---- export, save, load, compare -----------------------------------------------------------------
+def export_run(session: RunSession, formats, blocks, frame_ms, hold_ms, width, with_prompt, palette, layout_kind, progress=gr.Progress()):
+    """Encode the session's run: (files to download, GIF preview, message)."""
+    trace = session.trace
+    if trace is None or not trace.steps or session.running:
+        return None, None, "Export needs a finished run: generate one or load a trace."
+    try:
+        options = AnimationOptions(
+            blocks=parse_blocks(blocks), frame_ms=_int(frame_ms, "frame duration"), hold_ms=_int(hold_ms, "hold"),
+            width=_int(width, "width") if width else None, palette=palette, layout=layout_kind, prompt=bool(with_prompt),
+        )
+        result = export_to_folder(
+            trace, options, session.files.name, formats=tuple(formats) or ("gif",),
+            progress=lambda done, total: progress((done, total), desc="Encoding"),
+        )
+    except (AnimationError, ExportError, ValueError) as exc:
+        return None, None, str(exc)
+    files = [str(path) for path in result.paths.values()]
+    preview = str(result.paths["gif"]) if "gif" in result.paths else None
+    return files, preview, ""
+
+
+def save_trace(session: RunSession):
+    """The session's run as a JSON file to download."""
+    if session.trace is None or session.running:
+        return None, "Nothing to save yet: generate a run (and let it finish) first."
+    return [str(save_download(session.trace, session.files.name))], ""
+
+
+def load_trace_file(path, palette, layout_kind, session: RunSession):
+    """Replay an uploaded (or example) trace exactly like a live run:
+    (canvas, status, slider, text, message, panel, session)."""
+    skip = gr.skip()
+    if path is None:
+        return skip, skip, skip, skip, skip, skip, session
+    if session.running:
+        return skip, skip, skip, skip, "Stop the current run before loading another one.", skip, session
+    try:
+        trace = load_upload(path)
+    except TraceError as exc:
+        return skip, skip, skip, skip, str(exc), skip, session
+    session.trace = trace
+    last = len(frame_refs(trace)) - 1
+    html, status, panel = render_view(trace, last, palette, layout_kind)
+    slider = gr.Slider(maximum=max(last, 1), value=max(last, 0), interactive=True)
+    return html, status, slider, trace.end.text if trace.end else "", "", panel, session
+
+
+def pin_run(which: int, palette, layout_kind, session: RunSession):
+    """Use the session's current run as run A (0) or B (1): (note, comparison HTML, slider, session)."""
+    if session.trace is None or not session.trace.steps or session.running:
+        return "No finished run to compare yet.", gr.skip(), gr.skip(), session
+    session.compare[which] = session.trace
+    note = f"Run {'AB'[which]}: {session.trace.prompt[:60]!r}, seed {session.trace.settings.seed}"
+    html, slider = show_compare(0, palette, layout_kind, session)
+    return note, html, slider, session
+
+
+def show_compare(step, palette, layout_kind, session: RunSession):
+    """Both pinned runs at global step `step`: (HTML, slider)."""
+    a, b = session.compare
+    if a is None or b is None:
+        return "", gr.skip()
+    last = len(align(a, b)) - 1
+    html = compare_html(a, b, step, palette=palette, layout=layout_kind)
+    return html, gr.Slider(maximum=max(last, 1), value=min(int(step), last), interactive=True)
+
+
+def export_compare(palette, layout_kind, session: RunSession, progress=gr.Progress()):
+    a, b = session.compare
+    if a is None or b is None:
+        return None, "Pin two runs first."
+    try:
+        animation = build_compare_animation(
+            a, b, AnimationOptions(palette=palette, layout=layout_kind),
+            progress=lambda done, total: progress((done, total), desc="Rendering"),
+        )
+        path = save_gif(animation, f"{session.files.name}/compare.gif")
+    except (AnimationError, OSError) as exc:
+        return None, str(exc)
+    return [str(path)], ""
+
+
 # ---- the UI --------------------------------------------------------------------------------------
 def build_app(initial_model: str | None = None) -> gr.Blocks:
     choices = model_choices()
@@ -261,6 +351,31 @@ def build_app(initial_model: str | None = None) -> gr.Blocks:
                 final_text = gr.Textbox(label="Committed text", lines=6, interactive=False)
                 with gr.Accordion("Commit order: tau_b, commits per step, entropy (hover for details)", open=True):
                     panel = gr.HTML()
+                with gr.Accordion("Save, load and export", open=False):
+                    with gr.Row():
+                        trace_upload = gr.File(label="Load a trace (.json)", file_types=[".json"], type="filepath")
+                        downloads = gr.File(label="Downloads", file_count="multiple", interactive=False)
+                    examples = [[str(p)] for p in example_traces()]
+                    if examples:
+                        gr.Examples(examples, inputs=trace_upload, label="Recorded runs: replay without a model")
+                    save_btn = gr.Button("Save trace (.json)")
+                    with gr.Row():
+                        formats = gr.CheckboxGroup(["gif", "mp4", "webp"], value=["gif"], label="Formats")
+                        export_blocks = gr.Textbox(label="Blocks (e.g. 1,3; empty: all)")
+                        frame_ms = gr.Number(value=150, precision=0, label="ms per step")
+                        hold_ms = gr.Number(value=2500, precision=0, label="hold last frame (ms)")
+                        export_width = gr.Number(value=None, precision=0, label="width px (empty: natural)")
+                        with_prompt = gr.Checkbox(value=True, label="show the prompt")
+                    export_btn = gr.Button("Export animation")
+                    preview = gr.Image(label="GIF", type="filepath", interactive=False)
+                with gr.Accordion("Compare two runs", open=False):
+                    with gr.Row():
+                        pin_a = gr.Button("Use this run as A")
+                        pin_b = gr.Button("Use this run as B")
+                    compare_note = gr.Markdown()
+                    compare_canvas = gr.HTML()
+                    compare_slider = gr.Slider(0, 1, value=0, step=1, label="Both runs at step", interactive=False)
+                    compare_btn = gr.Button("Export comparison GIF")
 
         knobs = [max_new_tokens, steps, entropy_bound, t_min, t_max]
         model_outputs = [model_picker, model_info, message, *knobs, sampler, temperature, sampler_note, current_model]
@@ -284,6 +399,23 @@ def build_app(initial_model: str | None = None) -> gr.Blocks:
         )
         for change in (palette.change, layout_kind.change):
             change(show_frame, replay_inputs, [canvas, status, panel], api_visibility="private", concurrency_limit=None, show_progress="hidden")
+        run_outputs = [canvas, status, frame_slider, final_text, message, panel, session]
+        trace_upload.change(load_trace_file, [trace_upload, palette, layout_kind, session], run_outputs, api_name="load_trace")
+        save_btn.click(save_trace, session, [downloads, message], api_name="save_trace")
+        export_btn.click(
+            export_run,
+            [session, formats, export_blocks, frame_ms, hold_ms, export_width, with_prompt, palette, layout_kind],
+            [downloads, preview, message],
+            api_name="export",
+        )
+        compare_inputs = [compare_slider, palette, layout_kind, session]
+        for which, button in enumerate((pin_a, pin_b)):
+            button.click(
+                lambda p, l, s, w=which: pin_run(w, p, l, s), [palette, layout_kind, session],
+                [compare_note, compare_canvas, compare_slider, session], api_name=f"pin_{'ab'[which]}",
+            )
+        compare_slider.input(show_compare, compare_inputs, [compare_canvas, compare_slider], api_name="compare_step", show_progress="hidden")
+        compare_btn.click(export_compare, [palette, layout_kind, session], [downloads, message], api_name="export_compare")
     return demo_app
 
 
