@@ -42,7 +42,7 @@ def main(argv=None) -> None:
 
     torch.set_num_threads(args.threads)
     from backends.transformers_backend import TransformersBackend
-    from training.denoising_stats import collect_run
+    from visualizer.cli import record_trace
     from visualizer.settings import GenerationSettings
 
     started = time.perf_counter()
@@ -53,13 +53,13 @@ def main(argv=None) -> None:
     medians = []
     for name in args.demos:
         prompt = demo_prompt(name)
-        collect_run(backend.generate(prompt, GenerationSettings(seed=0)))  # warm-up: first-call costs
+        record_trace(backend, prompt, GenerationSettings(seed=0))  # warm-up: first-call costs
         times, steps = [], []
         for seed in range(args.repeats):
             t0 = time.perf_counter()
-            run = collect_run(backend.generate(prompt, GenerationSettings(seed=seed)))
+            trace = record_trace(backend, prompt, GenerationSettings(seed=seed))
             times.append(time.perf_counter() - t0)
-            steps.append(sum(b.steps_used for b in run.blocks))
+            steps.append(len(trace.steps))
         median = statistics.median(times)
         medians.append(median)
         print(f"{name:12s} {median:8.2f} {min(times):6.2f} {max(times):6.2f} "

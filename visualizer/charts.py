@@ -211,7 +211,7 @@ def render_readout_html(readout: Readout) -> str:
         ("tokens per accept step", _fmt(r.tokens_per_accept_step, 1), "Content positions first accepted, per step that first-accepted any."),
         ("same-step pairs", _fmt(r.same_step_fraction, 3, percent=True), "Share of content position pairs committed on the same step: their order is not observable."),
         ("steps used", f"{r.steps_seen} / {r.step_budget}", "Denoising steps of this block against the budget."),
-        ("re-masks", f"{r.remask_events}" + (f" (+{r.remasked_now} now)" if r.remasked_now else "") + (f" at {remasked}" if remasked else ""),
+        ("re-masks", f"{r.remask_events}" + (f" (+{r.remasked_now} now)" if r.remasked_now else "") + (f" · position(s) {remasked}" if remasked else ""),
          "A position accepted at one step and noise at the next (commits are not frozen)."),
         ("monotone run", "yes" if r.monotone else "no", "No re-mask event in the run so far."),
         ("entropy at commit", _fmt(r.mean_commit_entropy_nats, 4, unit=" nats"), "Mean entropy at the step each content position was first accepted."),
