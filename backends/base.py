@@ -186,7 +186,13 @@ class Backend(ABC):
 
 
 def start_thread(fn: Callable[[], None], name: str) -> Future:
-    """Run `fn` on a new daemon thread; the Future says when it is done."""
+    """Run `fn` on a new thread; the Future says when it is done.
+
+    Not a daemon thread: the Future is set a moment before the thread ends, and a daemon thread
+    still unwinding torch objects when the interpreter exits is killed inside C++ code, which
+    aborts the process ("terminate called without an active exception").  The interpreter joins
+    a non-daemon thread before it shuts down.
+    """
     future: Future = Future()
 
     def run():
@@ -196,7 +202,7 @@ def start_thread(fn: Callable[[], None], name: str) -> Future:
         except BaseException as exc:
             future.set_exception(exc)
 
-    threading.Thread(target=run, name=name, daemon=True).start()
+    threading.Thread(target=run, name=name, daemon=False).start()
     return future
 
 
