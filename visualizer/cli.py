@@ -36,6 +36,13 @@ def add_record_command(subparsers) -> None:
     source.add_argument("--prompt", help="the user message")
     source.add_argument("--demo", help="one of the demo prompts: acrostic, sky, palindrome, planets, story, haiku")
     p.add_argument("--out", required=True, help="trace file to write (.json)")
+    add_generation_arguments(p)
+    p.add_argument("--quiet", action="store_true", help="no per-step progress on stderr")
+    p.set_defaults(run=run_record)
+
+
+def add_generation_arguments(p) -> None:
+    """The model and the knobs: shared by every command that runs the model on a prompt."""
     p.add_argument("--model", help="hub id or local folder (default: the built-in model)")
     p.add_argument("--backend", choices=("transformers", "mlx"), help="default: chosen from the model")
     p.add_argument("--device", help="transformers only: cuda, cuda:1, cpu (default: cuda when available)")
@@ -48,8 +55,6 @@ def add_record_command(subparsers) -> None:
     p.add_argument("--sampler", choices=SAMPLERS, help="MLX only")
     p.add_argument("--temperature", type=float, help="MLX only")
     p.add_argument("--compiled", action="store_true", help="transformers: static cache + torch.compile")
-    p.add_argument("--quiet", action="store_true", help="no per-step progress on stderr")
-    p.set_defaults(run=run_record)
 
 
 def settings_from_args(args) -> GenerationSettings:

@@ -18,7 +18,6 @@ from pathlib import Path
 from .animation import LAYOUTS, AnimationError, AnimationOptions, parse_blocks
 from .export import ExportError, export_animation
 from .palette import PALETTES
-from .settings import SAMPLERS
 
 
 # ---- shared options --------------------------------------------------------------------------
@@ -128,23 +127,14 @@ def run_export(args) -> int:
 
 # ---- demos -----------------------------------------------------------------------------------
 def add_demos_command(subparsers) -> None:
+    from .cli import add_generation_arguments  # cli imports this module; it is fully loaded by now
+
     p = subparsers.add_parser("demos", help="record the six demo prompts and write a GIF of each")
     p.add_argument("--out", required=True, help="folder for NAME.json traces and NAME.gif animations")
     p.add_argument("--only", help="some demos, comma separated: acrostic, sky, palindrome, planets, story, haiku")
     p.add_argument("--mp4", action="store_true", help="also write NAME.mp4")
     p.add_argument("--webp", action="store_true", help="also write NAME.webp")
-    p.add_argument("--model", help="hub id or local folder (default: the built-in model)")
-    p.add_argument("--backend", choices=("transformers", "mlx"), help="default: chosen from the model")
-    p.add_argument("--device", help="transformers only: cuda, cuda:1, cpu (default: cuda when available)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-new-tokens", type=int)
-    p.add_argument("--steps", type=int, dest="max_denoising_steps", help="max denoising steps per block")
-    p.add_argument("--entropy-bound", type=float)
-    p.add_argument("--t-min", type=float)
-    p.add_argument("--t-max", type=float)
-    p.add_argument("--sampler", choices=SAMPLERS, help="MLX only")
-    p.add_argument("--temperature", type=float, help="MLX only")
-    p.add_argument("--compiled", action="store_true", help="transformers: static cache + torch.compile")
+    add_generation_arguments(p)
     add_animation_arguments(p)
     p.set_defaults(run=run_demos)
 
