@@ -14,7 +14,8 @@ from training.architecture import small_config
 from training.data import Example, build_tokenizer, collate, encode_tasks, prompt_ids_batch
 from tests.fake_records import fake_trace
 from training.denoising_stats import block_stats
-from training.objective import decoder_logits, encode_context, noise_levels, replace_with_noise, to_device
+from training.objective import (decoder_logits, diffusion_loss, encode_context, noise_levels, place_own_samples,
+                                replace_with_noise, to_device)
 from training.tokenizer import END_TURN_ID, EOS_ID, PAD_ID, train_tokenizer
 from training.train import TrainConfig, learning_rate, train
 
@@ -139,6 +140,43 @@ def test_noise_levels_cover_the_sampler_first_step():
     assert 0.05 < (r == 1.0).float().mean() < 0.15  # fully random canvases, like step one
 
 
+def test_own_samples_go_only_to_newly_accepted_low_entropy_positions():
+    canvas = torch.arange(8).view(1, 8) + 100  # ids 100..107, outside the logits' vocabulary
+    newly_accepted = torch.tensor([[0, 1, 1, 0, 1, 1, 0, 0]], dtype=torch.bool)
+    logits = torch.full((1, 8, 50), -30.0)
+    logits[..., 42] = 30.0  # certain: the sample is 42
+    logits[0, 5] = 0.0  # flat: entropy log(50), which the sampler would not accept
+    g = torch.Generator().manual_seed(0)
+
+    capped = place_own_samples(canvas, newly_accepted, logits, 1.0, max_entropy=0.1, generator=g)
+    assert capped.tolist() == [[100, 42, 42, 103, 42, 105, 106, 107]]
+    uncapped = place_own_samples(canvas, newly_accepted, logits, 1.0, generator=g)
+    assert uncapped[0, [1, 2, 4]].tolist() == [42, 42, 42] and uncapped[0, 5] < 50  # a sample, not the truth
+    assert torch.equal(uncapped[~newly_accepted], canvas[~newly_accepted])
+    assert torch.equal(place_own_samples(canvas, newly_accepted, logits, 0.0, generator=g), canvas)
+
+    wide = torch.ones(1, 4000, dtype=torch.bool)
+    half = place_own_samples(torch.full((1, 4000), 100), wide, torch.zeros(1, 4000, 50), 0.5, generator=g)
+    assert 0.45 < (half < 50).float().mean() < 0.55
+
+
+def test_self_correction_changes_what_the_second_pass_sees(random_model):
+    rng = np.random.default_rng(1)
+    examples = [Example(rng.integers(5, 300, 6).astype(np.int32), rng.integers(5, 300, 16).astype(np.int32))
+                for _ in range(4)]
+    batch = to_device(collate(examples, canvas_length=16), "cpu")
+
+    def loss(share):
+        with torch.no_grad():
+            value, stats = diffusion_loss(random_model, batch, self_condition=True, self_correction=share,
+                                          generator=torch.Generator().manual_seed(3))
+        assert torch.isfinite(value)
+        return value.item()
+
+    assert loss(0.0) == loss(0.0)  # the generator fixes every draw
+    assert loss(1.0) != loss(0.0)
+
+
 def test_learning_rate_warms_up_then_decays():
     config = TrainConfig(lr=1e-3, warmup_steps=10, min_lr_ratio=0.1)
     assert learning_rate(0, 100, config) == pytest.approx(1e-4)
@@ -152,7 +190,7 @@ def test_learning_rate_warms_up_then_decays():
 def tiny_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("tiny-run")
     config = TrainConfig(out=str(out), preset="test", tokenizer=TOKENIZER_DIR, examples=300, steps=30, batch_size=8,
-                         lr=3e-3, warmup_steps=5, log_every=5, workers=1, device="cpu")
+                         lr=3e-3, warmup_steps=5, log_every=5, workers=1, device="cpu", self_correction=0.5)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # module-scoped: set here, the per-test fixture is not active yet
     try:
@@ -192,6 +230,12 @@ def test_train_cli_rejects_bad_arguments(capsys):
     assert "unknown preset 'huge'" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["--steps", "0"])
+    capsys.readouterr()
+    for bad, message in ((["--self-correction", "1.5"], "between 0 and 1"),
+                         (["--self-correction-max-entropy", "0"], "must be above 0")):
+        with pytest.raises(SystemExit):
+            main(bad)
+        assert message in capsys.readouterr().err
 
 
 # ---- denoising statistics and the evaluation report ----------------------------------------------

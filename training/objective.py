@@ -10,6 +10,14 @@ What the sampler does at inference (generation_diffusion_gemma.py), and what tra
   logits back in.  On part of the batches a no-grad first pass runs on a noisier canvas (the
   previous step accepted fewer positions), its logits are divided by a temperature from the
   sampler's schedule (t in [t_min, t_max]) and fed to the second pass;
+- the sampler's accepted positions hold the model's own *samples*, not the truth.  With
+  `self_correction` > 0, a self-conditioned batch puts the first pass's sample (at its
+  temperature) at that share of the positions the first pass saw as noise and the second sees as
+  accepted; `self_correction_max_entropy` keeps it to positions the sampler could have accepted
+  (low entropy), so open-ended text, where the truth is one of many good samples, is left alone.
+  Trained on uniform noise alone, every plausible token on the canvas is the truth, so the model
+  copies a wrong accepted token with near-zero entropy and the sampler keeps it; with its own
+  slips on the canvas it learns to doubt them, and the sampler re-noises them;
 - the block is committed from the argmax at every position, so the loss is cross-entropy of the
   clean target at all canvas positions, noised or not, <eos> tail included.
 
@@ -18,7 +26,8 @@ out of the encoder and of the decoder's view of the cache, and the canvas positi
 after each row's own context, exactly as in `generate` (tests/test_training.py checks that a
 padded batch gives the same logits as one row at a time).
 
-    loss, stats = diffusion_loss(model, batch, self_condition=True, generator=g)
+    loss, stats = diffusion_loss(model, batch, self_condition=True, self_correction=1.0,
+                                 self_correction_max_entropy=0.1, generator=g)
 """
 
 from __future__ import annotations
@@ -69,8 +78,38 @@ def replace_with_noise(target: torch.Tensor, noised: torch.Tensor, vocab_size: i
     return torch.where(noised, random_ids, target)
 
 
-def diffusion_loss(model, batch: dict[str, torch.Tensor], *, self_condition: bool, generator=None):
-    """Cross-entropy of the clean block from a noised canvas; returns (loss, detached stats)."""
+def own_samples(logits: torch.Tensor, generator=None) -> torch.Tensor:
+    """One multinomial sample per position from (B, canvas, vocab) logits, as the sampler draws them."""
+    probabilities = torch.softmax(logits.float(), dim=-1)
+    flat = torch.multinomial(probabilities.reshape(-1, probabilities.shape[-1]), 1, generator=generator)
+    return flat.view(logits.shape[:-1])
+
+
+def entropy(logits: torch.Tensor) -> torch.Tensor:
+    """Entropy in nats of each position's distribution, from (..., vocab) logits."""
+    log_p = torch.log_softmax(logits.float(), dim=-1)
+    return -(log_p.exp() * log_p).sum(-1)
+
+
+def place_own_samples(canvas: torch.Tensor, newly_accepted: torch.Tensor, scaled_logits: torch.Tensor, share: float,
+                      max_entropy: float | None = None, generator=None) -> torch.Tensor:
+    """`canvas` with the sampler's own samples (from `scaled_logits`) at `share` of the `newly_accepted`
+    positions; with `max_entropy`, only where the logits' entropy is below it, as the sampler accepts
+    low-entropy positions only.  Every other position is left as it was."""
+    own = newly_accepted & (torch.rand(canvas.shape, device=canvas.device, generator=generator) < share)
+    if max_entropy is not None:
+        own &= entropy(scaled_logits) < max_entropy
+    return torch.where(own, own_samples(scaled_logits, generator), canvas)
+
+
+def diffusion_loss(model, batch: dict[str, torch.Tensor], *, self_condition: bool, self_correction: float = 0.0,
+                   self_correction_max_entropy: float | None = None, generator=None):
+    """Cross-entropy of the clean block from a noised canvas; returns (loss, detached stats).
+
+    `self_correction` (self-conditioned batches only): share of the positions accepted since the
+    first pass that hold the first pass's sample instead of the clean target; with
+    `self_correction_max_entropy`, only positions where that pass's entropy was below it.
+    """
     target = batch["target"]
     batch_size, canvas_length = target.shape
     vocab_size = model.config.text_config.vocab_size
@@ -90,7 +129,11 @@ def diffusion_loss(model, batch: dict[str, torch.Tensor], *, self_condition: boo
         with torch.no_grad():
             first = decoder_logits(model, cache, previous, batch)
         temperature = T_MIN + (T_MAX - T_MIN) * torch.rand(batch_size, 1, 1, device=device, generator=generator)
-        sc_logits = (first / temperature).to(model.model.decoder.embed_tokens.weight.dtype)
+        scaled = first / temperature
+        sc_logits = scaled.to(model.model.decoder.embed_tokens.weight.dtype)
+        if self_correction > 0:
+            canvas = place_own_samples(canvas, (u < r_prev) & ~noised, scaled, self_correction,
+                                       self_correction_max_entropy, generator)
 
     logits = decoder_logits(model, cache, canvas, batch, sc_logits)
     token_loss = F.cross_entropy(logits.reshape(-1, vocab_size), target.reshape(-1), reduction="none").view_as(target)

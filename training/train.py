@@ -5,8 +5,11 @@ trained with the block-diffusion objective of training/objective.py on examples 
 training/data.py, and saved as a folder that `from_pretrained` loads like the real checkpoint:
 config, generation config (eos/pad and the sampler defaults), tokenizer, safetensors weights.
 
-    python -m training.train --out runs/demo                          # the shipped recipe (~13 min on an H200)
+    python -m training.train --out runs/base                          # the shipped recipe's first stage (~12 min on an H200)
     python -m training.train --out /tmp/t --preset test --steps 40    # a CPU smoke run in seconds
+
+The shipped model adds two fine-tunes with `--init-from` (the README lists the three commands); the
+last uses `--self-correction`, which puts the model's own samples where the sampler would have them.
 
 It uses CUDA with bf16 autocast when a GPU is visible, else the CPU in float32.  With
 `--minutes`, the step count is fitted to the time budget after timing the first steps, and the
@@ -47,6 +50,8 @@ class TrainConfig:
     weight_decay: float = 0.01
     grad_clip: float = 1.0
     self_condition_share: float = 0.5  # batches that get the no-grad self-conditioning pass
+    self_correction: float = 0.0  # in those, share of newly accepted positions holding the model's own sample
+    self_correction_max_entropy: float | None = None  # ... only where the first pass's entropy is below this (nats)
     seed: int = 0
     log_every: int = 50
     device: str | None = None  # default: cuda when available, else cpu
@@ -140,7 +145,10 @@ def train(config: TrainConfig) -> Path:
             group["lr"] = learning_rate(step, total_steps, config)
         self_condition = bool(order.random() < config.self_condition_share)
         with autocast:
-            loss, stats = diffusion_loss(model, batch, self_condition=self_condition, generator=generator)
+            loss, stats = diffusion_loss(model, batch, self_condition=self_condition,
+                                         self_correction=config.self_correction,
+                                         self_correction_max_entropy=config.self_correction_max_entropy,
+                                         generator=generator)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
@@ -204,6 +212,10 @@ def parse_args(argv=None) -> TrainConfig:
         parse_weights(config.family_weights)
     except ValueError as exc:
         parser.error(str(exc))
+    if not 0 <= config.self_correction <= 1:
+        parser.error("--self-correction is a share of positions: between 0 and 1")
+    if config.self_correction_max_entropy is not None and config.self_correction_max_entropy <= 0:
+        parser.error("--self-correction-max-entropy must be above 0 (nats)")
     for name in ("examples", "steps", "batch_size"):
         if getattr(config, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
