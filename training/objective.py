@@ -78,28 +78,19 @@ def replace_with_noise(target: torch.Tensor, noised: torch.Tensor, vocab_size: i
     return torch.where(noised, random_ids, target)
 
 
-def own_samples(logits: torch.Tensor, generator=None) -> torch.Tensor:
-    """One multinomial sample per position from (B, canvas, vocab) logits, as the sampler draws them."""
-    probabilities = torch.softmax(logits.float(), dim=-1)
-    flat = torch.multinomial(probabilities.reshape(-1, probabilities.shape[-1]), 1, generator=generator)
-    return flat.view(logits.shape[:-1])
-
-
-def entropy(logits: torch.Tensor) -> torch.Tensor:
-    """Entropy in nats of each position's distribution, from (..., vocab) logits."""
-    log_p = torch.log_softmax(logits.float(), dim=-1)
-    return -(log_p.exp() * log_p).sum(-1)
-
-
 def place_own_samples(canvas: torch.Tensor, newly_accepted: torch.Tensor, scaled_logits: torch.Tensor, share: float,
                       max_entropy: float | None = None, generator=None) -> torch.Tensor:
-    """`canvas` with the sampler's own samples (from `scaled_logits`) at `share` of the `newly_accepted`
-    positions; with `max_entropy`, only where the logits' entropy is below it, as the sampler accepts
-    low-entropy positions only.  Every other position is left as it was."""
+    """`canvas` with the sampler's own samples (one multinomial draw per position from `scaled_logits`)
+    at `share` of the `newly_accepted` positions; with `max_entropy`, only where the logits' entropy is
+    below it, as the sampler accepts low-entropy positions only.  Every other position is left as it was."""
     own = newly_accepted & (torch.rand(canvas.shape, device=canvas.device, generator=generator) < share)
+    # the same entropy the capture records (backends/capture.py)
+    distribution = torch.distributions.Categorical(logits=scaled_logits.float(), validate_args=False)
     if max_entropy is not None:
-        own &= entropy(scaled_logits) < max_entropy
-    return torch.where(own, own_samples(scaled_logits, generator), canvas)
+        own &= distribution.entropy() < max_entropy
+    probabilities = distribution.probs.reshape(-1, scaled_logits.shape[-1])
+    samples = torch.multinomial(probabilities, 1, generator=generator).view(canvas.shape)
+    return torch.where(own, samples, canvas)
 
 
 def diffusion_loss(model, batch: dict[str, torch.Tensor], *, self_condition: bool, self_correction: float = 0.0,

@@ -29,6 +29,12 @@ class CliError(Exception):
     """A user error: printed as one line, exit status 2."""
 
 
+def refuse_problems(problems: list[str]) -> None:
+    """Raise one CliError naming every problem found in the user's settings, if there are any."""
+    if problems:
+        raise CliError("; ".join(problems))
+
+
 # ---- record ----------------------------------------------------------------------------------
 def add_record_command(subparsers) -> None:
     p = subparsers.add_parser("record", help="run the model on a prompt and write its trace (JSON)")
@@ -82,9 +88,7 @@ def run_record(args) -> int:
     if not prompt or not prompt.strip():
         raise CliError("the prompt is empty: give --prompt TEXT or --demo NAME")
     settings = settings_from_args(args)
-    problems = settings.problems()
-    if problems:
-        raise CliError("; ".join(problems))
+    refuse_problems(settings.problems())
     out = Path(args.out)
     if not out.parent.exists():
         raise CliError(f"folder {out.parent} does not exist")

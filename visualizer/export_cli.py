@@ -112,14 +112,12 @@ def add_export_command(subparsers) -> None:
 
 
 def run_export(args) -> int:
-    from .cli import CliError, load_trace
+    from .cli import CliError, load_trace, refuse_problems
 
     if not (args.gif or args.mp4 or args.webp):
         raise CliError("nothing to write: give --gif FILE, --mp4 FILE and/or --webp FILE")
     options = options_from_args(args)
-    problems = options.problems()
-    if problems:
-        raise CliError("; ".join(problems))
+    refuse_problems(options.problems())
     trace = load_trace(args.trace)
     export_files(trace, options, label="encoding", quiet=args.quiet, gif=args.gif, mp4=args.mp4, webp=args.webp)
     return 0
@@ -143,7 +141,7 @@ def run_demos(args) -> int:
     from backends import BackendError, default_model, load_backend
     from prompts.demos import DEMO_NAMES, demo
 
-    from .cli import CliError, record_trace, settings_from_args
+    from .cli import CliError, record_trace, refuse_problems, settings_from_args
 
     names = DEMO_NAMES if args.only is None else tuple(n.strip() for n in args.only.split(",") if n.strip())
     unknown = [n for n in names if n not in DEMO_NAMES]
@@ -153,11 +151,8 @@ def run_demos(args) -> int:
     if out.exists() and not out.is_dir():
         raise CliError(f"{out} is a file, not a folder")
     settings = settings_from_args(args)
-    problems = settings.problems()
     options = options_from_args(args)
-    problems += options.problems()
-    if problems:
-        raise CliError("; ".join(problems))
+    refuse_problems(settings.problems() + options.problems())
     out.mkdir(parents=True, exist_ok=True)
     try:
         backend = load_backend(args.model or default_model(), backend=args.backend, device=args.device)
@@ -202,7 +197,7 @@ def add_compare_command(subparsers) -> None:
 
 
 def run_compare(args) -> int:
-    from .cli import CliError, load_trace
+    from .cli import CliError, load_trace, refuse_problems
     from .compare import align, build_compare_animation, compare_html, compare_image
     from .export import save_gif
 
@@ -210,9 +205,7 @@ def run_compare(args) -> int:
         raise CliError("nothing to write: give --png FILE, --html FILE and/or --gif FILE")
     options = AnimationOptions(frame_ms=args.frame_ms, hold_ms=args.hold_ms, font_size=args.font_size,
                                palette=args.palette, layout=args.layout)
-    problems = options.problems()
-    if problems:
-        raise CliError("; ".join(problems))
+    refuse_problems(options.problems())
     for path in (args.png, args.html, args.gif):
         if path and not Path(path).parent.is_dir():
             raise CliError(f"cannot write {path}: folder {Path(path).parent} does not exist")
