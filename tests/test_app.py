@@ -36,16 +36,15 @@ def test_frames_stream_live_then_the_run_replays(served):
     job = generate(client, "Write a six-line poem about the ocean.", model)
     arrivals = []
     for output in job:
-        arrivals.append((time.perf_counter(), job.done(), output))
-    finished = time.perf_counter()
-    # the first frame reached us while the model was still generating, long before the end
-    first_time, done_at_first, first = arrivals[0]
+        arrivals.append((job.done(), output))
+    # frames reached us while the model was still generating: many of them, the first one included
+    done_at_first, first = arrivals[0]
     assert not done_at_first
-    assert finished - first_time > 1.0
+    assert sum(not done for done, _ in arrivals) > 10
     assert "step 1 " in first[1] and "Block 1/3" in first[1]
-    steps_seen = {re.search(r"Frame (\d+)/", o[1]).group(1) for _, _, o in arrivals}
+    steps_seen = {re.search(r"Frame (\d+)/", o[1]).group(1) for _, o in arrivals}
     assert len(steps_seen) > 20  # many distinct intermediate frames, not a burst of one
-    html, status, slider, text, message, panel = arrivals[-1][2]
+    html, status, slider, text, message, panel = arrivals[-1][1]
     assert "tau_b" in panel and panel.count("<svg") == 3 and "block 3 · committed" in panel
     assert "committed" in status and "Block 3/3" in status
     assert message == "" and len(text) > 0
