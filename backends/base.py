@@ -188,10 +188,10 @@ class Backend(ABC):
 def start_thread(fn: Callable[[], None], name: str) -> Future:
     """Run `fn` on a new thread; the Future says when it is done.
 
-    Not a daemon thread: the Future is set a moment before the thread ends, and a daemon thread
-    still unwinding torch objects when the interpreter exits is killed inside C++ code, which
-    aborts the process ("terminate called without an active exception").  The interpreter joins
-    a non-daemon thread before it shuts down.
+    Not a daemon thread: the Future is set a moment before the thread ends, and the interpreter
+    joins a non-daemon thread before it shuts down, so no run is cut off mid-step at exit.
+    (C++ thread-locals are freed after that join; see transformers_backend for the one torch
+    stashes Python objects in.)
     """
     future: Future = Future()
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +18,8 @@ from backends.transformers_backend import TransformersBackend
 from visualizer.records import BlockRecord, RunEnd, RunStart, StepRecord
 from visualizer.settings import GenerationSettings
 from visualizer.trace import Trace
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_info_describes_the_model(random_backend):
@@ -102,6 +107,35 @@ def test_closing_the_generator_early_stops_the_worker(no_eos_backend):
         time.sleep(0.05)
     assert worker_threads() == []
     assert "_denoising_step" not in vars(no_eos_backend.model)
+
+
+STASH_SPY = """
+import sys, threading, torch
+stashed_on = []
+real_stash = torch._C._stash_obj_in_tls
+def spy(key, value):
+    stashed_on.append(threading.current_thread().name)
+    return real_stash(key, value)
+torch._C._stash_obj_in_tls = spy
+from backends.transformers_backend import TransformersBackend
+from visualizer.settings import GenerationSettings
+backend = TransformersBackend(sys.argv[1], device="cpu")
+for _ in backend.generate("hello", GenerationSettings(max_denoising_steps=3)):
+    pass
+print(sorted(set(stashed_on)))
+"""
+
+
+def test_no_python_objects_are_left_in_a_worker_threads_cxx_thread_locals(random_model_dir):
+    # torch frees Python objects stashed in a thread's C++ thread-locals after that thread has left
+    # Python; for a generation worker ending while the interpreter shuts down, that aborted the CLI
+    # ("terminate called without an active exception").  A fresh interpreter, so that no earlier
+    # test has imported the module that stashes them.
+    out = subprocess.run(
+        [sys.executable, "-c", STASH_SPY, str(random_model_dir)], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "['MainThread']"
 
 
 def test_a_failure_inside_the_model_ends_the_run_with_a_message(random_backend, monkeypatch):
