@@ -30,8 +30,8 @@ import torch
 # call imports this module, which stashes Python objects in the importing thread's C++ thread-locals.
 # On a generation worker those are freed after the thread has left Python; when that happens while
 # the interpreter is shutting down, freeing them aborts the process ("terminate called without an
-# active exception", seen in 1 of ~20 CLI runs).  Imported here, the stash belongs to the thread that
-# imports the backend (the main thread), never to a worker.
+# active exception": twice in CI, 2 of ~250 CLI runs here).  Imported here, the stash belongs to
+# the thread that imports the backend (the main thread), never to a worker.
 import torch._inductor.cudagraph_trees  # noqa: F401  (imported for its side effect)
 
 from visualizer.records import ModelInfo, Record, RunStart, frozen_array
