@@ -6,7 +6,7 @@ training/data.py, and saved as a folder that `from_pretrained` loads like the re
 config, generation config (eos/pad and the sampler defaults), tokenizer, safetensors weights.
 
     python -m training.train --out runs/base                          # the shipped recipe's first stage (~12 min on an H200)
-    python -m training.train --out /tmp/t --preset test --steps 40    # a CPU smoke run in seconds
+    python -m training.train --out /tmp/t --preset test --steps 40 --batch-size 8 --examples 2000   # CPU smoke run, ~10 s
 
 The shipped model adds two fine-tunes with `--init-from` (the README lists the three commands); the
 last uses `--self-correction`, which puts the model's own samples where the sampler would have them.
@@ -86,6 +86,39 @@ def parse_weights(text: str | None) -> dict[str, float] | None:
     return weights
 
 
+def make_optimizer(model, config: TrainConfig):
+    """AdamW, with no weight decay on norms and biases (fused kernels on CUDA)."""
+    import torch
+
+    parameters = list(model.parameters())  # each once: the encoder and decoder share theirs
+    decay = [p for p in parameters if p.ndim >= 2]
+    no_decay = [p for p in parameters if p.ndim < 2]
+    return torch.optim.AdamW(
+        [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=config.lr, betas=(0.9, 0.95), fused=next(model.parameters()).device.type == "cuda",
+    )
+
+
+def train_step(model, optimizer, batch: dict, config: TrainConfig, *, self_condition: bool, generator) -> dict:
+    """One optimisation step on a batch already on the model's device (bf16 autocast on CUDA); returns
+    the objective's detached stats."""
+    import torch
+
+    from .objective import diffusion_loss
+
+    device = next(model.parameters()).device.type
+    with torch.autocast(device, dtype=torch.bfloat16, enabled=device == "cuda"):
+        loss, stats = diffusion_loss(model, batch, self_condition=self_condition,
+                                     self_correction=config.self_correction,
+                                     self_correction_max_entropy=config.self_correction_max_entropy,
+                                     generator=generator)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+    optimizer.step()
+    return stats
+
+
 def train(config: TrainConfig) -> Path:
     import numpy as np
     import torch
@@ -95,7 +128,7 @@ def train(config: TrainConfig) -> Path:
     from .architecture import small_config
     from .build_random import set_generation_defaults
     from .data import build_examples, collate
-    from .objective import diffusion_loss, to_device
+    from .objective import to_device
 
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -117,16 +150,9 @@ def train(config: TrainConfig) -> Path:
     else:
         model = DiffusionGemmaForBlockDiffusion(small_config(len(tokenizer), config.preset))
     model = model.to(device).train()
-    parameters = {id(p): p for p in model.parameters()}.values()  # encoder and decoder share their weights
-    print(f"model: {config.init_from or 'preset ' + config.preset}, {sum(p.numel() for p in parameters) / 1e6:.2f}M parameters, "
+    print(f"model: {config.init_from or 'preset ' + config.preset}, {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters, "
           f"vocab {len(tokenizer)}, device {device}", flush=True)
-    decay = [p for p in parameters if p.ndim >= 2]
-    no_decay = [p for p in parameters if p.ndim < 2]
-    optimizer = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=config.lr, betas=(0.9, 0.95), fused=device.type == "cuda",
-    )
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else torch.autocast("cpu", enabled=False)
+    optimizer = make_optimizer(model, config)
     generator = torch.Generator(device=device).manual_seed(config.seed)
     order = np.random.default_rng(config.seed)
 
@@ -144,16 +170,7 @@ def train(config: TrainConfig) -> Path:
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, total_steps, config)
         self_condition = bool(order.random() < config.self_condition_share)
-        with autocast:
-            loss, stats = diffusion_loss(model, batch, self_condition=self_condition,
-                                         self_correction=config.self_correction,
-                                         self_correction_max_entropy=config.self_correction_max_entropy,
-                                         generator=generator)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-        optimizer.step()
-        window.append(stats)
+        window.append(train_step(model, optimizer, batch, config, self_condition=self_condition, generator=generator))
         tokens += batch["target"].numel() + batch["context_ids"].numel()
         step += 1
 

@@ -1,0 +1,132 @@
+"""Where a training step's time goes: ms per step of the real `train_step` at several batch sizes.
+
+The 15-minute training aim (issue 6) depends on the step time.  For each batch size this builds
+the demo preset from the same seed and puts `--steps` batches of real examples on the device
+(data building is not timed).  Contexts vary in length, so every batch is a new shape and the
+first step on each shape pays one-time costs (kernel selection); a long training run has seen its
+shapes after a few hundred steps.  So each round first runs one untimed pass over the batches,
+then times a second pass over the same batches, self-conditioning every other step as the
+default share does.  Rounds go through the batch sizes in turn, so no size always runs first; the
+spread between rounds says what is noise.  It prints ms per step for each round, examples per
+second at the best round and the ratio to the first batch size, all taken in this one run;
+`--profile` adds the share of the step's wall time that CUDA kernels ran (low means the step
+waits on Python and kernel launches, not the GPU), and `--recipe-steps` the minutes that many
+steps take at the first batch size.
+
+    python benchmarks/bench_train_step.py                                   # demo preset, batch 256 and 512
+    python benchmarks/bench_train_step.py --profile --recipe-steps 4538     # the shipped recipe's three stages
+    python benchmarks/bench_train_step.py --preset test --batch-sizes 4 8 --steps 3 --device cpu
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from training.architecture import PRESETS  # noqa: E402
+from training.train import TOKENIZER_DIR, TrainConfig, make_optimizer, train_step  # noqa: E402
+
+
+def kernel_share(model, optimizer, batches, config, generator, sync) -> float:
+    """Share of the wall time of these steps during which CUDA kernels ran (summed kernel time / wall)."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        started = time.perf_counter()
+        for i, batch in enumerate(batches):
+            train_step(model, optimizer, batch, config, self_condition=i % 2 == 0, generator=generator)
+        sync()
+        wall_us = (time.perf_counter() - started) * 1e6
+    kernels_us = sum(e.device_time for e in prof.events() if e.device_type == DeviceType.CUDA)
+    return kernels_us / wall_us
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--preset", default="demo", choices=list(PRESETS))
+    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[256, 512])
+    parser.add_argument("--steps", type=int, default=20, help="batches per pass (each round: one untimed, one timed)")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--examples", type=int, default=20_000, help="tasks to build examples from")
+    parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
+    parser.add_argument("--profile", action="store_true", help="also measure the share of time kernels ran (CUDA)")
+    parser.add_argument("--recipe-steps", type=int, default=None, help="print the minutes this many steps take")
+    args = parser.parse_args(argv)
+    if min(args.batch_sizes) < 1 or min(args.steps, args.rounds, args.examples) < 1:
+        parser.error("batch sizes, --steps, --rounds and --examples must be at least 1")
+
+    import numpy as np
+    import torch
+    from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
+
+    from training.architecture import small_config
+    from training.data import build_examples, collate
+    from training.objective import to_device
+
+    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    on_cuda = device.type == "cuda"
+    if on_cuda:
+        torch.backends.cuda.matmul.allow_tf32 = True  # as training.train does
+
+    def sync():
+        if on_cuda:
+            torch.cuda.synchronize()
+
+    vocab = len(AutoTokenizer.from_pretrained(TOKENIZER_DIR))
+    examples = build_examples(TOKENIZER_DIR, args.examples, seed=0)
+    name = torch.cuda.get_device_name(device) if on_cuda else "cpu"
+    print(f"preset {args.preset}, {len(examples):,} examples, {name}, torch {torch.__version__}", flush=True)
+
+    runs = {}  # batch size -> (model, optimizer, generator, config, batches)
+    for batch_size in args.batch_sizes:
+        config = TrainConfig(preset=args.preset, batch_size=batch_size)
+        torch.manual_seed(0)
+        model = DiffusionGemmaForBlockDiffusion(small_config(vocab, args.preset)).to(device).train()
+        picks = np.random.default_rng(0).choice(len(examples), (args.steps, batch_size))
+        batches = [to_device(collate([examples[i] for i in row]), device) for row in picks]
+        runs[batch_size] = (model, make_optimizer(model, config), torch.Generator(device=device).manual_seed(0),
+                            config, batches)
+
+    def one_pass(batch_size) -> float:
+        model, optimizer, generator, config, batches = runs[batch_size]
+        sync()
+        started = time.perf_counter()
+        for i, batch in enumerate(batches):
+            train_step(model, optimizer, batch, config, self_condition=i % 2 == 0, generator=generator)
+        sync()
+        return (time.perf_counter() - started) / len(batches) * 1000
+
+    timings = {batch_size: [] for batch_size in args.batch_sizes}
+    for _ in range(args.rounds):
+        for batch_size in list(timings):
+            try:
+                one_pass(batch_size)  # every shape once: one-time costs stay out of the timed pass
+                timings[batch_size].append(one_pass(batch_size))
+            except torch.OutOfMemoryError:
+                print(f"batch {batch_size}: out of GPU memory, left out", flush=True)
+                del timings[batch_size], runs[batch_size]
+                torch.cuda.empty_cache()
+
+    first = None
+    for batch_size, rounds in timings.items():
+        best = min(rounds)
+        first = first or (batch_size, best)
+        speedup = (batch_size / best) / (first[0] / first[1])
+        line = (f"batch {batch_size:4d}: {' / '.join(f'{ms:.1f}' for ms in rounds)} ms/step (rounds), "
+                f"{batch_size / best * 1000:.0f} examples/s, x{speedup:.2f} examples/s vs batch {first[0]}")
+        if args.profile and on_cuda:
+            model, optimizer, generator, config, batches = runs[batch_size]
+            line += f", kernels busy {kernel_share(model, optimizer, batches[:6], config, generator, sync):.0%} of the step"
+        print(line, flush=True)
+    if args.recipe_steps and first:
+        print(f"{args.recipe_steps} steps at batch {first[0]}: {args.recipe_steps * first[1] / 60000:.1f} min "
+              "(the optimisation loop only)", flush=True)
+
+
+if __name__ == "__main__":
+    main()
