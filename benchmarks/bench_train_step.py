@@ -31,17 +31,13 @@ from training.architecture import PRESETS  # noqa: E402
 from training.train import TOKENIZER_DIR, TrainConfig, make_optimizer, train_step  # noqa: E402
 
 
-def kernel_share(model, optimizer, batches, config, generator, sync) -> float:
-    """Share of the wall time of these steps during which CUDA kernels ran (summed kernel time / wall)."""
+def kernel_share(one_pass, batch_size: int, steps: int) -> float:
+    """Share of the wall time of one timed pass during which CUDA kernels ran (summed kernel time / wall)."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        started = time.perf_counter()
-        for i, batch in enumerate(batches):
-            train_step(model, optimizer, batch, config, self_condition=i % 2 == 0, generator=generator)
-        sync()
-        wall_us = (time.perf_counter() - started) * 1e6
+        wall_us = one_pass(batch_size) * steps * 1000
     kernels_us = sum(e.device_time for e in prof.events() if e.device_type == DeviceType.CUDA)
     return kernels_us / wall_us
 
@@ -120,8 +116,7 @@ def main(argv=None) -> None:
         line = (f"batch {batch_size:4d}: {' / '.join(f'{ms:.1f}' for ms in rounds)} ms/step (rounds), "
                 f"{batch_size / best * 1000:.0f} examples/s, x{speedup:.2f} examples/s vs batch {first[0]}")
         if args.profile and on_cuda:
-            model, optimizer, generator, config, batches = runs[batch_size]
-            line += f", kernels busy {kernel_share(model, optimizer, batches[:6], config, generator, sync):.0%} of the step"
+            line += f", kernels busy {kernel_share(one_pass, batch_size, args.steps):.0%} of the step"
         print(line, flush=True)
     if args.recipe_steps and first:
         print(f"{args.recipe_steps} steps at batch {first[0]}: {args.recipe_steps * first[1] / 60000:.1f} min "

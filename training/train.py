@@ -95,7 +95,7 @@ def make_optimizer(model, config: TrainConfig):
     no_decay = [p for p in parameters if p.ndim < 2]
     return torch.optim.AdamW(
         [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=config.lr, betas=(0.9, 0.95), fused=next(model.parameters()).device.type == "cuda",
+        lr=config.lr, betas=(0.9, 0.95), fused=parameters[0].device.type == "cuda",
     )
 
 
