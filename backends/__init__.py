@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .base import Backend, BackendError, BackendUnavailable
+from .run import record_trace
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 REAL_CHECKPOINT = "google/diffusiongemma-26B-A4B-it"
@@ -129,7 +130,7 @@ def load_backend(source: str, *, backend: str | None = None, device: str | None 
     if kind != "transformers":
         raise BackendError(f"unknown backend {kind!r}: use 'transformers' or 'mlx'")
     if source == str(RANDOM_MODEL_DIR) and not (RANDOM_MODEL_DIR / "config.json").exists():
-        from training.build_random import build_random_model
+        from .random_model import build_random_model
 
         build_random_model(RANDOM_MODEL_DIR)
     from .transformers_backend import TransformersBackend
@@ -145,6 +146,7 @@ __all__ = [
     "BackendUnavailable",
     "ModelChoice",
     "load_backend",
+    "record_trace",
     "model_choices",
     "default_model",
     "pick_backend_kind",

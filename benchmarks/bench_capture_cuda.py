@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from backends.capture import capture_steps  # noqa: E402
-from training.architecture import Preset, small_config  # noqa: E402
+from backends.small_models import Preset, small_config  # noqa: E402
 
 SIZES = {
     # hidden, layers, heads, kv heads, head dim, dense MLP, experts, top-k, expert MLP

@@ -42,7 +42,7 @@ def main(argv=None) -> None:
 
     torch.set_num_threads(args.threads)
     from backends.transformers_backend import TransformersBackend
-    from visualizer.cli import record_trace
+    from backends import record_trace
     from visualizer.settings import GenerationSettings
 
     started = time.perf_counter()

@@ -108,7 +108,7 @@ def main(argv=None) -> int:
 def record(args) -> Trace:
     from backends import RANDOM_MODEL_DIR, load_backend
     from prompts.demos import demo_prompt
-    from visualizer.cli import record_trace
+    from backends import record_trace
     from visualizer.settings import GenerationSettings
 
     model = args.model or str(RANDOM_MODEL_DIR)

@@ -28,7 +28,7 @@ GOAL_MS = 50.0
 
 def recorded_run() -> list:
     from backends.transformers_backend import TransformersBackend
-    from training.build_random import build_random_model
+    from backends.random_model import build_random_model
 
     folder = build_random_model(Path(tempfile.mkdtemp()) / "random")
     backend = TransformersBackend(str(folder))

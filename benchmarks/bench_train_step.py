@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from training.architecture import PRESETS  # noqa: E402
+from backends.small_models import PRESETS  # noqa: E402
 from training.train import TOKENIZER_DIR, TrainConfig, make_optimizer, train_step  # noqa: E402
 
 
@@ -60,7 +60,7 @@ def main(argv=None) -> None:
     import torch
     from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
 
-    from training.architecture import small_config
+    from backends.small_models import small_config
     from training.data import build_examples, collate
     from training.objective import to_device
 

@@ -18,8 +18,8 @@ def _two_threads():
 
 @pytest.fixture(scope="session")
 def random_model_dir(tmp_path_factory):
-    """The deterministic random-weight model (training/build_random.py)."""
-    from training.build_random import build_random_model
+    """The deterministic random-weight model (backends/random_model.py)."""
+    from backends.random_model import build_random_model
 
     return build_random_model(tmp_path_factory.mktemp("random-tiny"))
 
@@ -34,7 +34,7 @@ def no_eos_model_dir(tmp_path_factory):
     import torch
     from transformers import DiffusionGemmaForBlockDiffusion
 
-    from training.build_random import build_random_model
+    from backends.random_model import build_random_model
     from training.tokenizer import EOS_TOKEN_IDS
 
     folder = build_random_model(tmp_path_factory.mktemp("random-no-eos"))
@@ -63,7 +63,7 @@ def build_mlx_models(base):
     """The transformers source and its float32 and 4-bit MLX folders, built once per test session."""
     from safetensors.numpy import load_file, save_file
 
-    from training.build_random import build_random_model
+    from backends.random_model import build_random_model
     from training.convert_mlx import convert_to_mlx
 
     folders = {"transformers": base / "transformers", "float32": base / "float32", "4-bit": base / "4bit"}

@@ -13,7 +13,7 @@ from prompts.demos import demo_prompt
 from prompts.tasks import check_task, heldout_tasks
 from prompts.tasks.demo_families import demo_task
 from training.denoising_stats import block_stats
-from visualizer.cli import record_trace
+from backends import record_trace
 from visualizer.settings import GenerationSettings
 
 MAX_FOLDER_BYTES = 25 * 1024 * 1024

@@ -11,7 +11,7 @@ import pytest
 from scipy.stats import kendalltau
 from tests.trace_factory import PAD_ID, block_tokens, trace_from_commit_steps, trace_from_masks
 
-from visualizer.cli import main
+from cli import main
 from visualizer.metrics import (
     Undefined,
     bin_tau_b,

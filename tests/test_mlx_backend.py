@@ -140,7 +140,7 @@ def test_mlx_trace_matches_a_transformers_trace_of_the_same_model(backend, mlx_m
 def test_model_info_and_defaults(mlx_models, backend):
     info = backend.info
     assert (info.backend, info.device, info.dtype, info.canvas_length) == ("mlx", "cpu", "float32", 256)
-    from training.build_random import load_project_tokenizer
+    from backends.random_model import load_project_tokenizer
 
     assert info.vocab_size == len(load_project_tokenizer())
     assert info.eos_token_ids == (1, 106) and info.pad_token_id == 0 and info.max_context == 2048

@@ -9,17 +9,11 @@ import pytest
 from tests.trace_factory import model_info, trace_from_commit_steps
 
 from backends.base import Backend
-from visualizer.cli import main
+from cli import main
 from visualizer.metrics import Undefined, run_metrics
 from visualizer.metrics.stats import auroc, clustered_ci
-from visualizer.probe import (
-    ProbeError,
-    ProgressBar,
-    markdown_table,
-    regime_tables,
-    run_probe,
-    write_tables,
-)
+from cli.probe import ProgressBar, run_probe
+from visualizer.probe import ProbeError, markdown_table, regime_tables, write_tables
 from visualizer.settings import GenerationSettings
 from visualizer.trace import Trace
 

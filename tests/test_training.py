@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from prompts.tasks import Task, sample_tasks
-from training.architecture import small_config
+from backends.small_models import small_config
 from training.data import Example, build_tokenizer, collate, encode_tasks, prompt_ids_batch
 from tests.fake_records import fake_trace
 from training.denoising_stats import block_stats
@@ -209,7 +209,7 @@ def test_tiny_training_run_lowers_the_loss(tiny_run):
 
 def test_trained_folder_loads_like_a_checkpoint(tiny_run):
     from backends.transformers_backend import TransformersBackend
-    from visualizer.cli import record_trace
+    from backends import record_trace
     from visualizer.settings import GenerationSettings
 
     generation = json.loads((tiny_run / "generation_config.json").read_text())

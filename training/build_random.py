@@ -1,65 +1,14 @@
-"""Build the small random-weight DiffusionGemma deterministically (for tests and as a baseline).
+"""`python -m training.build_random --out FOLDER`: write the random-weight test model to a folder.
 
-An untrained model is worth seeing once: with nothing learned, its entropies stay high, the
-sampler accepts a few positions at a time and re-masks most of them at the next step, and no
-block ever converges early.  Tests use it where they need exact control.
-
-    python -m training.build_random --out /tmp/random-tiny
-    build_random_model("/tmp/random-tiny")           # same weights every time, ~3 MB
-
-It takes the project's tokenizer from `assets/tokenizer/`, so it speaks the same ids as the
-trained demo model.
+The builder itself is `backends.random_model.build_random_model` (the backends build this model
+on first use, and never import training).
 """
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from .architecture import small_config
-from .tokenizer import EOS_TOKEN_IDS, PAD_ID
-
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
-TOKENIZER_DIR = ASSETS / "tokenizer"
-
-# The real checkpoint's generation defaults, written into every small model we save.
-GENERATION_DEFAULTS = dict(
-    max_new_tokens=256, max_denoising_steps=48, t_min=0.4, t_max=0.8, stability_threshold=1, confidence_threshold=0.005
-)
-
-
-def load_project_tokenizer(folder: str | Path = TOKENIZER_DIR):
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(str(folder))
-
-
-def set_generation_defaults(model) -> None:
-    """eos/pad and the checkpoint's sampler defaults: transformers saves none of them by itself."""
-    from transformers.models.diffusion_gemma.generation_diffusion_gemma import EntropyBoundSamplerConfig
-
-    g = model.generation_config
-    g.eos_token_id = list(EOS_TOKEN_IDS)
-    g.pad_token_id = PAD_ID
-    g.bos_token_id = 2
-    for key, value in GENERATION_DEFAULTS.items():
-        setattr(g, key, value)
-    g.sampler_config = EntropyBoundSamplerConfig(entropy_bound=0.1)
-
-
-def build_random_model(out_dir: str | Path, *, preset: str = "test", seed: int = 0, tokenizer=None) -> Path:
-    import torch
-    from transformers import DiffusionGemmaForBlockDiffusion
-
-    out_dir = Path(out_dir)
-    tokenizer = tokenizer or load_project_tokenizer()
-    torch.manual_seed(seed)
-    model = DiffusionGemmaForBlockDiffusion(small_config(len(tokenizer), preset)).eval()
-    set_generation_defaults(model)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out_dir)
-    tokenizer.save_pretrained(out_dir)
-    return out_dir
+from backends.random_model import build_random_model
 
 
 def main(argv=None) -> None:

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
+from backends.small_models import CANVAS_LENGTH
 from prompts.demos import DEMOS
 from prompts.tasks import Task, sample_tasks
 
-from .architecture import CANVAS_LENGTH
 from .tokenizer import END_TURN_ID, EOS_ID, PAD_ID, train_tokenizer
 
 # How often each family appears in the training mix (1 = average); the scored families get more.

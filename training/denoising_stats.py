@@ -5,7 +5,7 @@ acceptance, content = positions before the block's first EOS (the trailing EOS r
 and would swamp the order), tau_b = scipy's tie-aware Kendall tau_b of commit step against
 position; a content position the sampler never accepted is committed from the argmax at the end.
 
-    trace = record_trace(backend, prompt, settings)       # visualizer.cli
+    trace = record_trace(backend, prompt, settings)       # backends.run
     stats = block_stats(trace, 0)      # {"tau_b": 0.41, "tokens_per_step": 9.5, ...}
 """
 

@@ -54,7 +54,7 @@ def _load(model: str, device: str, threads: int):
 
 def _run_item(item: dict) -> dict:
     from prompts.tasks import Task, check_task
-    from visualizer.cli import record_trace
+    from backends import record_trace
     from visualizer.settings import GenerationSettings
 
     from .denoising_stats import block_stats

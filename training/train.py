@@ -1,6 +1,6 @@
 """Train the built-in DiffusionGemma demo model on the project's task mix.
 
-The model is `DiffusionGemmaForBlockDiffusion` itself (training/architecture.py, preset "demo"),
+The model is `DiffusionGemmaForBlockDiffusion` itself (backends/small_models.py, preset "demo"),
 trained with the block-diffusion objective of training/objective.py on examples from
 training/data.py, and saved as a folder that `from_pretrained` loads like the real checkpoint:
 config, generation config (eos/pad and the sampler defaults), tokenizer, safetensors weights.
@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .architecture import PRESETS
+from backends.small_models import PRESETS
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKENIZER_DIR = ROOT / "assets" / "tokenizer"
@@ -125,8 +125,8 @@ def train(config: TrainConfig) -> Path:
     import transformers
     from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
 
-    from .architecture import small_config
-    from .build_random import set_generation_defaults
+    from backends.random_model import set_generation_defaults
+    from backends.small_models import small_config
     from .data import build_examples, collate
     from .objective import to_device
 
@@ -194,7 +194,7 @@ def train(config: TrainConfig) -> Path:
     train_seconds = time.perf_counter() - loop_start
 
     model.eval()
-    set_generation_defaults(model)
+    set_generation_defaults(model, tokenizer)
     model.to(getattr(torch, config.save_dtype)).save_pretrained(out)
     tokenizer.save_pretrained(out)
     summary = {

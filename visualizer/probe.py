@@ -1,7 +1,6 @@
-"""The probe suite: run the study's six regimes on any backend and tabulate commit order per regime.
+"""The probe suite's statistics: commit order per regime, from the traces of a probe run.
 
-    python -m visualizer probe --regimes math json --seeds 5 --out runs/probe
-    results = run_probe(backend, probes, seeds=5, out="runs/probe")    # one ProbeResult per generation
+    results = run_probe(backend, probes, seeds=5, out="runs/probe")    # the runner: cli/probe.py
     tables = regime_tables(results)                                     # one row per regime
     write_tables("runs/probe", tables, meta)                            # table.md + table.json
 
@@ -19,9 +18,6 @@ was 0.437 although math alone was 0.749).
 from __future__ import annotations
 
 import json
-import os
-import sys
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,8 +26,7 @@ import numpy as np
 
 from .metrics import BIN_SIZES, Undefined, is_defined, run_metrics, to_json
 from .metrics.stats import N_RESAMPLES, auroc, clustered_ci
-from .settings import GenerationSettings
-from .trace import Trace, TraceError
+from .trace import Trace
 
 SPLIT_CONFIRMATORY = "confirmatory"
 SPLIT_EXPLORATORY = "exploratory"
@@ -97,89 +92,6 @@ def _checked(check: Callable, probe, seed: int, response: str) -> bool | None:
         ) from None
 
 
-# ---- running --------------------------------------------------------------------------------------
-def run_probe(
-    backend,
-    probes: Sequence,
-    *,
-    seeds: int,
-    out,
-    settings: GenerationSettings | None = None,
-    check: Callable,
-    progress: Callable[[int, int, str, bool], None] | None = None,
-) -> list[ProbeResult]:
-    """Generate every (probe, seed) pair not already in `out`, save its trace, return every result.
-
-    `check(probe, response) -> bool | None` scores a response; `progress(done, total, label,
-    resumed)` is called after each pair (`resumed`: its trace was already saved).
-    """
-    out = Path(out)
-    settings = settings or GenerationSettings()
-    _check_manifest(out, backend.info, settings)
-    results = []
-    jobs = [(probe, seed) for probe in probes for seed in range(seeds)]
-    for done, (probe, seed) in enumerate(jobs, start=1):
-        relative = f"traces/{_safe(probe.regime)}/{_safe(probe.prompt_id)}-seed{seed}.json"
-        path = out / relative
-        trace = _load_finished(path)
-        resumed = trace is not None
-        if trace is None:
-            trace = Trace(model=backend.info, prompt=probe.prompt)
-            for record in backend.generate(probe.prompt, settings.replace(seed=seed)):
-                trace.append(record)
-            if trace.end is None or trace.end.finish_reason not in ("eos", "length"):
-                reason = trace.end.error or trace.end.finish_reason if trace.end else "no end record"
-                raise ProbeError(f"{probe.regime}/{probe.prompt_id} seed {seed} did not finish: {reason}")
-            _save_atomic(trace, path)
-        results.append(result_from_trace(probe, seed, trace, relative, check))
-        if progress is not None:
-            progress(done, len(jobs), f"{probe.regime}/{probe.prompt_id} seed {seed}", resumed)
-    return results
-
-
-def _check_manifest(out: Path, info, settings: GenerationSettings) -> None:
-    """Write OUT/probe.json, or check that an existing one describes the same model and settings."""
-    manifest = {"model": info.source, "backend": info.backend, "settings": {k: v for k, v in settings.to_dict().items() if k != "seed"}}
-    path = out / MANIFEST
-    if path.exists():
-        try:
-            existing = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ProbeError(f"cannot read {path}: {exc}") from None
-        if {k: existing.get(k) for k in manifest} != manifest:
-            raise ProbeError(
-                f"{out} holds a probe run of another model or other settings ({path.name}); "
-                "choose another --out folder to start a new run"
-            )
-        return
-    out.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-
-
-def _load_finished(path: Path) -> Trace | None:
-    """A trace saved by an earlier run, if it is there, valid and finished."""
-    if not path.exists():
-        return None
-    try:
-        trace = Trace.load(path)
-    except TraceError:
-        return None
-    return trace if trace.finished and trace.end.finish_reason in ("eos", "length") else None
-
-
-def _save_atomic(trace: Trace, path: Path) -> None:
-    """Write then rename, so an interrupted run never leaves half a trace behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".partial")
-    trace.save(partial)
-    os.replace(partial, path)
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in str(name))
-
-
-# ---- tables ----------------------------------------------------------------------------------------
 def regime_tables(
     results: Sequence[ProbeResult], *, include_exploratory: bool = False, n_resamples: int = N_RESAMPLES
 ) -> list[dict]:
@@ -288,114 +200,3 @@ def _fmt(value, digits: int = 3) -> str:
 
 def _fmt_ci(ci) -> str:
     return "[–]" if isinstance(ci, Undefined) else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
-
-
-# ---- command line ------------------------------------------------------------------------------------
-class ProgressBar:
-    """Plain stderr progress: one redrawn line on a terminal, a line per item otherwise.
-
-    The time left is estimated from the generations run in this session, not the resumed ones.
-    """
-
-    def __init__(self, stream=None):
-        self.stream = stream or sys.stderr
-        self.started = self.last = time.perf_counter()
-        self.generated, self.generating_s = 0, 0.0
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-
-    def __call__(self, done: int, total: int, label: str, resumed: bool = False) -> None:
-        now = time.perf_counter()
-        if not resumed:
-            self.generated, self.generating_s = self.generated + 1, self.generating_s + now - self.last
-        self.last = now
-        if done == total:
-            left = "done"
-        else:
-            left = f"~{self.generating_s / self.generated * (total - done):.0f}s left" if self.generated else "resuming"
-        filled = int(24 * done / total)
-        label += " (saved before)" if resumed else ""
-        line = f"[{'#' * filled}{'.' * (24 - filled)}] {done}/{total} {label}  {now - self.started:.0f}s elapsed, {left}"
-        if self.tty:
-            self.stream.write("\r\033[K" + line + ("\n" if done == total else ""))
-        else:
-            self.stream.write(line + "\n")
-        self.stream.flush()
-
-
-def add_probe_command(subparsers) -> None:
-    """Register the `probe` subcommand on an argparse subparsers object."""
-    parser = subparsers.add_parser(
-        "probe",
-        help="run the probe suite and write commit-order tables per regime",
-        description="Run the six-regime probe suite (the commit-order study's) on a model, save every trace, "
-        "and write per-regime tables (table.md, table.json) into --out. Rerunning skips traces already there.",
-    )
-    parser.add_argument("--out", required=True, help="folder for traces and tables (created if missing)")
-    parser.add_argument("--regimes", nargs="+", default=None, help="regimes to run (space or comma separated; default: all six)")
-    parser.add_argument("--seeds", type=int, default=5, help="seeds per prompt, 0..N-1 (default 5)")
-    parser.add_argument("--per-regime", type=int, default=20, help="prompts per regime, both splits together (default 20)")
-    parser.add_argument("--include-exploratory", action="store_true", help="also run and report the exploratory prompts")
-    parser.add_argument("--model", default=None, help="model folder or hub id (default: the built-in model)")
-    parser.add_argument("--backend", choices=("transformers", "mlx"), default=None, help="default: picked from the model")
-    parser.add_argument("--max-new-tokens", type=int, default=None, help="output budget (default: the model's)")
-    parser.add_argument("--steps", type=int, dest="max_denoising_steps", help="max denoising steps per block (default: the model's)")
-    parser.add_argument("--bootstrap", type=int, default=N_RESAMPLES, help=f"bootstrap resamples (default {N_RESAMPLES})")
-    parser.set_defaults(run=probe_command)
-
-
-def probe_command(args) -> int:
-    try:
-        from prompts.probes import REGIMES, check_answer, probe_suite
-    except ImportError as exc:
-        return _fail(f"the probe prompts are not available ({exc})")
-    regimes = [r for item in (args.regimes or REGIMES) for r in item.split(",") if r]
-    unknown = sorted(set(regimes) - set(REGIMES))
-    if unknown:
-        return _fail(f"unknown regime(s): {', '.join(unknown)}; choose from {', '.join(REGIMES)}")
-    for name in ("seeds", "per_regime", "bootstrap"):
-        if getattr(args, name) < 1:
-            return _fail(f"--{name.replace('_', '-')} must be at least 1")
-    settings = GenerationSettings(max_new_tokens=args.max_new_tokens, max_denoising_steps=args.max_denoising_steps)
-    problems = settings.problems()
-    if problems:
-        return _fail("; ".join(problems))
-    try:
-        suite = probe_suite(list(dict.fromkeys(regimes)), per_regime=args.per_regime)
-    except ValueError as exc:
-        return _fail(str(exc))
-    probes = [p for p in suite if args.include_exploratory or p.split == SPLIT_CONFIRMATORY]
-    if not probes:
-        return _fail("no prompts to run: the selected regimes have no confirmatory prompts (try --include-exploratory)")
-
-    from backends import BUILTIN_MODEL_DIR, RANDOM_MODEL_DIR, BackendError, default_model, load_backend
-
-    model = args.model or default_model()
-    if model == str(RANDOM_MODEL_DIR):
-        print(f"note: no trained model in {BUILTIN_MODEL_DIR}: using the untrained random model", file=sys.stderr)
-    try:
-        backend = load_backend(model, backend=args.backend)
-        print(f"probe: {len(probes)} prompts × {args.seeds} seeds on {backend.info.name} ({backend.info.device})", file=sys.stderr)
-        results = run_probe(backend, probes, seeds=args.seeds, out=args.out, settings=settings, check=check_answer, progress=ProgressBar())
-    except (BackendError, ProbeError) as exc:
-        return _fail(str(exc))
-    except OSError as exc:
-        return _fail(f"cannot write to {args.out}: {exc.strerror or exc}")
-    except KeyboardInterrupt:
-        return _fail("interrupted; run the same command again to resume")
-    tables = regime_tables(results, include_exploratory=args.include_exploratory, n_resamples=args.bootstrap)
-    meta = {
-        "model": backend.info.name,
-        "source": backend.info.source,
-        "split": "confirmatory + exploratory" if args.include_exploratory else "confirmatory",
-        "seeds": args.seeds,
-        "regimes": list(dict.fromkeys(regimes)),
-        "settings": settings.to_dict(),
-    }
-    md, _ = write_tables(args.out, tables, meta, results)
-    print(md.read_text(encoding="utf-8"))
-    return 0
-
-
-def _fail(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return 2

@@ -26,7 +26,7 @@ from .live import (
     tau_series,
 )
 from .order import BIN_SIZES, CONTROL_BLOCK, Undefined, bin_tau_b, block_sequential_tau_b, is_defined, tau_b
-from .summary import BlockMetrics, RunMetrics, add_metrics_command, block_metrics, metrics_json, run_metrics, to_json
+from .summary import BlockMetrics, RunMetrics, block_metrics, metrics_json, run_metrics, to_json
 
 __all__ = [
     "BIN_SIZES",
@@ -37,7 +37,6 @@ __all__ = [
     "RunMetrics",
     "SeriesPoint",
     "Undefined",
-    "add_metrics_command",
     "bin_tau_b",
     "block_commits",
     "block_metrics",

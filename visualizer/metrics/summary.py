@@ -13,15 +13,12 @@ the trailing-EOS trap: EOS and pad are committed first, and the raw value goes n
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
-import re
-import sys
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..trace import Trace, TraceError
+from ..trace import Trace
 from .commits import block_commits, step_budget
 from .order import (
     BIN_SIZES,
@@ -222,41 +219,3 @@ def metrics_json(trace: Trace) -> dict:
         **to_json(run_metrics(trace)),
         "definitions": DEFINITIONS,
     }
-
-
-# ---- `python -m visualizer metrics run.json` ------------------------------------------------------
-def add_metrics_command(subparsers) -> None:
-    """Register the `metrics` subcommand on an argparse subparsers object."""
-    parser = subparsers.add_parser(
-        "metrics",
-        help="print the commit-order metrics of a saved trace as JSON",
-        description="Print the commit-order metrics of a saved trace as JSON. Undefined values are null, "
-        "with the reason in a sibling '<name>_undefined' field.",
-    )
-    parser.add_argument("trace", help="a trace file saved by the app or the CLI (run.json)")
-    parser.add_argument("--no-positions", action="store_true", help="leave out the per-position lists")
-    parser.set_defaults(run=metrics_command)
-
-
-def metrics_command(args) -> int:
-    try:
-        trace = Trace.load(args.trace)
-    except TraceError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    data = metrics_json(trace)
-    if args.no_positions:
-        for block in data["blocks"]:
-            for name in ("commit_step", "settle_step", "commit_entropy_nats"):
-                block.pop(name)
-    print(_compact_lists(json.dumps(data, indent=2, ensure_ascii=False)))
-    return 0
-
-
-def _compact_lists(text: str) -> str:
-    """Put lists of numbers on one line (JSON strings never hold a raw newline, so this is safe)."""
-    return re.sub(
-        r"\[\n\s+([-+0-9.eE,\snul]+?)\n\s*\]",
-        lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]",
-        text,
-    )

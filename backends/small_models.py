@@ -1,5 +1,8 @@
 """Configs of the project's small DiffusionGemma models: the real architecture, scaled down.
 
+A backend concern: the random test model (`backends/random_model.py`) is built from these, and
+training (`training/train.py`) trains the built-in model from the "demo" preset.
+
 `DiffusionGemmaForBlockDiffusion` is used exactly as for the 26B checkpoint (encoder and decoder
 sharing weights, MoE in every layer, self-conditioning, 256-token canvas); only the sizes shrink.
 Pitfalls these configs avoid (REFERENCE.md, checked with transformers 5.23):

@@ -7,7 +7,7 @@
 
 `demos` records each demo prompt (`prompts/demos.py`) on the model (default: the built-in one),
 writes its trace (NAME.json) and its GIF (NAME.gif) to the folder.  Progress goes to stderr;
-bad input ends with one `error: ...` line and exit status 2 (handled by `visualizer.cli.main`).
+bad input ends with one `error: ...` line and exit status 2 (handled by `cli.main`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .animation import LAYOUTS, AnimationError, AnimationOptions, parse_blocks
-from .export import ExportError, export_animation
-from .palette import PALETTES
+from visualizer.animation import LAYOUTS, AnimationError, AnimationOptions, parse_blocks
+from visualizer.export import ExportError, export_animation
+from visualizer.palette import PALETTES
+
+from .common import CliError, add_generation_arguments, load_trace, refuse_problems, settings_from_args
 
 
 # ---- shared options --------------------------------------------------------------------------
@@ -39,8 +41,6 @@ def add_animation_arguments(parser) -> None:
 
 
 def options_from_args(args) -> AnimationOptions:
-    from .cli import CliError
-
     try:
         blocks = parse_blocks(args.blocks)
     except AnimationError as exc:
@@ -79,8 +79,6 @@ class ProgressBar:
 
 def export_files(trace, options: AnimationOptions, *, label: str, quiet: bool, **paths):
     """`export_animation` with a progress bar and CLI errors; prints what was written."""
-    from .cli import CliError
-
     bar = None if quiet else ProgressBar(label)
     try:
         result = export_animation(trace, options, progress=bar, **paths)
@@ -112,8 +110,6 @@ def add_export_command(subparsers) -> None:
 
 
 def run_export(args) -> int:
-    from .cli import CliError, load_trace, refuse_problems
-
     if not (args.gif or args.mp4 or args.webp):
         raise CliError("nothing to write: give --gif FILE, --mp4 FILE and/or --webp FILE")
     options = options_from_args(args)
@@ -125,8 +121,6 @@ def run_export(args) -> int:
 
 # ---- demos -----------------------------------------------------------------------------------
 def add_demos_command(subparsers) -> None:
-    from .cli import add_generation_arguments  # cli imports this module; it is fully loaded by now
-
     p = subparsers.add_parser("demos", help="record the six demo prompts and write a GIF of each")
     p.add_argument("--out", required=True, help="folder for NAME.json traces and NAME.gif animations")
     p.add_argument("--only", help="some demos, comma separated: acrostic, sky, palindrome, planets, story, haiku")
@@ -138,10 +132,8 @@ def add_demos_command(subparsers) -> None:
 
 
 def run_demos(args) -> int:
-    from backends import BackendError, default_model, load_backend
+    from backends import BackendError, default_model, load_backend, record_trace
     from prompts.demos import DEMO_NAMES, demo
-
-    from .cli import CliError, record_trace, refuse_problems, settings_from_args
 
     names = DEMO_NAMES if args.only is None else tuple(n.strip() for n in args.only.split(",") if n.strip())
     unknown = [n for n in names if n not in DEMO_NAMES]
@@ -197,9 +189,8 @@ def add_compare_command(subparsers) -> None:
 
 
 def run_compare(args) -> int:
-    from .cli import CliError, load_trace, refuse_problems
-    from .compare import align, build_compare_animation, compare_html, compare_image
-    from .export import save_gif
+    from visualizer.compare import align, build_compare_animation, compare_html, compare_image
+    from visualizer.export import save_gif
 
     if not (args.png or args.html or args.gif):
         raise CliError("nothing to write: give --png FILE, --html FILE and/or --gif FILE")

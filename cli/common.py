@@ -1,0 +1,57 @@
+"""What every command shares: the one-line user error, loading a trace, the model and knob flags.
+
+A `CliError` is a user's mistake: `cli.main` prints it as one `error: ...` line with exit status 2,
+never a traceback.
+"""
+
+from __future__ import annotations
+
+from visualizer.settings import SAMPLERS, GenerationSettings
+from visualizer.trace import Trace, TraceError
+
+
+class CliError(Exception):
+    """A user error: printed as one line, exit status 2."""
+
+
+def refuse_problems(problems: list[str]) -> None:
+    """Raise one CliError naming every problem found in the user's settings, if there are any."""
+    if problems:
+        raise CliError("; ".join(problems))
+
+
+def load_trace(path: str) -> Trace:
+    try:
+        return Trace.load(path)
+    except TraceError as exc:
+        raise CliError(f"{path}: {exc}") from None
+
+
+def add_generation_arguments(p) -> None:
+    """The model and the knobs: shared by every command that runs the model on a prompt."""
+    p.add_argument("--model", help="hub id or local folder (default: the built-in model)")
+    p.add_argument("--backend", choices=("transformers", "mlx"), help="default: chosen from the model")
+    p.add_argument("--device", help="transformers only: cuda, cuda:1, cpu (default: cuda when available)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-new-tokens", type=int)
+    p.add_argument("--steps", type=int, dest="max_denoising_steps", help="max denoising steps per block")
+    p.add_argument("--entropy-bound", type=float)
+    p.add_argument("--t-min", type=float)
+    p.add_argument("--t-max", type=float)
+    p.add_argument("--sampler", choices=SAMPLERS, help="MLX only")
+    p.add_argument("--temperature", type=float, help="MLX only")
+    p.add_argument("--compiled", action="store_true", help="transformers: static cache + torch.compile")
+
+
+def settings_from_args(args) -> GenerationSettings:
+    return GenerationSettings(
+        max_new_tokens=args.max_new_tokens,
+        max_denoising_steps=args.max_denoising_steps,
+        entropy_bound=args.entropy_bound,
+        t_min=args.t_min,
+        t_max=args.t_max,
+        seed=args.seed,
+        sampler=args.sampler,
+        temperature=args.temperature,
+        compiled=args.compiled,
+    )

@@ -1,0 +1,105 @@
+"""`record` runs a model on a prompt into a trace file; `frame` renders one step of a trace as a PNG.
+
+    python -m visualizer record --prompt "Why is the sky blue?" --seed 0 --out run.json
+    python -m visualizer record --demo acrostic --model FOLDER_OR_HUB_ID --out run.json
+    python -m visualizer frame run.json --step 5 --out frame.png
+
+Every flag of `record` maps to a field of `GenerationSettings`; a knob left out takes the
+checkpoint's default.  A run that fails or is interrupted (Ctrl-C) still writes what it recorded.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from .common import CliError, add_generation_arguments, load_trace, refuse_problems, settings_from_args
+
+
+# ---- record ----------------------------------------------------------------------------------
+def add_record_command(subparsers) -> None:
+    p = subparsers.add_parser("record", help="run the model on a prompt and write its trace (JSON)")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--prompt", help="the user message")
+    source.add_argument("--demo", help="one of the demo prompts: acrostic, sky, palindrome, planets, story, haiku")
+    p.add_argument("--out", required=True, help="trace file to write (.json)")
+    add_generation_arguments(p)
+    p.add_argument("--quiet", action="store_true", help="no per-step progress on stderr")
+    p.set_defaults(run=run_record)
+
+
+def run_record(args) -> int:
+    from backends import BackendError, default_model, load_backend, record_trace
+    from prompts.demos import demo_prompt
+
+    try:
+        prompt = demo_prompt(args.demo) if args.demo else args.prompt
+    except KeyError as exc:
+        raise CliError(exc.args[0]) from None
+    if not prompt or not prompt.strip():
+        raise CliError("the prompt is empty: give --prompt TEXT or --demo NAME")
+    settings = settings_from_args(args)
+    refuse_problems(settings.problems())
+    out = Path(args.out)
+    if not out.parent.exists():
+        raise CliError(f"folder {out.parent} does not exist")
+    try:
+        backend = load_backend(args.model or default_model(), backend=args.backend, device=args.device)
+        trace = record_trace(backend, prompt, settings, progress=None if args.quiet else sys.stderr)
+    except BackendError as exc:
+        raise CliError(str(exc)) from None
+    trace.save(out)
+    end = trace.end
+    print(
+        f"wrote {out}: {len(trace.steps)} steps, {len(trace.blocks)} block(s), finished: {end.finish_reason}"
+        + (f" ({end.error})" if end.error else ""),
+        file=sys.stderr,
+    )
+    return 1 if end.finish_reason == "error" else 0
+
+
+# ---- frame -----------------------------------------------------------------------------------
+def add_frame_command(subparsers) -> None:
+    p = subparsers.add_parser("frame", help="render one step of a trace to a PNG")
+    p.add_argument("trace", help="trace file (.json)")
+    p.add_argument("--out", required=True, help="image to write (.png)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--step", type=int, help="denoising step, counted over all blocks from 0; negative from the end")
+    which.add_argument("--frame", type=int, help="frame index as in the app's slider (steps and block commits)")
+    p.add_argument("--layout", choices=("grid", "text"), default="grid")
+    p.add_argument("--palette", choices=("standard", "colorblind"), default="standard")
+    p.add_argument("--font-size", type=int, default=13)
+    p.set_defaults(run=run_frame)
+
+
+def run_frame(args) -> int:
+    from visualizer.layout import grid_layout, text_layout
+    from visualizer.palette import get_palette
+    from visualizer.render_image import render_frame_image
+    from visualizer.states import frame_refs, frame_state
+
+    trace = load_trace(args.trace)
+    refs = frame_refs(trace)
+    if not refs:
+        raise CliError(f"{args.trace} holds no steps to render")
+    if args.step is not None:
+        steps = [i for i, r in enumerate(refs) if r.kind == "step"]
+        if not -len(steps) <= args.step < len(steps):
+            raise CliError(f"--step must be from 0 to {len(steps) - 1} (or negative from the end)")
+        index = steps[args.step]
+    elif args.frame is not None:
+        if not -len(refs) <= args.frame < len(refs):
+            raise CliError(f"--frame must be from 0 to {len(refs) - 1}")
+        index = args.frame
+    else:
+        index = len(refs) - 1
+    layout = text_layout(trace) if args.layout == "text" else grid_layout(trace.max_blocks, trace.canvas_length)
+    if not 6 <= args.font_size <= 72:
+        raise CliError("--font-size must be from 6 to 72")
+    image = render_frame_image(trace, frame_state(trace, index, refs), layout, get_palette(args.palette), font_size=args.font_size)
+    try:
+        image.save(args.out)
+    except (OSError, ValueError) as exc:
+        raise CliError(f"cannot write {args.out}: {exc}") from None
+    print(f"wrote {args.out} ({image.width}x{image.height}, frame {index % len(refs)} of {len(refs)})", file=sys.stderr)
+    return 0
