@@ -34,12 +34,10 @@ from __future__ import annotations
 import json
 import math
 import os
-import queue
-import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -58,6 +56,7 @@ from visualizer.settings import (
 )
 
 from .base import Backend, BackendError, BackendUnavailable, block_record, step_record
+from .mlx_worker import MLXWorker, stop_worker
 from .text import PieceTable, chat_prompt_ids
 
 DEFAULT_TEMPERATURE = 1.0  # samples like transformers; mlx-vlm's own default is 0 (greedy)
@@ -89,11 +88,11 @@ class MLXBackend(Backend):
         local = Path(source).expanduser()
         if not local.is_dir() and _looks_like_path(source):
             raise BackendError(f"No model folder at {source}.")
-        self._worker = _Worker()
+        self._worker = MLXWorker()
         self._closed = False
         self._closing = threading.Event()  # set by close(): a run in progress stops at its next step
         # Ends the worker when close() is not called: when the backend is collected, or at exit.
-        self._stop_worker = weakref.finalize(self, _stop_worker, self._worker, self._closing)
+        self._stop_worker = weakref.finalize(self, stop_worker, self._worker, self._closing)
         try:
             self.model, self.processor, runtime = self._worker.submit(_load_model, source, local).result()
         except BaseException:
@@ -229,64 +228,6 @@ class MLXBackend(Backend):
         text = super().decode(sequence)
         clean = getattr(self.processor, "clean_output", None)  # the real checkpoint's channel markers
         return clean(text) if callable(clean) else text
-
-
-def _stop_worker(worker: "_Worker", closing: threading.Event) -> None:
-    closing.set()  # a run in progress stops at its next step instead of finishing
-    worker.stop()
-
-
-class _Worker:
-    """One persistent thread that runs every MLX call of a backend, in order, as futures.
-
-    Not a ThreadPoolExecutor: MLX (0.32) needs `mx.clear_streams()` on every thread that used
-    it before that thread ends, or the process can abort at exit ("terminate called without an
-    active exception"), and an executor's threads end at interpreter shutdown before anything
-    could run on them.  This thread clears its streams on its way out.
-    """
-
-    def __init__(self):
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._stopped = False
-        self._thread = threading.Thread(target=self._run, name="mlx-worker", daemon=True)
-        self._thread.start()
-
-    @property
-    def ident(self) -> int | None:
-        return self._thread.ident
-
-    def submit(self, fn: Callable, *args) -> Future:
-        future: Future = Future()
-        with self._lock:
-            if self._stopped:
-                raise RuntimeError("the MLX worker thread has stopped")
-            self._jobs.put((future, fn, args))
-        return future
-
-    def stop(self) -> None:
-        """Let queued jobs finish, then end the thread (and wait for it, unless called on it)."""
-        with self._lock:
-            if not self._stopped:
-                self._stopped = True
-                self._jobs.put(None)
-        if threading.current_thread() is not self._thread:
-            self._thread.join()
-
-    def _run(self) -> None:
-        try:
-            while (job := self._jobs.get()) is not None:
-                future, fn, args = job
-                if not future.set_running_or_notify_cancel():
-                    continue
-                try:
-                    future.set_result(fn(*args))
-                except BaseException as exc:  # the caller gets it from the future
-                    future.set_exception(exc)
-                del job, future, fn, args  # drop the last references here, not at the next job
-        finally:
-            if "mlx.core" in sys.modules:  # MLX was used on this thread
-                sys.modules["mlx.core"].clear_streams()
 
 
 # ---- on the worker thread ----------------------------------------------------------------

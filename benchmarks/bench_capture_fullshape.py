@@ -1,0 +1,219 @@
+"""The capture at the real 26B-A4B shape: bit-identical to stock, and what watching costs per step.
+
+    python benchmarks/bench_capture_fullshape.py --paths eager                 # on the GPU machine
+    python benchmarks/bench_capture_fullshape.py --paths compiled --reps 5
+    python benchmarks/bench_capture_fullshape.py --device cpu --layers 2 --experts 8 --vocab 4096 --paths eager --prompt-lengths 16 --reps 1   # dry run
+
+No hub is reachable, so the model is `DiffusionGemmaForBlockDiffusion` built from the published
+shape (REFERENCE.md: 30 layers, hidden 2816, 128 experts of which 8 are active, 262,144-token
+vocabulary, ...) with random bf16 weights, made without ever holding two copies:
+1. build on the meta device (no memory), with bf16 as the default dtype;
+2. `tie_weights()`, so encoder and decoder share their parameters as in the checkpoint;
+3. give each *distinct* parameter one CUDA tensor and set it into every module that shared the
+   old one (building directly on the GPU allocates the shared MoE weights twice: ~100 GB);
+4. materialize meta buffers and run `_init_weights` on every module (it also recomputes the
+   rotary buffers).
+
+For each path (eager; static cache + torch.compile) and each prompt length (64 and 1,024 tokens):
+captured runs must give the same sequences as stock runs with the same seed, bit for bit; then
+stock and captured runs alternate `--reps` times (seeded, so every run takes the same steps) and
+the table reports the median ms per denoising step with its min-max, the ratio of the medians
+(measured in this run), the peak GPU memory of each, the first step record's latency (from the
+`generate` call to the first record in Python), and the bf16 memory floor of a step: reading
+every weight the step touches once at the device's bandwidth (`--bandwidth-tbs`, 3.35 for an
+H100 SXM, 4.8 for an H200).  Random weights never converge early, so every block runs all its steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+from backends.capture import capture_steps  # noqa: E402
+
+# The published shape of google/diffusiongemma-26B-A4B-it (REFERENCE.md, "The model").
+REAL_SHAPE = dict(
+    vocab_size=262_144, hidden_size=2816, intermediate_size=2112, num_hidden_layers=30, num_attention_heads=16,
+    num_key_value_heads=8, num_global_key_value_heads=2, head_dim=256, global_head_dim=512, num_experts=128,
+    top_k_experts=8, moe_intermediate_size=704, sliding_window=1024, max_position_embeddings=8192,
+)
+TINY_VISION = dict(  # the checkpoint's vision tower plays no part in text generation
+    model_type="gemma4_vision", hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+    num_attention_heads=1, num_key_value_heads=1, head_dim=16,
+)
+
+
+def full_shape_config(*, layers: int, experts: int, vocab: int):
+    from transformers import DiffusionGemmaConfig
+
+    text = dict(REAL_SHAPE, num_hidden_layers=layers, num_experts=experts, top_k_experts=min(8, experts), vocab_size=vocab)
+    text |= dict(use_bidirectional_attention="vision", pad_token_id=0, eos_token_id=1, bos_token_id=2)
+    return DiffusionGemmaConfig(text_config=text, vision_config=TINY_VISION, canvas_length=256)
+
+
+def build(config, device: str):
+    """Meta build, tie, one allocation per distinct tensor, init: see the module docstring."""
+    from transformers import DiffusionGemmaForBlockDiffusion
+    from transformers.models.diffusion_gemma.generation_diffusion_gemma import EntropyBoundSamplerConfig
+
+    dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        with torch.device("meta"):
+            model = DiffusionGemmaForBlockDiffusion(config)
+    finally:
+        torch.set_default_dtype(previous)
+    model.tie_weights()
+    real: dict[int, torch.nn.Parameter] = {}
+    for module in model.modules():
+        for name, param in list(module._parameters.items()):
+            if param is None:
+                continue
+            if id(param) not in real:
+                real[id(param)] = torch.nn.Parameter(torch.empty(param.shape, dtype=param.dtype, device=device),
+                                                     requires_grad=False)
+            module._parameters[name] = real[id(param)]
+        for name, buffer in list(module._buffers.items()):
+            if buffer is not None and buffer.is_meta:
+                module._buffers[name] = torch.zeros(buffer.shape, dtype=buffer.dtype, device=device)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for module in model.modules():
+            try:
+                model._init_weights(module)
+            except KeyError:  # transformers 5.17's vision rotary embedding ('axial'); not on the text path
+                pass
+    model.eval()
+    g = model.generation_config
+    g.eos_token_id, g.pad_token_id = [1, 106], 0
+    g.max_denoising_steps, g.t_min, g.t_max = 48, 0.4, 0.8
+    g.stability_threshold, g.confidence_threshold = 1, 0.005
+    g.sampler_config = EntropyBoundSamplerConfig(entropy_bound=0.1)
+    with torch.no_grad():  # random weights put an EOS in every other canvas; keep each block full
+        model.get_output_embeddings().weight[[1, 106]] = 0
+    return model, sum(p.numel() for p in real.values())
+
+
+def step_floor_ms(model, bandwidth_tbs: float) -> float:
+    """Bytes a step must read once (every distinct weight: 256 canvas tokens reach nearly all experts)."""
+    weights = {id(p): p for p in model.parameters()}.values()
+    nbytes = sum(p.numel() * p.element_size() for p in weights)
+    return nbytes / (bandwidth_tbs * 1e12) * 1e3
+
+
+def sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def generate(model, prompt, *, seed: int, compiled: bool, variant: str, device: str) -> dict:
+    """One run: sequences, seconds, steps, peak memory, and the first record's latency."""
+    steps, first = [], []
+    started = [0.0]
+
+    def on_step(step):
+        if not first:
+            first.append(time.perf_counter() - started[0])
+        steps.append(step)
+
+    kwargs = dict(max_new_tokens=256, cache_implementation="static" if compiled else None)
+    torch.manual_seed(seed)
+    if device.startswith("cuda"):
+        torch.cuda.reset_peak_memory_stats()
+    sync(device)
+    started[0] = time.perf_counter()
+    if variant == "stock":
+        out = model.generate(prompt, **kwargs)
+    else:
+        extra = {"top_k": 5} if variant == "captured+top-k" else {}
+        with capture_steps(model, on_step, lambda block: None, **extra):
+            out = model.generate(prompt, **kwargs)
+    sync(device)
+    seconds = time.perf_counter() - started[0]
+    peak = torch.cuda.max_memory_allocated() / 2**30 if device.startswith("cuda") else float("nan")
+    return dict(sequences=out.sequences.cpu(), seconds=seconds, steps=len(steps), peak_gib=peak,
+                first_s=first[0] if first else float("nan"))
+
+
+def variants() -> list[str]:
+    """Stock, captured, and captured with top-k alternatives where the capture can record them."""
+    names = ["stock", "captured"]
+    if "top_k" in inspect.signature(capture_steps).parameters:
+        names.append("captured+top-k")
+    return names
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--paths", default="eager,compiled")
+    parser.add_argument("--prompt-lengths", default="64,1024")
+    parser.add_argument("--reps", type=int, default=5, help="timed runs of each variant, alternating")
+    parser.add_argument("--layers", type=int, default=REAL_SHAPE["num_hidden_layers"])
+    parser.add_argument("--experts", type=int, default=REAL_SHAPE["num_experts"])
+    parser.add_argument("--vocab", type=int, default=REAL_SHAPE["vocab_size"], help="smaller only for a dry run")
+    parser.add_argument("--bandwidth-tbs", type=float, default=3.35, help="device memory bandwidth (H100 SXM 3.35)")
+    args = parser.parse_args(argv)
+    import transformers
+
+    name = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else "cpu"
+    print(f"device: {name}, torch {torch.__version__}, transformers {transformers.__version__}", flush=True)
+    started = time.perf_counter()
+    model, params = build(full_shape_config(layers=args.layers, experts=args.experts, vocab=args.vocab), args.device)
+    floor = step_floor_ms(model, args.bandwidth_tbs)
+    print(f"built {params / 1e9:.2f} B distinct parameters in {time.perf_counter() - started:.1f} s; "
+          f"bf16 floor {floor:.1f} ms/step at {args.bandwidth_tbs} TB/s", flush=True)
+    names = variants()
+    rows, identical = [], True
+    for path in args.paths.split(","):
+        compiled = path == "compiled"
+        for length in (int(n) for n in args.prompt_lengths.split(",")):
+            prompt = torch.randint(107, args.vocab, (1, length),
+                                   generator=torch.Generator().manual_seed(length)).to(args.device)
+            warm = time.perf_counter()
+            reference = generate(model, prompt, seed=11, compiled=compiled, variant="stock", device=args.device)
+            for variant in names[1:]:
+                same = torch.equal(reference["sequences"],
+                                   generate(model, prompt, seed=11, compiled=compiled, variant=variant, device=args.device)["sequences"])
+                identical &= same
+                print(f"{path} prompt {length}: {variant} identical to stock: {same}", flush=True)
+            print(f"{path} prompt {length}: checks and warm-up {time.perf_counter() - warm:.0f} s", flush=True)
+            runs = {v: [] for v in names}
+            for rep in range(args.reps):
+                order = names if rep % 2 == 0 else names[::-1]  # alternate, so drift hits every variant alike
+                for variant in order:
+                    runs[variant].append(generate(model, prompt, seed=rep, compiled=compiled, variant=variant, device=args.device))
+            stock_median = statistics.median(r["seconds"] / 48 for r in runs["stock"]) * 1e3
+            for variant in names:
+                per_step = [r["seconds"] / 48 * 1e3 for r in runs[variant]]
+                median = statistics.median(per_step)
+                rows.append(dict(
+                    path=path, prompt=length, variant=variant, median=median, low=min(per_step), high=max(per_step),
+                    ratio=median / stock_median, peak=max(r["peak_gib"] for r in runs[variant]),
+                    first=statistics.median(r["first_s"] for r in runs[variant]) * 1e3, floor=median / floor,
+                ))
+                print(f"{path} prompt {length} {variant}: {median:.2f} ms/step ({min(per_step):.2f}-{max(per_step):.2f})",
+                      flush=True)
+    print(f"\n{name}, {params / 1e9:.2f} B parameters ({args.layers} layers, {args.experts} experts), batch 1, canvas 256, "
+          f"48 steps, {args.reps} alternating repetitions; floor = {floor:.1f} ms/step\n")
+    print("| path | prompt | variant | ms/step median (min-max) | ratio to stock | peak GiB | first record ms | x floor |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        first = "–" if r["variant"] == "stock" else f"{r['first']:.0f}"
+        print(f"| {r['path']} | {r['prompt']} | {r['variant']} | {r['median']:.2f} ({r['low']:.2f}-{r['high']:.2f}) | "
+              f"{r['ratio']:.3f} | {r['peak']:.1f} | {first} | {r['floor']:.2f} |")
+    print(f"\nall captured runs bit-identical to stock: {identical}")
+    return 0 if identical else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
