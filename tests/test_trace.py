@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests.fake_records import fake_trace
-from visualizer import trace as trace_module
+from visualizer import trace_format as trace_module
 from visualizer.records import RunEnd, RunStart, StepRecord
 from visualizer.settings import GenerationSettings
 from visualizer.trace import Trace, TraceError
