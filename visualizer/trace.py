@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .records import BlockRecord, ModelInfo, Record, RunEnd, RunStart, StepRecord
 from .settings import GenerationSettings
-from .trace_format import TraceError, displayed_ids, parse_trace, parse_trace_json, read_trace_file, trace_to_dict
+from .trace_format import TraceError, displayed_ids, settings_of_run, parse_trace, parse_trace_json, read_trace_file, trace_to_dict
 
 __all__ = ["Trace", "TraceError"]
 
@@ -61,7 +61,7 @@ class Trace:
     # ---- convenient views ------------------------------------------------------------
     @property
     def settings(self) -> GenerationSettings:
-        return GenerationSettings.from_dict(self.start.settings) if self.start else GenerationSettings()
+        return settings_of_run(self.start.settings) if self.start else GenerationSettings()
 
     @property
     def canvas_length(self) -> int:

@@ -3,27 +3,34 @@
 The live `visualizer.trace.Trace` is what a run appends to; this module is what that trace
 looks like on disk and the gate every file passes before it becomes a Trace again.
 
-JSON format (version 1), documented for people who read or write traces by hand:
+JSON format (version 2), documented for people who read or write traces by hand:
 
     {
-      "format": "diffusion-visualizer-trace", "version": 1, "created": "2026-11-21T20:00:00+00:00",
+      "format": "diffusion-visualizer-trace", "version": 2, "created": "2026-11-21T20:00:00+00:00",
       "model":   {name, source, backend, device, dtype, canvas_length, vocab_size, eos_token_ids,
                   pad_token_id, max_context, builtin, parameters},
       "prompt":  {"text": "...", "ids": [int, ...]},        # ids after the chat template
       "settings": {max_new_tokens, max_denoising_steps, entropy_bound, t_min, t_max, seed,
-                   sampler, temperature, compiled},          # the values really used
+                   sampler, temperature, compiled, record_topk},  # the values really used
       "max_blocks": int,                                     # ceil(max_new_tokens / canvas_length)
       "pieces":  {"<id>": "decoded text", ...},              # every id that is ever displayed
       "steps":   [{"block", "step", "steps_remaining", "accepted": [0|1 x canvas],
                    "canvas": [id x canvas], "argmax": [id x canvas],
-                   "entropy_nats": [float32 x canvas], "wall_time_s"}, ...],
+                   "entropy_nats": [float32 x canvas], "wall_time_s",
+                   "topk_ids": [[id x k] x canvas],          # optional: when settings.record_topk = k > 0
+                   "topk_probs": [[float16 x k] x canvas],    #   the k most probable candidates, best first
+                   "sample_probability": [float32 x canvas]  # optional: MLX confidence-threshold sampler
+                  }, ...],
       "blocks":  [{"block", "tokens": [id x canvas], "eos_position": int|null,
                    "stop_reason": "converged"|"out_of_steps", "steps_used"}, ...],
       "end":     {"finish_reason": "eos"|"length"|"cancelled"|"error", "sequence": [id, ...],
                   "text": "...", "wall_time_s", "error": str|null} | null
     }
 
-Entropies are float32 values written with their shortest exact decimal form. Loading checks the
+Version 2 added the optional candidates (`record_topk`, `topk_ids`, `topk_probs`) and
+`sample_probability`; a version 1 file still loads, as a run that recorded no candidates
+(`record_topk` 0). Entropies are float32 and candidate probabilities float16 values, each written
+with its shortest exact decimal form. Loading checks the
 schema, every size (canvas length, vocabulary, counts, file size), the order of records and that
 every displayed id has a piece, and rejects anything else with a `TraceError`: json.loads never
 executes anything, and no field is ever evaluated.
@@ -48,11 +55,12 @@ from .records import (
     RunStart,
     StepRecord,
     frozen_array,
+    frozen_matrix,
 )
 from .settings import GenerationSettings
 
 TRACE_FORMAT = "diffusion-visualizer-trace"
-TRACE_VERSION = 1
+TRACE_VERSION = 2
 
 # Size limits for loading untrusted files: generous for real runs, small enough to stay safe.
 MAX_TRACE_BYTES = 256 * 1024 * 1024
@@ -104,6 +112,7 @@ def trace_to_dict(trace) -> dict:
                 "argmax": _ints(s.argmax),
                 "entropy_nats": [float(str(x)) for x in s.entropy_nats],  # shortest exact float32
                 "wall_time_s": s.wall_time_s,
+                **_optional_step_parts(s),
             }
             for s in trace.steps
         ],
@@ -129,12 +138,31 @@ def trace_to_dict(trace) -> dict:
     }
 
 
+def settings_of_run(settings: dict) -> GenerationSettings:
+    """The settings a trace records. Version 1 predates the candidates, so its settings never name
+    record_topk: such a run recorded none (0, not the default of a new run)."""
+    return GenerationSettings.from_dict({"record_topk": 0, **settings})
+
+
+def _optional_step_parts(s: StepRecord) -> dict:
+    """The version-2 parts of a step that it holds (shortest exact decimals for the floats)."""
+    parts = {}
+    if s.topk_ids is not None:
+        parts["topk_ids"] = [_ints(row) for row in s.topk_ids]
+        parts["topk_probs"] = [[float(str(p)) for p in row] for row in s.topk_probs]
+    if s.sample_probability is not None:
+        parts["sample_probability"] = [float(str(p)) for p in s.sample_probability]
+    return parts
+
+
 def displayed_ids(start: RunStart | None, steps, blocks) -> set[int]:
     """Every id the renderers may show: these must all have a piece."""
     ids = set(_ints(start.prompt_ids)) if start else set()
     for s in steps:
         ids.update(np.unique(s.argmax).tolist())
         ids.update(np.unique(s.canvas[s.accepted]).tolist())
+        if s.topk_ids is not None:
+            ids.update(np.unique(s.topk_ids).tolist())
     for b in blocks:
         ids.update(np.unique(b.tokens).tolist())
     return ids
@@ -195,7 +223,7 @@ def parse_trace(data) -> TraceParts:
 
     settings = _get(data, "settings", dict, "trace")
     try:
-        problems = GenerationSettings.from_dict(settings).problems()
+        problems = settings_of_run(settings).problems()
     except (TypeError, ValueError) as exc:
         raise TraceError(f"settings: {exc}") from None
     if problems:
@@ -223,7 +251,7 @@ def parse_trace(data) -> TraceParts:
     if len(raw_steps) > MAX_STEPS:
         raise TraceError(f"{len(raw_steps)} steps is more than the limit of {MAX_STEPS}")
     for i, raw in enumerate(raw_steps):
-        steps.append(_parse_step(raw, i, canvas, vocab, max_blocks))
+        steps.append(_parse_step(raw, i, canvas, vocab, max_blocks, settings_of_run(settings).record_topk))
     raw_blocks = _get(data, "blocks", list, "trace")
     if len(raw_blocks) > max_blocks:
         raise TraceError(f"{len(raw_blocks)} blocks recorded but max_blocks is {max_blocks}")
@@ -270,11 +298,15 @@ def _parse_model(raw: dict) -> ModelInfo:
     return ModelInfo(pad_token_id=pad, **values)
 
 
-def _parse_step(raw, i: int, canvas: int, vocab: int, max_blocks: int) -> StepRecord:
+STEP_FIELDS = {"block", "step", "steps_remaining", "accepted", "canvas", "argmax", "entropy_nats", "wall_time_s"}
+OPTIONAL_STEP_FIELDS = {"topk_ids", "topk_probs", "sample_probability"}
+
+
+def _parse_step(raw, i: int, canvas: int, vocab: int, max_blocks: int, topk: int) -> StepRecord:
     where = f"steps[{i}]"
     if not isinstance(raw, dict):
         raise TraceError(f"{where} must be an object")
-    _no_unknown(raw, {"block", "step", "steps_remaining", "accepted", "canvas", "argmax", "entropy_nats", "wall_time_s"}, where)
+    _no_unknown(raw, STEP_FIELDS | OPTIONAL_STEP_FIELDS, where)
     block = _get(raw, "block", int, where)
     if not 0 <= block < max_blocks:
         raise TraceError(f"{where}.block {block} is outside 0..{max_blocks - 1}")
@@ -303,7 +335,46 @@ def _parse_step(raw, i: int, canvas: int, vocab: int, max_blocks: int) -> StepRe
         argmax=_id_array(_get(raw, "argmax", list, where), vocab, f"{where}.argmax", exact_len=canvas),
         entropy_nats=entropy_array,
         wall_time_s=float(wall),
+        **_parse_candidates(raw, where, canvas, vocab, topk),
+        sample_probability=_parse_probabilities(raw, where, canvas),
     )
+
+
+def _parse_candidates(raw: dict, where: str, canvas: int, vocab: int, topk: int) -> dict:
+    """topk_ids and topk_probs: both present, (canvas, k) with k = settings.record_topk, or both absent."""
+    present = [name for name in ("topk_ids", "topk_probs") if name in raw]
+    if not present:
+        if topk:
+            raise TraceError(f"{where} has no topk_ids though settings.record_topk is {topk}")
+        return {}
+    if len(present) == 1 or not topk:
+        raise TraceError(f"{where}: topk_ids and topk_probs come together, when settings.record_topk > 0")
+    ids, probs = _get(raw, "topk_ids", list, where), _get(raw, "topk_probs", list, where)
+    for name, rows in (("topk_ids", ids), ("topk_probs", probs)):
+        if len(rows) != canvas or not all(isinstance(row, list) and len(row) == topk for row in rows):
+            raise TraceError(f"{where}.{name} must be {canvas} lists of {topk} values")
+    flat_ids = [v for row in ids for v in row]
+    if not all(_is_int(v) and 0 <= v < vocab for v in flat_ids):
+        raise TraceError(f"{where}.topk_ids must hold token ids from 0 to {vocab - 1}")
+    flat_probs = [v for row in probs for v in row]
+    if not all(_is_number(v) for v in flat_probs):
+        raise TraceError(f"{where}.topk_probs must hold numbers")
+    prob_array = frozen_matrix(flat_probs, np.float16, topk)
+    if not np.all(np.isfinite(prob_array)) or prob_array.min() < 0 or prob_array.max() > 1:
+        raise TraceError(f"{where}.topk_probs must be probabilities from 0 to 1")
+    return {"topk_ids": frozen_matrix(flat_ids, np.int32, topk), "topk_probs": prob_array}
+
+
+def _parse_probabilities(raw: dict, where: str, canvas: int):
+    if "sample_probability" not in raw:
+        return None
+    values = _get(raw, "sample_probability", list, where)
+    if len(values) != canvas or not all(_is_number(v) for v in values):
+        raise TraceError(f"{where}.sample_probability must be {canvas} numbers")
+    array = frozen_array(values, np.float32)
+    if not np.all(np.isfinite(array)) or array.min() < 0 or array.max() > 1:
+        raise TraceError(f"{where}.sample_probability must be probabilities from 0 to 1")
+    return array
 
 
 def _parse_block(raw, i: int, canvas: int, vocab: int, model: ModelInfo) -> BlockRecord:
