@@ -44,7 +44,7 @@ def _entropy_parts(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.T
     return peak, total, total.log() - (weights * shifted).sum(dim=-1) / total
 
 
-def top_k(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+def top_k(logits: torch.Tensor, k: int, *, two_stage: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """(values, ids) of the k largest logits at every position, largest first.
 
     For a large vocabulary the search runs in two stages, each on short rows (the top k of
@@ -52,7 +52,7 @@ def top_k(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     `torch.topk` over the whole row, found without its multi-pass radix select on 262,144 ids.
     """
     vocab = logits.shape[-1]
-    if vocab % TOPK_CHUNK or vocab < 8 * TOPK_CHUNK:
+    if not two_stage or vocab % TOPK_CHUNK or vocab < 8 * TOPK_CHUNK:
         return torch.topk(logits, k, dim=-1)
     slices = logits.unflatten(-1, (vocab // TOPK_CHUNK, TOPK_CHUNK))
     values, inner = torch.topk(slices, k, dim=-1)  # (..., slices, k)
@@ -62,12 +62,12 @@ def top_k(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     return best, torch.gather(ids, -1, where)
 
 
-def _summarize(logits: torch.Tensor, k: int) -> LogitSummary:
+def _summarize(logits: torch.Tensor, k: int, two_stage: bool = True) -> LogitSummary:
     x = logits.float()
     peak, total, entropy = _entropy_parts(x)
     if k == 0:
         return LogitSummary(entropy, None, None)
-    values, ids = top_k(x, k)
+    values, ids = top_k(x, k, two_stage=two_stage)
     probs = (values - peak).exp() / total[..., None]
     return LogitSummary(entropy, ids.to(torch.int32), probs.to(torch.float16))
 
