@@ -34,6 +34,9 @@ def random_traces(draw):
     return trace_from_masks(blocks, argmax=argmax, unfinished=unfinished)
 
 
+PANEL = ("readout", "point", "final", "pending")
+
+
 def lines_of(log: str) -> list[str]:
     return [line for line in log.splitlines() if line]
 
@@ -64,8 +67,10 @@ def test_applying_the_deltas_reproduces_every_frame(trace, key_every):
             # every token id the canvas shows has had its text sent
             assert set(decoder.tokens[decoder.tokens >= 0].tolist()) <= set(decoder.pieces)
     assert decoder.frames == len(frame_refs(trace))
-    if key_every == 32:  # a saved run replays from exactly the log its live run sent
-        assert replay_log(trace) == sent + encoder.end_line()
+    if key_every == 32:  # a saved run replays the canvas its live run sent (the panel of a block's
+        # last step reads final values once the block record is there, so it is left out here)
+        canvas_only = lambda log: [{k: v for k, v in json.loads(line).items() if k not in PANEL} for line in lines_of(log)]  # noqa: E731
+        assert canvas_only(replay_log(trace)) == canvas_only(sent + encoder.end_line())
 
 
 @settings(max_examples=30, deadline=None)
