@@ -416,7 +416,7 @@ def build_app(initial_model: str | None = None) -> gr.Blocks:
             concurrency_limit=1,
             concurrency_id="model",
             show_progress="minimal",
-        ).then(finish_run, session, [final_text, message], api_visibility="private", concurrency_limit=None, show_progress="hidden")
+        ).then(finish_run, session, [final_text, message], api_name="run_message", concurrency_limit=None, show_progress="hidden")
         stop_btn.click(stop_run, session, message, api_name="stop", concurrency_limit=None)
         api_button.click(
             show_frame, [api_frame, palette, layout_kind, session], [api_canvas, api_status, api_panel],
