@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 import threading
+from pathlib import Path
 
 import gradio as gr
 
@@ -26,8 +27,8 @@ from visualizer.charts import commit_panel_html, token_details
 from visualizer.compare import align, build_compare_animation, compare_html
 from visualizer.export import ExportError, export_to_folder, save_gif
 from visualizer.layout import grid_layout, text_layout
+from visualizer.live_stream import LiveEncoder, batches, replay_log
 from visualizer.palette import get_palette
-from visualizer.records import BlockRecord, RunEnd, StepRecord
 from visualizer.render_html import frame_caption, render_frame_html
 from visualizer.settings import SAMPLER_ENTROPY_BOUND, SAMPLERS, GenerationSettings
 from visualizer.states import frame_refs, frame_state
@@ -35,6 +36,7 @@ from visualizer.replay import example_traces, load_upload, save_download
 from visualizer.trace import Trace, TraceError
 
 MODELS = LoadedModels(keep=2)
+LIVE_VIEW_JS = (Path(__file__).resolve().parent / "visualizer" / "static" / "live_view.js").read_text(encoding="utf-8")
 
 CSS = """
 .dv-frame { max-height: 72vh; overflow: auto; }
@@ -53,6 +55,7 @@ class RunSession:
     def __init__(self):
         self.trace: Trace | None = None
         self.running = False
+        self.error = ""  # why the last Generate did not start, shown by finish_run
         self.stop = threading.Event()
         self.compare: list[Trace | None] = [None, None]  # runs A and B of the comparison
         self.files = tempfile.TemporaryDirectory(prefix="dv-session-")  # downloads; removed with the session
@@ -154,10 +157,17 @@ def pick_demo(title: str):
 
 
 def generate(
-    prompt, model_label, max_new_tokens, steps, entropy_bound, t_min, t_max, seed, palette, layout_kind,
-    sampler, temperature, session: RunSession,
+    prompt, model_label, max_new_tokens, steps, entropy_bound, t_min, t_max, seed, sampler, temperature,
+    session: RunSession,
 ):
-    """Run the model, yielding a frame per step: (canvas, status, slider, text, message, panel, session)."""
+    """Run the model, streaming the live log (`visualizer.live_stream`) to the live view.
+
+    One string output that only grows: Gradio sends each yield as an "append" diff, so a step
+    costs the wire only its own line.  Records are read in batches of whatever arrived, so a
+    slow connection gets fewer, larger updates instead of a backlog.  Errors are kept in the
+    session for `finish_run`, which runs next.
+    """
+    session.error = ""
     try:
         backend = MODELS.get(choice_for(model_label).source)
         mlx = backend.info.backend == "mlx"
@@ -174,24 +184,33 @@ def generate(
         records = backend.generate(prompt, settings, session.stop)
         first = next(records)  # validation happens here: a bad request raises before any state changes
     except (BackendError, ValueError) as exc:
-        yield gr.skip(), gr.skip(), gr.skip(), gr.skip(), str(exc), gr.skip(), session
+        session.error = str(exc)
+        yield gr.skip()
         return
     trace = Trace(model=backend.info, prompt=prompt)
     trace.append(first)
     session.trace, session.running = trace, True
     session.stop.clear()
+    encoder = LiveEncoder(trace)
+    log = encoder.start_line()
     try:
-        for record in records:
-            trace.append(record)
-            if isinstance(record, (StepRecord, BlockRecord, RunEnd)):
-                last = len(frame_refs(trace)) - 1
-                html, status, panel = render_view(trace, last, palette, layout_kind)
-                slider = gr.Slider(maximum=max(last, 1), value=max(last, 0), interactive=isinstance(record, RunEnd))
-                text = trace.end.text if trace.end else gr.skip()
-                yield html, status, slider, text, end_message(trace), panel, session
+        yield log
+        for batch in batches(records, stop=session.stop.set):
+            for record in batch:
+                trace.append(record)
+            log += encoder.frame_lines() + (encoder.end_line() if trace.finished else "")
+            yield log
     finally:
         session.running = False
         session.stop.clear()
+
+
+def finish_run(session: RunSession):
+    """After a run: (committed text, message)."""
+    if session.error:
+        return gr.skip(), session.error
+    trace = session.trace
+    return (trace.end.text if trace is not None and trace.end else gr.skip()), (end_message(trace) if trace else "")
 
 
 def stop_run(session: RunSession) -> str:
@@ -202,7 +221,8 @@ def stop_run(session: RunSession) -> str:
 
 
 def show_frame(index, palette, layout_kind, session: RunSession):
-    """Replay any recorded frame of this session's run without touching the model."""
+    """Any recorded frame of this session's run rendered on the server, for API clients (the
+    browser replays from the log it already has): (canvas HTML, status line, panel HTML)."""
     if session.trace is None or not session.trace.steps:
         return gr.skip(), "No run yet: press Generate.", gr.skip()
     return render_view(session.trace, index, palette, layout_kind)
@@ -252,23 +272,20 @@ def save_trace(session: RunSession):
     return [str(save_download(session.trace, session.files.name))], ""
 
 
-def load_trace_file(path, palette, layout_kind, session: RunSession):
-    """Replay an uploaded (or example) trace exactly like a live run:
-    (canvas, status, slider, text, message, panel, session)."""
+def load_trace_file(path, session: RunSession):
+    """Replay an uploaded (or example) trace in the live view, from the log a live run would have
+    sent: (live log, committed text, message, session)."""
     skip = gr.skip()
     if path is None:
-        return skip, skip, skip, skip, skip, skip, session
+        return skip, skip, skip, session
     if session.running:
-        return skip, skip, skip, skip, "Stop the current run before loading another one.", skip, session
+        return skip, skip, "Stop the current run before loading another one.", session
     try:
         trace = load_upload(path)
     except TraceError as exc:
-        return skip, skip, skip, skip, str(exc), skip, session
+        return skip, skip, str(exc), session
     session.trace = trace
-    last = len(frame_refs(trace)) - 1
-    html, status, panel = render_view(trace, last, palette, layout_kind)
-    slider = gr.Slider(maximum=max(last, 1), value=max(last, 0), interactive=True)
-    return html, status, slider, trace.end.text if trace.end else "", "", panel, session
+    return replay_log(trace), trace.end.text if trace.end else "", "", session
 
 
 def pin_run(which: int, palette, layout_kind, session: RunSession):
@@ -345,12 +362,20 @@ def build_app(initial_model: str | None = None) -> gr.Blocks:
                     stop_btn = gr.Button("Stop", variant="stop")
                 message = gr.Markdown(elem_id="dv-message")
             with gr.Column(scale=4):
-                status = gr.Markdown("Press Generate to start.")
-                canvas = gr.HTML()
-                frame_slider = gr.Slider(0, 1, value=0, step=1, label="Replay: frame", interactive=False)
+                # The live view: canvas, replay slider and commit-order panel, drawn in the browser
+                # by visualizer/static/live_view.js from the live log.  gr.HTML runs that code as its
+                # `js_on_load` (it defines window.dvLiveView once, then mounts on this element); the
+                # template never depends on the value, so Gradio never re-renders it and the script
+                # owns the DOM inside.
+                live = gr.HTML(
+                    "", html_template='<div class="dv-live"></div>', elem_id="dv-live", palette="standard",
+                    js_on_load=LIVE_VIEW_JS + "\nwindow.dvLiveView.mount(element, props, watch);",
+                )
                 final_text = gr.Textbox(label="Committed text", lines=6, interactive=False)
-                with gr.Accordion("Commit order: tau_b, commits per step, entropy (hover for details)", open=True):
-                    panel = gr.HTML()
+                with gr.Row(visible=False):  # server-side frames for API clients (`/show_frame`)
+                    api_frame = gr.Number(0, precision=0)
+                    api_canvas, api_status, api_panel = gr.HTML(), gr.Markdown(), gr.HTML()
+                    api_button = gr.Button()
                 with gr.Accordion("Save, load and export", open=False):
                     with gr.Row():
                         trace_upload = gr.File(label="Load a trace (.json)", file_types=[".json"], type="filepath")
@@ -385,22 +410,22 @@ def build_app(initial_model: str | None = None) -> gr.Blocks:
         sampler.change(lambda name: SAMPLER_NOTES.get(name, ""), sampler, sampler_note, api_visibility="private")
         generate_btn.click(
             generate,
-            [prompt, model_picker, *knobs, seed, palette, layout_kind, sampler, temperature, session],
-            [canvas, status, frame_slider, final_text, message, panel, session],
+            [prompt, model_picker, *knobs, seed, sampler, temperature, session],
+            live,
             api_name="generate",
             concurrency_limit=1,
             concurrency_id="model",
             show_progress="minimal",
-        )
+        ).then(finish_run, session, [final_text, message], api_name="run_message", concurrency_limit=None, show_progress="hidden")
         stop_btn.click(stop_run, session, message, api_name="stop", concurrency_limit=None)
-        replay_inputs = [frame_slider, palette, layout_kind, session]
-        frame_slider.input(
-            show_frame, replay_inputs, [canvas, status, panel], api_name="show_frame", concurrency_limit=None, show_progress="hidden"
+        api_button.click(
+            show_frame, [api_frame, palette, layout_kind, session], [api_canvas, api_status, api_panel],
+            api_name="show_frame", concurrency_limit=None, show_progress="hidden",
         )
-        for change in (palette.change, layout_kind.change):
-            change(show_frame, replay_inputs, [canvas, status, panel], api_visibility="private", concurrency_limit=None, show_progress="hidden")
-        run_outputs = [canvas, status, frame_slider, final_text, message, panel, session]
-        trace_upload.change(load_trace_file, [trace_upload, palette, layout_kind, session], run_outputs, api_name="load_trace")
+        # palette and layout are the browser's business: no server round trip
+        palette.change(None, palette, None, js="(name) => { window.dvLiveView.setPalette(name); }")
+        layout_kind.change(None, layout_kind, None, js="(kind) => { window.dvLiveView.setLayout(kind); }")
+        trace_upload.change(load_trace_file, [trace_upload, session], [live, final_text, message, session], api_name="load_trace")
         save_btn.click(save_trace, session, [downloads, message], api_name="save_trace")
         export_btn.click(
             export_run,

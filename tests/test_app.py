@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import re
+import json
 import time
 
 import pytest
@@ -10,10 +10,10 @@ from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 import app as app_module
+from visualizer.live_stream import LiveState
 
 GENERATE_ARGS = dict(
-    max_new_tokens=768, steps=48, entropy_bound=0.1, t_min=0.4, t_max=0.8, seed=0, palette="standard", layout_kind="grid",
-    sampler="entropy-bound", temperature=1.0,
+    max_new_tokens=768, steps=48, entropy_bound=0.1, t_min=0.4, t_max=0.8, seed=0, sampler="entropy-bound", temperature=1.0,
 )
 
 
@@ -30,6 +30,17 @@ def generate(client, prompt, model, **overrides):
     return client.submit(prompt, model, *args.values(), api_name="/generate")
 
 
+def frames_of(log: str) -> list[dict]:
+    """The frame lines of a live log, decoded (and checked to apply in order)."""
+    LiveState().read(log)
+    return [m for m in map(json.loads, log.splitlines()) if m["type"] == "frame"]
+
+
+def run_message(client) -> tuple[str, str]:
+    """(committed text, message) of the client's last run, as the UI shows them after it."""
+    return tuple(client.predict(api_name="/run_message"))
+
+
 def test_frames_stream_live_then_the_run_replays(served):
     url, model, _ = served
     client = Client(url, verbose=False)
@@ -37,23 +48,24 @@ def test_frames_stream_live_then_the_run_replays(served):
     arrivals = []
     for output in job:
         arrivals.append((job.done(), output))
-    # frames reached us while the model was still generating: many of them, the first one included
+    # the log grew while the model was still generating: many updates, the first one included
     done_at_first, first = arrivals[0]
-    assert not done_at_first
+    assert not done_at_first and first.startswith('{"type":"start"')
     assert sum(not done for done, _ in arrivals) > 10
-    assert "step 1 " in first[1] and "Block 1/3" in first[1]
-    steps_seen = {re.search(r"Frame (\d+)/", o[1]).group(1) for _, o in arrivals}
-    assert len(steps_seen) > 20  # many distinct intermediate frames, not a burst of one
-    html, status, slider, text, message, panel = arrivals[-1][1]
-    assert "tau_b" in panel and panel.count("<svg") == 3 and "block 3 · committed" in panel
-    assert "committed" in status and "Block 3/3" in status
-    assert message == "" and len(text) > 0
-    last_frame = slider["value"] if isinstance(slider, dict) else slider
-    # replay: any recorded frame, without rerunning the model, and the last one equals the live one
-    replay_html, replay_status, replay_panel = client.predict(last_frame, "standard", "grid", api_name="/show_frame")
-    assert replay_html == html and replay_panel == panel
-    first_html, first_status, _ = client.predict(0, "standard", "grid", api_name="/show_frame")
-    assert first_status.startswith("Frame 1/") and first_html == first[0]
+    counts = [len(frames_of(log)) for _, log in arrivals]
+    assert counts == sorted(counts) and len(set(counts)) > 20  # many distinct intermediate frames
+    assert all(later.startswith(earlier) for (_, earlier), (_, later) in zip(arrivals, arrivals[1:]))  # it only grows
+    frames = frames_of(arrivals[-1][1])
+    assert frames[1]["caption"].startswith("Block 1/3 · step 2 ")
+    assert frames[-1]["kind"] == "commit" and frames[-1]["caption"].startswith("Block 3/3 · committed")
+    end = json.loads(arrivals[-1][1].splitlines()[-1])
+    assert end["type"] == "end" and end["finish"] in ("eos", "length") and end["text"]
+    assert run_message(client) == (end["text"], "")
+    # the server still renders any recorded frame for API clients, without rerunning the model
+    html, status, panel = client.predict(len(frames) - 1, "standard", "grid", api_name="/show_frame")
+    assert status.startswith(f"Frame {len(frames)}/{len(frames)} · {frames[-1]['caption']}")
+    assert "dv-committed" in html and "tau_b" in panel
+    assert client.predict(1, "standard", "grid", api_name="/show_frame")[1].startswith(f"Frame 2/{len(frames)} · {frames[1]['caption']}")
 
 
 def test_sessions_do_not_see_each_others_runs(served):
@@ -79,8 +91,9 @@ def test_bad_input_gets_a_message_and_keeps_the_recorded_run(served):
         (("hi", "/no/such/model/folder"), {}, "No model folder"),
     ]
     for (prompt, source), overrides, expected in cases:
-        outputs = list(generate(client, prompt, source, **overrides))
-        assert expected in outputs[-1][4], (prompt[:20], overrides, outputs[-1][4])
+        generate(client, prompt, source, **overrides).result()
+        message = run_message(client)[1]
+        assert expected in message, (prompt[:20], overrides, message)
     # sliders refuse out-of-range values themselves, with Gradio's own message
     with pytest.raises(AppError, match="less than minimum"):
         generate(client, "hi", model, steps=0).result()
@@ -94,10 +107,8 @@ def test_stop_ends_the_run_and_keeps_its_frames(served):
     while not job.outputs():
         time.sleep(0.05)
     client.predict(api_name="/stop")
-    job.result()  # waits for the run to end
-    final = job.outputs()[-1]
-    assert final[4].startswith("Stopped after")
-    frames = int(re.search(r"Frame \d+/(\d+)", final[1]).group(1))
+    frames = len(frames_of(job.result()))  # waits for the run to end
+    assert run_message(client)[1].startswith("Stopped after")
     assert 1 <= frames < 144  # far fewer than the 3 x 48 steps of a full run
     assert client.predict(0, "standard", "grid", api_name="/show_frame")[1].startswith("Frame 1/")
 
@@ -131,7 +142,7 @@ def test_one_generation_at_a_time_and_the_queue_position_is_reported(served):
         time.sleep(0.05)
     job_b.result()
     assert seen_queued
-    assert job_b.outputs()[-1][1].startswith("Frame")
+    assert frames_of(job_b.outputs()[-1])
 
 
 def test_an_mlx_model_runs_with_its_own_sampler(served, mlx_models):
@@ -145,6 +156,6 @@ def test_an_mlx_model_runs_with_its_own_sampler(served, mlx_models):
     assert note["visible"] and "Entropy-bound" in note["value"]
     outputs = list(generate(client, "Write a haiku.", folder, max_new_tokens=256, steps=6,
                             sampler="confidence-threshold", temperature=0.0))
-    statuses = [o[1] for o in outputs]
-    assert outputs[-1][4] == "" and "committed" in statuses[-1]
+    statuses = [f["caption"] for f in frames_of(outputs[-1])]
+    assert run_message(client)[1] == "" and "committed" in statuses[-1]
     assert all("remasked 0" in s for s in statuses if " step " in s)  # reveals accumulate: nothing is remasked

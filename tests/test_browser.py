@@ -1,21 +1,32 @@
-"""The app in a real headless browser: pick a demo, watch frames arrive, replay with the slider.
+"""The app in a real headless browser: frames drawn by the browser change during a run, the replay
+slider follows the run and then shows exactly the recorded frames, saved runs replay the same way.
 
 Uses Debian's Chromium through Playwright (no browser download); `.ci/run` installs Chromium.
 """
 
 from __future__ import annotations
 
-import re
 import shutil
 
 import pytest
 
 import app as app_module
+from visualizer.layout import grid_layout, paint
+from visualizer.palette import get_palette
+from visualizer.replay import example_traces
+from visualizer.states import frame_refs, frame_state
+from visualizer.trace import Trace
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"]
+
+# What the browser shows, read back: per cell (data-i order) its class, text and colours.
+READ_CELLS = """() => Array.from(document.querySelectorAll('.dv-canvas span[data-i]'))
+  .sort((a, b) => a.dataset.i - b.dataset.i)
+  .map(s => [s.className, s.textContent, getComputedStyle(s).color, getComputedStyle(s).backgroundColor])"""
+STATS = "() => window.dvLiveView.stats()"
 
 
 @pytest.fixture(scope="module")
@@ -34,36 +45,79 @@ def page(no_eos_model_dir):
     ui.close()
 
 
-def status_text(page) -> str:
-    return page.get_by_text(re.compile(r"^Frame \d+/\d+")).first.text_content()
+def rgb(color: str) -> str:
+    r, g, b = (int(color[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgb({r}, {g}, {b})"
 
 
-def test_demo_generate_and_replay_in_the_browser(page):
+def expected_cells(trace: Trace, index: int, palette: str = "standard") -> list:
+    """What `layout.paint` (the Python renderers' source) says every grid cell shows at a frame."""
+    frame = frame_state(trace, index)
+    return [
+        [f"dv-cell dv-{c.state.name.lower()}", c.text, rgb(c.fg), rgb(c.bg)]
+        for c in paint(frame, grid_layout(trace.max_blocks, trace.canvas_length), trace, get_palette(palette))
+    ]
+
+
+def show(page, index: int) -> None:
+    """Move the replay slider as a user would, and wait until that frame is on screen."""
+    page.locator("input.dv-replay").fill(str(index))
+    page.wait_for_function(f"() => window.dvLiveView.stats().shownIndex === {index}", timeout=10_000)
+
+
+def assert_slider_matches(page, trace: Trace, indexes) -> None:
+    n = len(frame_refs(trace))
+    assert page.locator("input.dv-replay").get_attribute("max") == str(n - 1)
+    for index in indexes:
+        show(page, index)
+        assert page.evaluate(READ_CELLS) == expected_cells(trace, index), f"frame {index}"
+        assert page.locator(".dv-status").text_content().startswith(f"Frame {index + 1}/{n} · ")
+
+
+def test_frames_change_during_a_run_and_the_slider_replays_them(page, tmp_path):
     page.get_by_label("Demo prompt").click()
     page.get_by_role("option", name="Eight planets, one per line, each with a fun fact").click()
-    prompt = page.get_by_role("textbox", name="Prompt")
     page.wait_for_function("() => document.querySelector('textarea').value.includes('eight planets')")
-    assert "eight planets" in prompt.input_value()
-    assert "List markers" in page.content()
-
     page.get_by_role("button", name="Generate").click()
-    # a frame of a step (not the final commit) is on screen while the model is still running
-    page.get_by_text(re.compile(r"^Frame \d+/\d+ · Block 1/1 · step \d+ ")).wait_for(timeout=60_000)
-    cells = page.locator(".dv-canvas .dv-cell")
-    assert cells.count() == 256  # one cell per canvas position, laid out before any token arrived
-    page.get_by_text(re.compile(r"committed \(256 positions\)")).wait_for(timeout=120_000)
-    assert page.locator(".dv-canvas .dv-committed").count() == 256
-    committed = page.get_by_role("textbox", name="Committed text").input_value()
-    assert committed.strip()
 
-    # replay an early frame by typing into the slider's number box, as a user can
-    box = page.locator("input[type=number]").last
-    box.fill("2")
-    box.press("Enter")
-    page.get_by_text(re.compile(r"^Frame 3/\d+ · Block 1/1 · step 3 ")).wait_for(timeout=30_000)
-    assert page.locator(".dv-canvas .dv-committed").count() == 0
+    # while the model runs: two different canvases drawn, and the slider following the run
+    page.wait_for_function("() => { const s = window.dvLiveView.stats(); return s && s.shownIndex >= 1 && !s.ended; }", timeout=60_000)
+    first = page.evaluate(READ_CELLS), page.locator("input.dv-replay").input_value()
+    page.wait_for_function(f"() => {{ const s = window.dvLiveView.stats(); return s.shownIndex >= {int(first[1]) + 2}; }}", timeout=60_000)
+    second = page.evaluate(READ_CELLS), page.locator("input.dv-replay").input_value()
+    assert not page.evaluate(STATS)["ended"] or int(second[1]) < 40, "the run ended before we could watch it"
+    assert first[0] != second[0] and int(second[1]) > int(first[1])
+    assert len(first[0]) == 256  # one cell per canvas position, laid out before any token arrived
 
-    # switching the palette re-renders the same frame with the colour-blind-safe colours
+    page.wait_for_function("() => window.dvLiveView.stats().ended", timeout=120_000)
+    page.wait_for_function("() => document.querySelectorAll('.dv-canvas .dv-committed').length === 256")
+    committed = page.get_by_role("textbox", name="Committed text")
+    page.wait_for_function("() => document.querySelectorAll('textarea')[1].value.trim().length > 0")
+    assert committed.input_value().strip()
+
+    # the recorded run, saved through the app: the slider shows exactly its frames
+    page.get_by_text("Save, load and export").click()
+    page.get_by_role("button", name="Save trace (.json)").click()
+    link = page.locator("a[download^=trace-]").first
+    link.wait_for(timeout=30_000)
+    trace = Trace.from_json(page.request.get(link.get_attribute("href")).body())
+    n = len(frame_refs(trace))
+    assert page.evaluate(STATS)["shownFrames"] == n
+    assert_slider_matches(page, trace, [0, 1, 2, n // 2, n - 2, n - 1])
+
+    # the colour-blind palette redraws the same frame in the browser, without the server
     page.get_by_label("colorblind").check()
-    page.wait_for_function("() => document.querySelector('.dv-canvas').innerHTML.includes('#e69f00') || document.querySelectorAll('.dv-new').length == 0")
-    assert status_text(page).startswith("Frame 3/")
+    page.wait_for_function("() => getComputedStyle(document.querySelector('.dv-canvas .dv-committed')).color !== ''")
+    show(page, 2)
+    assert page.evaluate(READ_CELLS) == expected_cells(trace, 2, "colorblind")
+    page.get_by_label("standard").check()
+
+
+def test_a_saved_run_replays_in_the_same_browser_view(page):
+    path = next(p for p in example_traces() if p.stem == "sky")
+    trace = Trace.load(path)
+    page.locator("input[type=file]").first.set_input_files(str(path))
+    n = len(frame_refs(trace))
+    page.wait_for_function(f"() => window.dvLiveView.stats().shownFrames === {n} && window.dvLiveView.stats().ended", timeout=30_000)
+    assert_slider_matches(page, trace, sorted({0, 3, n - 1}))
+    assert page.locator(".dv-canvas *:not(span)").count() == 0  # token text is only ever text

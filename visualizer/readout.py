@@ -18,11 +18,20 @@ from .svg import CONTROL_COLOR, TAU_COLOR
 from .trace import Trace
 
 
-def render_readout_html(readout: Readout) -> str:
-    """The compact commit-order panel for one frame (see `metrics.live.Readout`)."""
+READOUT_TAU_TIP = "Kendall tau_b (tie-aware) between commit step and position, content only: +1 left to right, 0 order-free, -1 right to left."
+READOUT_CONTROL_TIP = "Block-sequential control for the same content length: commit = position // 16, tied within a block."
+
+
+def readout_heading(readout: Readout) -> tuple[str, str]:
+    """(where, status) above the readout: which block and step, and whether the values are final."""
     r = readout
     where = f"block {r.block + 1} · after step {r.step + 1}" if r.step is not None else f"block {r.block + 1} · committed"
-    status = "final" if r.final else "live: pending positions tied at “later”"
+    return where, "final" if r.final else "live: pending positions tied at “later”"
+
+
+def readout_rows(readout: Readout) -> list[tuple[str, str, str]]:
+    """The readout table as (name, value, tooltip) rows; the live view sends only the values."""
+    r = readout
     remasked = ", ".join(map(str, r.remasked_positions[:12])) + (" …" if len(r.remasked_positions) > 12 else "")
     rows = [
         ("content positions", f"{r.content_length} (excluded: {r.excluded_eos} EOS, {r.excluded_pad} pad)",
@@ -43,13 +52,20 @@ def render_readout_html(readout: Readout) -> str:
         ("mean tau_b, blocks", f"{fmt(r.run_tau_b_mean)} over {r.run_blocks} block(s)" if r.run_blocks else "no block committed yet",
          "Mean of the per-block values of the committed blocks: never pooled across blocks."),
     ]
+    return rows
+
+
+def render_readout_html(readout: Readout) -> str:
+    """The compact commit-order panel for one frame (see `metrics.live.Readout`)."""
+    r = readout
+    where, status = readout_heading(r)
+    rows = readout_rows(r)
     body = "".join(
         f'<tr title="{escape(tip)}" style="border:none"><td style="opacity:.7;padding:1px 10px 1px 0;border:none">{escape(name)}</td>'
         f'<td style="font-variant-numeric:tabular-nums;padding:1px 0;border:none">{escape(value)}</td></tr>'
         for name, value, tip in rows
     )
-    tau_tip = "Kendall tau_b (tie-aware) between commit step and position, content only: +1 left to right, 0 order-free, -1 right to left."
-    control_tip = "Block-sequential control for the same content length: commit = position // 16, tied within a block."
+    tau_tip, control_tip = READOUT_TAU_TIP, READOUT_CONTROL_TIP
     return (
         '<div class="dv-readout" style="font-size:13px;line-height:1.35">'
         f'<div style="opacity:.7">{escape(where)} · {escape(status)}</div>'

@@ -1,0 +1,313 @@
+"""The live view's wire format: a run as a growing log of small JSON lines the browser draws from.
+
+Shipping every step as server-rendered HTML costs ~250 KB and 20-50 ms of server CPU per frame
+for a 4-block run.  Instead the server appends one short JSON line per frame to a log, and the
+browser (`visualizer/static/live_view.js`) keeps the canvas state and draws it:
+
+    encoder = LiveEncoder(trace)             # after RunStart was appended
+    log = encoder.start_line()               # layout, palettes, names: sent once
+    ... trace.append(record) ...
+    log += encoder.frame_lines()             # one line per new frame, only what changed
+    log += encoder.end_line()                # finish, committed text, the text layout
+    whole = replay_log(trace)                # the same log for a saved trace, in one go
+
+A frame line holds the cells whose state, token or "changed" mark differ from the previous frame
+(as flat index, state, token id, changed), the text of token ids the browser has not been sent
+yet, the step's entropies (float16, base64) and argmax changes for tooltips, the caption, and the
+commit-order panel's numbers: the readout values and one chart point.  Every `key_every` frames a
+key frame carries every cell instead, so a reader can start (or seek) from there.
+
+Why a growing log: the app yields the whole log each time, and Gradio sends a generator's
+successive string outputs as "append" diffs, so only the new lines travel; the browser reads
+from where it stopped, so a frame is never lost even when several updates arrive at once, and it
+draws only the newest (skipping stale frames) once per animation frame.
+
+`LiveState.apply(line)` is the reference decoder the JavaScript mirrors; the tests check that
+decoding reproduces `frame_state` at every frame.  Nothing here imports a UI library.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import math
+import queue
+import threading
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from .readout import READOUT_CONTROL_TIP, READOUT_TAU_TIP, fmt, readout_heading, readout_rows
+from .layout import PAD_GLYPH, EOS_GLYPH, Layout, display_text, grid_layout, text_layout, text_slot_text
+from .metrics import live_readout
+from .metrics.commits import step_budget
+from .metrics.order import Undefined
+from .palette import LEGEND, PALETTES
+from .render_html import frame_caption
+from .states import FrameRef, State, frame_refs, frame_state
+from .trace import Trace
+
+KEY_EVERY = 32  # frames between key frames
+FORMAT = 1
+
+
+def _dumps(obj) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def _number(value) -> float | None:
+    return None if isinstance(value, Undefined) or value is None or not math.isfinite(value) else round(float(value), 4)
+
+
+def layout_message(layout: Layout) -> dict:
+    """A layout as plain numbers: the (row, col, width) of every cell, block-major, and the headers."""
+    cells = np.array([(c.row, c.col, c.width) for c in layout.cells], dtype=np.int64).reshape(-1)
+    return {"kind": layout.kind, "rows": layout.rows, "columns": layout.columns, "cells": cells.tolist(),
+            "headers": [list(h) for h in layout.headers]}
+
+
+def token_entry(trace: Trace, token: int) -> dict:
+    """What the browser needs to show a token id: its piece (tooltips), the text of its cell in the
+    grid and in the text layout when they differ from the piece, and whether it is EOS / pad.
+    Same decisions as `layout.paint`, which the Pillow and HTML renderers draw."""
+    model, piece = trace.model, trace.piece(token)
+    eos, pad = token in model.eos_token_ids, token == model.pad_token_id
+    grid = PAD_GLYPH if pad else display_text(piece)
+    text = (EOS_GLYPH if eos else PAD_GLYPH) if (eos or pad) else text_slot_text(piece)
+    entry = {"p": piece}
+    if grid != piece:
+        entry["g"] = grid
+    if text != grid:
+        entry["x"] = text
+    if eos or pad:
+        entry["s"] = 1
+    return entry
+
+
+def palettes_message() -> dict:
+    out = {}
+    for name, p in PALETTES.items():
+        out[name] = {
+            "background": p.background, "foreground": p.foreground, "muted": p.muted, "rule": p.rule,
+            "mark": p.mark, "special": p.special,
+            "states": [list(p.colors(state)) for state in State],  # indexed by State code
+        }
+    return out
+
+
+def _entropy_b64(values: np.ndarray) -> str:
+    return base64.b64encode(np.asarray(values, dtype="<f2").tobytes()).decode("ascii")
+
+
+class LiveEncoder:
+    """Turns a trace, as it grows, into the live log's lines (see the module docstring)."""
+
+    def __init__(self, trace: Trace, *, key_every: int = KEY_EVERY):
+        if trace.start is None:
+            raise ValueError("the trace has no RunStart yet")
+        self.trace, self.key_every = trace, key_every
+        self.refs: list[FrameRef] = []
+        self.sent_tokens: set[int] = set()
+        shape = (trace.max_blocks, trace.canvas_length)
+        self.states = np.zeros(shape, dtype=np.uint8)  # what the browser holds after the last line
+        self.tokens = np.full(shape, -1, dtype=np.int32)
+        self.changed = np.zeros(shape, dtype=bool)
+        self.argmax: np.ndarray | None = None  # argmax of the previous step of the current block
+        self.argmax_block = -1
+
+    def start_line(self) -> str:
+        trace = self.trace
+        settings = trace.start.settings
+        return _dumps({
+            "type": "start", "format": FORMAT, "created": trace.created, "prompt": trace.prompt,
+            "model": trace.model.name, "canvas": trace.canvas_length, "blocks": trace.max_blocks,
+            "budget": step_budget(trace), "seed": settings.get("seed"),
+            "log_max": math.log10(max(math.log(trace.model.vocab_size), 1e-2)),
+            "layout": layout_message(grid_layout(trace.max_blocks, trace.canvas_length)),
+            "palettes": palettes_message(), "legend": [[int(s), label] for s, label in LEGEND],
+            "states": [s.name.lower() for s in State],
+            "readout": dict(zip(("names", "tips"), _readout_labels()), tau_tip=READOUT_TAU_TIP, control_tip=READOUT_CONTROL_TIP),
+        })
+
+    def frame_lines(self) -> str:
+        """Lines for the frames that appeared since the last call ("" when none)."""
+        refs = frame_refs(self.trace)
+        # A commit frame can be inserted before later steps only when its block record arrives
+        # after them, which backends never do; encode only frames past those already sent.
+        new = refs[len(self.refs):]
+        self.refs = refs
+        return "".join(self._frame(len(refs) - len(new) + i, refs) for i in range(len(new)))
+
+    def end_line(self) -> str:
+        trace, end = self.trace, self.trace.end
+        message = {"type": "end", "frames": len(self.refs)}
+        if end is not None:
+            message.update(finish=end.finish_reason, text=end.text, error=end.error)
+        if trace.steps and end is not None:
+            layout = text_layout(trace)
+            message["text_layout"] = layout_message(layout)
+        return _dumps(message)
+
+    # ---- one frame -------------------------------------------------------------------------
+    def _frame(self, index: int, refs: list[FrameRef]) -> str:
+        trace = self.trace
+        frame = frame_state(trace, index, refs)
+        blocks = frame.states.shape[0]
+        if blocks > self.states.shape[0]:  # never for a valid run; kept so a bad trace cannot crash the view
+            grow = blocks - self.states.shape[0]
+            self.states = np.vstack([self.states, np.zeros((grow, trace.canvas_length), np.uint8)])
+            self.tokens = np.vstack([self.tokens, np.full((grow, trace.canvas_length), -1, np.int32)])
+            self.changed = np.vstack([self.changed, np.zeros((grow, trace.canvas_length), bool)])
+        key = index % self.key_every == 0
+        diff = (
+            np.ones(self.states.size, dtype=bool) if key
+            else ((frame.states != self.states) | (frame.token_ids != self.tokens) | (frame.changed != self.changed)).reshape(-1)
+        )
+        where = np.flatnonzero(diff)
+        states, tokens, changed = frame.states.reshape(-1), frame.token_ids.reshape(-1), frame.changed.reshape(-1)
+        cells = np.stack([where, states[where], tokens[where], changed[where]], axis=1).reshape(-1)
+        self.states, self.tokens, self.changed = frame.states.copy(), frame.token_ids.copy(), frame.changed.copy()
+
+        ref = refs[index]
+        message: dict = {"type": "frame", "i": index, "kind": ref.kind, "block": ref.block, "cells": cells.tolist()}
+        if key:
+            message["key"] = 1
+        shown = set(tokens[where].tolist())
+        if ref.kind == "step":
+            step = trace.steps[ref.index]
+            message["ms"] = round(step.wall_time_s * 1000, 1)
+            message["entropy"] = _entropy_b64(step.entropy_nats)
+            if self.argmax_block != ref.block or self.argmax is None or key:
+                changes = np.arange(trace.canvas_length)
+            else:
+                changes = np.flatnonzero(step.argmax != self.argmax)
+            message["argmax"] = np.stack([changes, step.argmax[changes]], axis=1).reshape(-1).tolist()
+            shown.update(step.argmax[changes].tolist())
+            self.argmax, self.argmax_block = step.argmax, ref.block
+        fresh = sorted(t for t in shown if t >= 0 and t not in self.sent_tokens)
+        if fresh:
+            message["tokens"] = {str(t): token_entry(trace, t) for t in fresh}
+            self.sent_tokens.update(fresh)
+        message["caption"] = frame_caption(trace, frame)
+        message.update(self._panel(index, refs))
+        return _dumps(message)
+
+    def _panel(self, index: int, refs: list[FrameRef]) -> dict:
+        """The commit-order panel's numbers at one frame: readout values and one chart point."""
+        r = live_readout(self.trace, index, refs=refs)
+        where, status = readout_heading(r)
+        point = [_number(r.tau_b), _number(r.control_tau_b), r.committed, r.content_length, r.new_commits, r.remasked_now]
+        return {
+            "readout": {"where": where, "status": status, "tau": fmt(r.tau_b), "control": fmt(r.control_tau_b),
+                        "reason": r.tau_b.reason if isinstance(r.tau_b, Undefined) else "",
+                        "values": [value for _, value, _ in readout_rows(r)]},
+            "point": point, "final": int(r.final), "pending": r.pending,
+        }
+
+
+def _readout_labels() -> tuple[list[str], list[str]]:
+    """The readout's row names and tooltips, sent once: any readout has the same (a blank one here)."""
+    from .metrics.live import Readout
+
+    blank = {}
+    for f in dataclasses.fields(Readout):
+        kind = str(f.type)
+        blank[f.name] = "step" if f.name == "kind" else () if "tuple" in kind else False if "bool" in kind else (
+            0 if kind == "int" else Undefined("-"))
+    rows = readout_rows(Readout(**blank))
+    return [name for name, _, _ in rows], [tip for _, _, tip in rows]
+
+
+def replay_log(trace: Trace) -> str:
+    """The whole live log of a recorded trace: what a live run of it would have sent."""
+    encoder = LiveEncoder(trace)
+    return encoder.start_line() + encoder.frame_lines() + encoder.end_line()
+
+
+# ---- the reference decoder (the JavaScript does the same) ---------------------------------------
+class LiveState:
+    """Reads a live log line by line and holds the canvas the browser would show."""
+
+    def __init__(self):
+        self.states = self.tokens = self.changed = None
+        self.pieces: dict[int, dict] = {}
+        self.frames = 0
+        self.ended = None
+
+    def apply(self, line: str) -> None:
+        message = json.loads(line)
+        kind = message["type"]
+        if kind == "start":
+            shape = (message["blocks"], message["canvas"])
+            self.states = np.zeros(shape, dtype=np.uint8)
+            self.tokens = np.full(shape, -1, dtype=np.int32)
+            self.changed = np.zeros(shape, dtype=bool)
+        elif kind == "frame":
+            if message["i"] != self.frames and not message.get("key"):
+                raise ValueError(f"frame {message['i']} does not follow frame {self.frames - 1}")
+            cells = np.array(message["cells"], dtype=np.int64).reshape(-1, 4)
+            flat = cells[:, 0]
+            self.states.reshape(-1)[flat] = cells[:, 1]
+            self.tokens.reshape(-1)[flat] = cells[:, 2]
+            self.changed.reshape(-1)[flat] = cells[:, 3].astype(bool)
+            self.pieces.update({int(k): v for k, v in message.get("tokens", {}).items()})
+            self.frames = message["i"] + 1
+        elif kind == "end":
+            self.ended = message
+
+    def read(self, log: str) -> None:
+        for line in log.splitlines():
+            if line:
+                self.apply(line)
+
+
+# ---- batching a producer for a slower consumer ----------------------------------------------------
+def batches(source: Iterator, *, stop: Callable[[], None] | None = None) -> Iterator[list]:
+    """The items of `source` in lists of whatever has arrived: one item when the consumer keeps up,
+    several when it fell behind (so a slow connection gets fewer, larger updates, never a backlog).
+
+    `source` is read on its own thread.  Closing this generator early calls `stop()` (which should
+    make the source finish soon) and waits for the thread to drain the source.
+    """
+    items: queue.Queue = queue.Queue()
+    done = object()
+    failure: list[BaseException] = []
+
+    def pump():
+        try:
+            for item in source:
+                items.put(item)
+        except BaseException as exc:  # handed to the consumer
+            failure.append(exc)
+        finally:
+            items.put(done)
+
+    thread = threading.Thread(target=pump, name="live-batches", daemon=False)
+    thread.start()
+    finished = False
+    try:
+        while not finished:
+            batch = [items.get()]
+            while True:
+                try:
+                    batch.append(items.get_nowait())
+                except queue.Empty:
+                    break
+            if batch[-1] is done:
+                batch.pop()
+                finished = True
+            if batch:
+                yield batch
+        if failure:
+            raise failure[0]
+    finally:
+        if not finished:
+            if stop is not None:
+                stop()
+            while thread.is_alive():  # drain, so the source can end its run
+                try:
+                    items.get(timeout=0.1)
+                except queue.Empty:
+                    pass
+        thread.join()

@@ -1,0 +1,573 @@
+// The live view in the browser: draws the canvas and the commit-order panel from the live log
+// that visualizer/live_stream.py writes (one JSON line per frame, only what changed).
+//
+// Loaded by app.py through gr.HTML(head="<script>...</script>", js_on_load="dvLiveView.mount(...)"):
+// the component's value is the log; Gradio sends a growing string as "append" diffs, and `watch`
+// calls us after each update, so we read from where we stopped and never lose a frame.  Drawing
+// happens once per animation frame and shows the newest frame only: a browser that falls behind
+// skips stale frames instead of playing back a backlog.
+//
+// Cells are spans in a `white-space: pre` block, laid out once per layout (no reflow), and only
+// the cells that differ from what is on screen are touched.  Token text is only ever set with
+// textContent / title, never as markup.  Colours, glyphs and cell texts follow visualizer/layout.py
+// `paint` (the Pillow and HTML renderers draw the same decisions).
+(function () {
+  "use strict";
+  if (window.dvLiveView) return;
+
+  const NOISE_GLYPH = "░", PAD_GLYPH = "∙", ELLIPSIS = "…";
+  const EMPTY = 0, NOISE = 1, NEW = 2, KEPT = 3, REMASKED = 4, COMMITTED = 5;
+  const FONT_STACK = "'DejaVu Sans Mono', Menlo, Consolas, 'Liberation Mono', monospace";
+  const TAU_COLOR = "#7c3aed", CONTROL_COLOR = "#9ca3af", CURSOR_COLOR = "#f59e0b";
+  const COMMIT_COLOR = "#16a34a", REMASK_COLOR = "#9ca3af", MARK_COLOR = "#ef4444";
+  const VIRIDIS = [[68, 1, 84], [71, 44, 122], [59, 81, 139], [44, 113, 142], [33, 144, 141],
+    [39, 173, 129], [92, 200, 99], [170, 220, 50], [253, 231, 37]];
+  const ENTROPY_FLOOR = 1e-3;
+  const SVG = "http://www.w3.org/2000/svg";
+
+  function el(tag, style, text) {
+    const node = document.createElement(tag);
+    if (style) node.style.cssText = style;
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  function svgEl(tag, attrs) {
+    const node = document.createElementNS(SVG, tag);
+    for (const key in attrs) node.setAttribute(key, attrs[key]);
+    return node;
+  }
+
+  function chars(text) { return Array.from(text); }  // code points, as Python counts them
+
+  function fit(text, width) {  // layout._fit
+    const c = chars(text);
+    if (c.length > width) return width > 1 ? c.slice(0, width - 1).join("") + ELLIPSIS : ELLIPSIS;
+    return text + " ".repeat(width - c.length);
+  }
+
+  function pyRepr(text) {  // what Python's repr shows for a token piece, near enough for a tooltip
+    const body = text.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/\t/g, "\\t").replace(/\r/g, "\\r");
+    return body.includes("'") && !body.includes('"') ? `"${body}"` : `'${body.replace(/'/g, "\\'")}'`;
+  }
+
+  function halfToFloat(h) {
+    const s = h & 0x8000 ? -1 : 1, e = (h >> 10) & 0x1f, f = h & 0x3ff;
+    if (e === 0) return s * Math.pow(2, -14) * (f / 1024);
+    if (e === 31) return f ? NaN : s * Infinity;
+    return s * Math.pow(2, e - 15) * (1 + f / 1024);
+  }
+
+  function decodeEntropy(b64) {
+    const bytes = atob(b64), out = new Float32Array(bytes.length / 2);
+    for (let i = 0; i < out.length; i++) out[i] = halfToFloat(bytes.charCodeAt(2 * i) | (bytes.charCodeAt(2 * i + 1) << 8));
+    return out;
+  }
+
+  function viridis(entropy, logMax) {
+    const logMin = Math.log10(ENTROPY_FLOOR);
+    const level = (Math.log10(Math.max(entropy, ENTROPY_FLOOR)) - logMin) / (logMax - logMin);
+    const pos = Math.min(Math.max(level, 0), 1) * (VIRIDIS.length - 1);
+    const low = Math.min(Math.floor(pos), VIRIDIS.length - 2), frac = pos - low;
+    return VIRIDIS[low].map((v, k) => Math.round(v * (1 - frac) + VIRIDIS[low + 1][k] * frac));
+  }
+
+  class LiveView {
+    constructor(root, palette) {
+      this.root = root;
+      this.paletteName = palette || "standard";
+      this.layoutKind = "grid";
+      this.wantLayout = "grid";
+      this.stats = { framesShown: 0, lastShownAt: 0, shownIndex: -1, linesRead: 0 };
+      this.following = true;
+      this.build();
+      this.reset();
+    }
+
+    // ---- DOM skeleton --------------------------------------------------------------------
+    build() {
+      this.frameBox = el("div", `font-family:${FONT_STACK};font-size:12.5px;padding:12px;border-radius:8px;overflow:auto;max-height:72vh`);
+      this.frameBox.className = "dv-frame";
+      this.status = el("div", "margin-bottom:6px", "Press Generate to start.");
+      this.status.className = "dv-status";
+      this.legend = el("div", "display:flex;flex-wrap:wrap;gap:14px;margin:0 0 8px 0");
+      this.legend.className = "dv-legend";
+      this.pre = el("pre", "margin:0;line-height:1.45;font-family:inherit;white-space:pre;background:transparent;padding:0;border:none");
+      this.pre.className = "dv-canvas";
+      this.pre.addEventListener("mouseover", (event) => this.tooltip(event.target));
+      this.frameBox.append(this.status, this.legend, this.pre);
+
+      const bar = el("div", "display:flex;align-items:center;gap:10px;margin:8px 0");
+      this.slider = el("input", "flex:1");
+      Object.assign(this.slider, { type: "range", min: 0, max: 0, step: 1, value: 0, disabled: true });
+      this.slider.className = "dv-replay";
+      this.slider.setAttribute("aria-label", "Replay: frame");
+      this.slider.addEventListener("input", () => {
+        const index = Number(this.slider.value);
+        this.following = index >= this.frames.length - 1;  // back at the end: follow the run again
+        this.target = index;
+        this.schedule();
+      });
+      this.sliderLabel = el("span", "font-variant-numeric:tabular-nums;min-width:9em", "Replay: frame –");
+      this.sliderLabel.className = "dv-replay-label";
+      bar.append(el("span", "opacity:.7", "Replay"), this.slider, this.sliderLabel);
+
+      const details = el("details", "margin-top:6px");
+      details.open = true;
+      details.append(el("summary", "cursor:pointer", "Commit order: tau_b, commits per step, entropy (hover for details)"));
+      this.panel = el("div", "display:flex;flex-wrap:wrap;gap:12px 20px;align-items:flex-start;padding-top:6px");
+      this.panel.className = "dv-commit-panel";
+      this.readoutBox = el("div", "flex:1 1 300px;font-size:13px;line-height:1.35");
+      this.readoutBox.className = "dv-readout";
+      this.charts = el("div", "flex:1 1 420px");
+      this.tauSvg = svgEl("svg", { viewBox: "0 0 480 200", role: "img", "aria-label": "tau_b over steps" });
+      this.commitSvg = svgEl("svg", { viewBox: "0 0 480 170", role: "img", "aria-label": "commits per step" });
+      for (const s of [this.tauSvg, this.commitSvg]) s.style.cssText = "width:100%;max-width:480px;height:auto;font-family:ui-sans-serif,system-ui,sans-serif";
+      this.charts.append(this.tauSvg, this.commitSvg);
+      const heat = el("div", "flex:1 1 100%");
+      this.heatTitle = el("div", "font-size:11px;margin-bottom:4px");
+      this.heat = el("canvas", "width:100%;max-width:780px;height:160px;image-rendering:pixelated;display:block");
+      this.heat.className = "dv-heatmap";
+      this.heat.addEventListener("mousemove", (event) => this.heatTooltip(event));
+      heat.append(this.heatTitle, this.heat);
+      this.panel.append(this.readoutBox, this.charts, heat);
+      details.append(this.panel);
+      this.root.replaceChildren(this.frameBox, bar, details);
+    }
+
+    reset() {
+      this.text = "";  // the part of the log read so far
+      this.start = null;
+      this.end = null;
+      this.tokens = new Map();
+      this.frames = [];  // per frame: snapshot of the canvas + the message
+      this.cur = null;  // canvas state after the newest frame read
+      this.shown = null;  // what the spans show now
+      this.spans = [];
+      this.target = -1;
+      this.following = true;
+    }
+
+    // ---- reading the log ------------------------------------------------------------------
+    receive(value) {
+      if (typeof value !== "string" || !value) return;
+      if (value.length < this.text.length || value.slice(0, this.text.length) !== this.text) this.reset();
+      const cut = value.lastIndexOf("\n") + 1;
+      if (cut <= this.text.length) return;
+      const fresh = value.slice(this.text.length, cut);
+      for (const line of fresh.split("\n")) if (line) this.apply(JSON.parse(line));
+      this.text = value.slice(0, cut);
+      if (this.following) this.target = this.frames.length - 1;
+      this.schedule();
+    }
+
+    apply(m) {
+      this.stats.linesRead++;
+      if (m.type === "start") {
+        this.reset();
+        this.start = m;
+        const n = m.blocks * m.canvas;
+        this.cur = { states: new Uint8Array(n), tokens: new Int32Array(n).fill(-1), changed: new Uint8Array(n), argmax: new Int32Array(m.canvas) };
+        const wanted = this.wantLayout;
+        this.setLayout("grid", true);  // a run in progress is shown in the grid
+        this.wantLayout = wanted;
+        this.buildLegend();
+        this.buildReadout();
+        this.slider.disabled = true;
+      } else if (m.type === "frame" && this.start) {
+        if (m.tokens) for (const id in m.tokens) this.tokens.set(Number(id), m.tokens[id]);
+        const c = m.cells, cur = this.cur;
+        for (let k = 0; k < c.length; k += 4) { cur.states[c[k]] = c[k + 1]; cur.tokens[c[k]] = c[k + 2]; cur.changed[c[k]] = c[k + 3]; }
+        if (m.argmax) for (let k = 0; k < m.argmax.length; k += 2) cur.argmax[m.argmax[k]] = m.argmax[k + 1];
+        this.frames[m.i] = {
+          m, states: cur.states.slice(), tokens: cur.tokens.slice(), changed: cur.changed.slice(),
+          argmax: m.kind === "step" ? cur.argmax.slice() : null, entropy: m.entropy ? decodeEntropy(m.entropy) : null,
+        };
+        delete m.cells; delete m.argmax; delete m.entropy; delete m.tokens;  // kept decoded above
+        this.slider.max = Math.max(this.frames.length - 1, 0);
+        this.slider.disabled = false;
+      } else if (m.type === "end") {
+        this.end = m;
+        if (this.wantLayout === "text") this.setLayout("text");
+      }
+    }
+
+    schedule() {
+      if (this.pending) return;
+      this.pending = true;
+      requestAnimationFrame(() => { this.pending = false; this.draw(); });
+    }
+
+    // ---- drawing --------------------------------------------------------------------------
+    draw() {
+      if (!this.start || !this.frames.length) return;
+      const index = Math.max(0, Math.min(this.target, this.frames.length - 1));
+      const frame = this.frames[index];
+      if (!frame) return;
+      this.showCells(frame);
+      const m = frame.m;
+      let status = `Frame ${index + 1}/${this.frames.length} · ${m.caption}`;
+      if (m.kind === "step") status += ` · this step took ${Math.round(m.ms)} ms`;
+      this.status.textContent = status;
+      if (this.end && this.end.error) this.status.textContent += ` · ${this.end.error}`;
+      if (this.following) this.slider.value = index;
+      this.sliderLabel.textContent = `Replay: frame ${index + 1}/${this.frames.length}`;
+      this.drawPanel(index);
+      this.stats.framesShown++;
+      this.stats.shownIndex = index;
+      this.stats.shownFrames = this.frames.length;
+      this.stats.lastShownAt = Date.now();
+      this.stats.ended = !!this.end;
+    }
+
+    showCells(frame) {
+      const shown = this.shown, all = !shown.valid;
+      this.currentFrame = frame;
+      for (let i = 0; i < this.spans.length; i++) {
+        if (!this.spans[i]) continue;
+        if (all || shown.states[i] !== frame.states[i] || shown.tokens[i] !== frame.tokens[i] || shown.changed[i] !== frame.changed[i]) {
+          this.paintCell(i, frame.states[i], frame.tokens[i], frame.changed[i]);
+          shown.states[i] = frame.states[i]; shown.tokens[i] = frame.tokens[i]; shown.changed[i] = frame.changed[i];
+        }
+      }
+      shown.valid = true;
+    }
+
+    paintCell(i, state, token, changed) {  // layout.paint, one cell
+      const span = this.spans[i], width = this.widths[i], pal = this.palette();
+      let [fg, bg] = pal.states[state], text;
+      if (state === NOISE || state === REMASKED) text = NOISE_GLYPH.repeat(width);
+      else if (state === EMPTY) text = this.layoutKind === "grid" ? fit(PAD_GLYPH, width) : " ".repeat(width);
+      else {
+        const entry = this.tokens.get(token) || { p: `<${token}>` };
+        const shown = this.layoutKind === "text" ? (entry.x ?? entry.g ?? entry.p) : (entry.g ?? entry.p);
+        text = fit(shown, width);
+        if (entry.s && state === COMMITTED) fg = pal.special;
+      }
+      const shadows = [];
+      if (state === REMASKED) shadows.push(`inset 0 3px 0 0 ${pal.mark}`);
+      if (changed) shadows.push(`inset 0 -2px 0 0 ${pal.mark}`);
+      span.textContent = text;
+      span.className = `dv-cell dv-${this.start.states[state]}`;
+      span.style.color = fg;
+      span.style.background = bg;
+      span.style.boxShadow = shadows.join(",");
+      span.removeAttribute("title");  // rebuilt on hover, for the frame then on screen
+    }
+
+    palette() { return this.start.palettes[this.paletteName] || this.start.palettes.standard; }
+
+    setPalette(name) {
+      this.paletteName = name;
+      if (!this.start) return;
+      this.buildLegend();
+      if (this.shown) this.shown.valid = false;
+      this.schedule();
+    }
+
+    setLayout(kind, force) {
+      if (!this.start) { this.wantLayout = kind; return; }
+      const layout = kind === "text" && this.end && this.end.text_layout ? this.end.text_layout : this.start.layout;
+      if (!force && layout.kind === this.layoutKind) { this.wantLayout = kind; return; }
+      this.layoutKind = layout.kind;
+      this.wantLayout = kind;
+      this.buildCanvas(layout);
+      this.schedule();
+    }
+
+    buildCanvas(layout) {
+      const pal = this.palette(), cells = layout.cells, n = cells.length / 3;
+      const byRow = new Map(), headers = new Map(layout.headers.map(([b, row]) => [row, b]));
+      this.widths = new Int32Array(n);
+      for (let i = 0; i < n; i++) {
+        const row = cells[3 * i], col = cells[3 * i + 1], width = cells[3 * i + 2];
+        this.widths[i] = width;
+        if (!byRow.has(row)) byRow.set(row, []);
+        byRow.get(row).push([col, width, i]);
+      }
+      this.spans = new Array(n);
+      const nodes = [];
+      for (let row = 0; row < layout.rows; row++) {
+        if (row > 0) nodes.push(document.createTextNode("\n"));
+        if (headers.has(row)) {
+          const label = ("── block " + (headers.get(row) + 1) + " ").padEnd(layout.columns, "─");
+          const rule = el("span", "", label);
+          rule.className = "dv-rule";
+          nodes.push(rule);
+          continue;
+        }
+        let col = 0;
+        for (const [c, width, i] of (byRow.get(row) || []).sort((a, b) => a[0] - b[0])) {
+          if (c > col) nodes.push(document.createTextNode(" ".repeat(c - col)));
+          const span = el("span");
+          span.dataset.i = i;
+          this.spans[i] = span;
+          nodes.push(span);
+          col = c + width;
+        }
+      }
+      this.pre.replaceChildren(...nodes);
+      this.frameBox.style.background = pal.background;
+      this.frameBox.style.color = pal.foreground;
+      for (const rule of this.pre.querySelectorAll(".dv-rule")) rule.style.color = pal.rule;
+      this.shown = { states: new Uint8Array(n), tokens: new Int32Array(n), changed: new Uint8Array(n), valid: false };
+    }
+
+    buildLegend() {
+      const pal = this.palette(), items = [];
+      this.frameBox.style.background = pal.background;
+      this.frameBox.style.color = pal.foreground;
+      this.status.style.color = pal.muted;
+      for (const rule of this.pre.querySelectorAll(".dv-rule")) rule.style.color = pal.rule;
+      const item = (fg, bg, glyph, label, shadow) => {
+        const outer = el("span", `color:${pal.foreground}`);
+        outer.className = "dv-legend-item";
+        const swatch = el("span", `color:${fg};background:${bg};padding:0 4px${shadow ? ";box-shadow:" + shadow : ""}`, glyph);
+        outer.append(swatch, document.createTextNode(" " + label));
+        items.push(outer);
+      };
+      for (const [state, label] of this.start.legend) {
+        const [fg, bg] = pal.states[state];
+        const noise = label === "noise" || label === "remasked";
+        item(fg, bg, noise ? "░░" : "ab", label, label === "remasked" ? `inset 0 3px 0 0 ${pal.mark}` : "");
+      }
+      const [kfg, kbg] = pal.states[KEPT];
+      item(kfg, kbg, "ab", "resampled to a new token", `inset 0 -2px 0 0 ${pal.mark}`);
+      this.legend.replaceChildren(...items);
+    }
+
+    // ---- tooltips (built on hover, from the frame on screen) --------------------------------
+    tooltip(target) {
+      if (!target || !target.dataset || target.dataset.i === undefined || !this.currentFrame) return;
+      const i = Number(target.dataset.i), f = this.currentFrame, canvas = this.start.canvas;
+      const block = Math.floor(i / canvas), position = i % canvas;
+      const state = f.states[i], token = f.tokens[i];
+      const label = { 0: "not reached", 1: "noise", 2: "new", 3: "kept draft", 4: "remasked", 5: "committed" }[state];
+      const parts = [`block ${block + 1} · position ${position} · ${label}`];
+      if (token >= 0) parts.push(`token ${token} ${pyRepr(this.piece(token))}`);
+      if (f.m.kind === "step" && block === f.m.block) {
+        parts.push(`entropy ${f.entropy[position].toFixed(4)} nats`);
+        if (state === NOISE || state === REMASKED) parts.push(`argmax draft ${pyRepr(this.piece(f.argmax[position]))}`);
+        if (f.changed[i]) parts.push("resampled to a different token this step");
+      }
+      let text = parts.slice(0, 2).join(" · ") + (parts.length > 2 ? "\n" + parts.slice(2).join(" · ") : "");
+      const story = this.commitStory(block, position, f.m.i);
+      if (story) text += "\n" + story;
+      target.title = text;
+    }
+
+    piece(token) { const e = this.tokens.get(token); return e ? e.p : `<${token}>`; }
+
+    blockFrames(block, upTo) {
+      const out = [];
+      for (let j = 0; j <= upTo && j < this.frames.length; j++) if (this.frames[j] && this.frames[j].m.block === block) out.push(this.frames[j]);
+      return out;
+    }
+
+    commitStory(block, position, upTo) {  // charts.commit_story, from the frames read so far
+      const frames = this.blockFrames(block, upTo).filter((f) => f.m.kind === "step");
+      if (!frames.length) return "";
+      const i = block * this.start.canvas + position;
+      let first = -1;
+      const remasks = [];
+      frames.forEach((f, t) => {
+        const s = f.states[i];
+        if (first < 0 && (s === NEW || s === KEPT)) first = t;
+        if (s === REMASKED) remasks.push(t + 1);
+      });
+      const commit = first >= 0 ? `commit step ${first + 1} (${frames[first].entropy[position].toPrecision(3)} nats)` : "not accepted yet";
+      return `${commit} · ${remasks.length ? "re-masked at step " + remasks.join(", ") : "never re-masked"}`;
+    }
+
+    // ---- the commit-order panel -------------------------------------------------------------
+    buildReadout() {
+      const r = this.start.readout;
+      this.readoutBox.replaceChildren();
+      this.rWhere = el("div", "opacity:.7");
+      const head = el("div", "margin:4px 0 6px 0");
+      this.rTau = el("span", `font-size:26px;font-weight:600;color:${TAU_COLOR}`);
+      this.rTau.title = r.tau_tip;
+      this.rControl = el("span", `margin-left:14px;font-size:16px;color:${CONTROL_COLOR}`);
+      this.rControl.title = r.control_tip;
+      this.rReason = el("div", "font-size:11px;opacity:.7");
+      head.append(this.rTau, this.rControl, this.rReason);
+      const table = el("table", "border-collapse:collapse;border:none;color:inherit;font-size:inherit;width:auto");
+      this.rValues = r.names.map((name, k) => {
+        const tr = el("tr", "border:none");
+        tr.title = r.tips[k];
+        const value = el("td", "font-variant-numeric:tabular-nums;padding:1px 0;border:none");
+        tr.append(el("td", "opacity:.7;padding:1px 10px 1px 0;border:none", name), value);
+        table.append(tr);
+        return value;
+      });
+      this.readoutBox.append(this.rWhere, head, table);
+    }
+
+    drawPanel(index) {
+      const m = this.frames[index].m, r = m.readout;
+      this.rWhere.textContent = `${r.where} · ${r.status}`;
+      this.rTau.textContent = `tau_b ${r.tau}`;
+      this.rControl.textContent = `control ${r.control}`;
+      this.rReason.textContent = r.reason;
+      r.values.forEach((v, k) => { this.rValues[k].textContent = v; });
+      const frames = this.blockFrames(m.block, index);
+      const steps = frames.filter((f) => f.m.kind === "step");
+      const points = steps.map((f) => f.m.point);
+      const committed = frames.find((f) => f.m.kind === "commit");
+      if (committed && points.length) points[points.length - 1] = committed.m.point;  // final values
+      const cursor = m.kind === "step" ? steps.length - 1 : null;
+      this.drawTau(m.block, points, cursor);
+      this.drawCommits(m.block, points, cursor, committed ? committed.m : null);
+      this.drawHeatmap(m.block, steps, cursor);
+    }
+
+    chartFrame(svg, width, height, title, left, right, top, bottom) {
+      svg.replaceChildren();
+      const plot = { x0: left, y0: top, x1: width - right, y1: height - bottom };
+      plot.w = plot.x1 - plot.x0; plot.h = plot.y1 - plot.y0;
+      this.label(svg, plot.x0, 13, title, { size: 11 });
+      return plot;
+    }
+
+    label(svg, x, y, text, { anchor = "start", size = 10, fill = "currentColor" } = {}) {
+      const node = svgEl("text", { x: x.toFixed(1), y: y.toFixed(1), "font-size": size, "text-anchor": anchor, fill });
+      node.textContent = text;
+      svg.append(node);
+    }
+
+    stepAxis(svg, plot, n, x) {
+      const every = Math.max(1, Math.ceil(n / 8));
+      for (let t = 0; t < n; t += every) this.label(svg, x(t), plot.y1 + 14, String(t + 1), { anchor: "middle", size: 9 });
+      this.label(svg, plot.x1 + 4, plot.y1 + 14, "step", { size: 9 });
+    }
+
+    cursorLine(svg, plot, x, step) {
+      if (step === null || step < 0) return;
+      svg.append(svgEl("line", { x1: x(step), x2: x(step), y1: plot.y0, y2: plot.y1, stroke: CURSOR_COLOR, "stroke-width": 1.5 }));
+    }
+
+    drawTau(block, points, cursor) {  // charts.tau_over_steps_svg
+      const svg = this.tauSvg, n = Math.max(this.start.budget, points.length, 1);
+      const plot = this.chartFrame(svg, 480, 200, `Block ${block + 1}: tau_b after each step`, 36, 92, 22, 24);
+      const x = (t) => plot.x0 + (t + 0.5) * plot.w / n, y = (v) => plot.y0 + (1 - v) / 2 * plot.h;
+      for (const v of [-1, -0.5, 0, 0.5, 1]) {
+        svg.append(svgEl("line", { x1: plot.x0, x2: plot.x1, y1: y(v), y2: y(v), stroke: "currentColor", "stroke-opacity": v === 0 ? 0.35 : 0.12 }));
+        this.label(svg, plot.x0 - 4, y(v) + 4, String(v), { anchor: "end" });
+      }
+      this.stepAxis(svg, plot, n, x);
+      const line = (values, color, dash) => {
+        let run = [];
+        const flush = () => {
+          if (run.length === 1) run = [[run[0][0] - 3, run[0][1]], [run[0][0] + 3, run[0][1]]];
+          if (run.length) svg.append(svgEl("polyline", { points: run.map((p) => p.join(",")).join(" "), fill: "none", stroke: color, "stroke-width": 1.8, ...(dash ? { "stroke-dasharray": dash } : {}) }));
+          run = [];
+        };
+        values.forEach((v, t) => { if (v === null) flush(); else run.push([x(t).toFixed(1), y(v).toFixed(1)]); });
+        flush();
+      };
+      line(points.map((p) => p[1]), CONTROL_COLOR, "4 3");
+      line(points.map((p) => p[0]), TAU_COLOR);
+      points.forEach((p, t) => { if (p[0] !== null) svg.append(svgEl("circle", { cx: x(t).toFixed(1), cy: y(p[0]).toFixed(1), r: 2.2, fill: TAU_COLOR })); });
+      this.cursorLine(svg, plot, x, cursor);
+      points.forEach((p, t) => {
+        const hover = svgEl("rect", { x: x(t) - plot.w / n / 2, y: plot.y0, width: plot.w / n, height: plot.h, fill: "#000", "fill-opacity": 0 });
+        const title = svgEl("title", {});
+        title.textContent = `step ${t + 1}: tau_b ${p[0] === null ? "undefined" : p[0].toFixed(3)} · control ${p[1] === null ? "undefined" : p[1].toFixed(3)} · ${p[2]} of ${p[3]} content positions committed`;
+        hover.append(title);
+        svg.append(hover);
+      });
+      if (points.length) {
+        const last = points[points.length - 1];
+        this.label(svg, plot.x1 + 6, y(last[0] ?? 0) + 4, `tau_b ${last[0] === null ? "undefined" : last[0].toFixed(3)}`, { fill: TAU_COLOR });
+        if (last[1] !== null) this.label(svg, plot.x1 + 6, y(last[1]) - 6, `control ${last[1].toFixed(3)}`, { fill: CONTROL_COLOR });
+      } else this.label(svg, plot.x0 + plot.w / 2, plot.y0 + plot.h / 2, "block not started", { anchor: "middle" });
+    }
+
+    drawCommits(block, points, cursor, commit) {  // charts.commits_per_step_svg
+      const svg = this.commitSvg, n = Math.max(this.start.budget, points.length, 1) + 1;
+      const plot = this.chartFrame(svg, 480, 170, `Block ${block + 1}: commits per step (first acceptance, content only)`, 36, 30, 22, 24);
+      if (!points.length) { this.label(svg, plot.x0 + plot.w / 2, plot.y0 + plot.h / 2, "block not started", { anchor: "middle" }); return; }
+      const up = points.map((p) => p[4]), down = points.map((p) => p[5]);
+      const atFinal = commit ? commit.pending : 0;
+      const top = Math.max(...up, atFinal, 1), bottom = Math.max(...down) > 0 ? Math.max(...down) : 0;
+      const scale = plot.h / (top + bottom), zero = plot.y0 + top * scale, barW = plot.w / n;
+      const x = (t) => plot.x0 + (t + 0.5) * barW;
+      svg.append(svgEl("line", { x1: plot.x0, x2: plot.x1, y1: zero, y2: zero, stroke: "currentColor", "stroke-opacity": 0.5 }));
+      this.label(svg, plot.x0 - 4, plot.y0 + 8, String(top), { anchor: "end", size: 9 });
+      if (bottom) this.label(svg, plot.x0 - 4, plot.y1, `-${bottom}`, { anchor: "end", size: 9 });
+      const bar = (t, y0, h, color, opacity) => svg.append(svgEl("rect", { x: (x(t) - barW * 0.4).toFixed(1), y: y0.toFixed(1), width: (barW * 0.8).toFixed(1), height: h.toFixed(1), fill: color, "fill-opacity": opacity ?? 1 }));
+      points.forEach((_, t) => {
+        if (up[t]) bar(t, zero - up[t] * scale, up[t] * scale, COMMIT_COLOR);
+        if (down[t]) bar(t, zero, down[t] * scale, REMASK_COLOR);
+        const hover = svgEl("rect", { x: x(t) - barW / 2, y: plot.y0, width: barW, height: plot.h, fill: "#000", "fill-opacity": 0 });
+        const title = svgEl("title", {});
+        title.textContent = `step ${t + 1}: ${up[t]} content position(s) first accepted, ${down[t]} re-mask event(s)`;
+        hover.append(title);
+        svg.append(hover);
+      });
+      if (commit) {
+        if (atFinal) bar(n - 1, zero - atFinal * scale, atFinal * scale, "currentColor", 0.6);
+        this.label(svg, x(n - 1), plot.y1 + 14, "F", { anchor: "middle", size: 9 });
+      }
+      this.stepAxis(svg, plot, n - 1, x);
+      this.cursorLine(svg, plot, x, cursor);
+    }
+
+    drawHeatmap(block, steps, cursor) {  // charts.entropy_heatmap_svg, on a canvas
+      const canvas = this.start.canvas, rows = Math.max(this.start.budget <= 128 ? this.start.budget : steps.length, steps.length, 1);
+      const cw = 3, ch = Math.max(2, Math.floor(160 / rows));
+      this.heatTitle.textContent = `Block ${block + 1}: entropy per position and step (outlined: first acceptance) · dark: confident, yellow: uncertain`;
+      if (this.heat.width !== canvas * cw || this.heat.height !== rows * ch) { this.heat.width = canvas * cw; this.heat.height = rows * ch; }
+      const ctx = this.heat.getContext("2d");
+      ctx.clearRect(0, 0, this.heat.width, this.heat.height);
+      const image = ctx.createImageData(canvas, rows);
+      const base = block * canvas, first = new Int32Array(canvas).fill(-1);
+      steps.forEach((f, t) => {
+        for (let p = 0; p < canvas; p++) {
+          const [r, g, b] = viridis(f.entropy[p], this.start.log_max), k = 4 * (t * canvas + p);
+          image.data[k] = r; image.data[k + 1] = g; image.data[k + 2] = b; image.data[k + 3] = 255;
+          const s = f.states[base + p];
+          if (first[p] < 0 && (s === NEW || s === KEPT)) first[p] = t;
+        }
+      });
+      // scale the one-pixel-per-cell image up without smoothing, then outline first acceptances
+      const small = document.createElement("canvas");
+      small.width = canvas; small.height = rows;
+      small.getContext("2d").putImageData(image, 0, 0);
+      ctx.imageSmoothingEnabled = false;
+      ctx.drawImage(small, 0, 0, canvas * cw, rows * ch);
+      ctx.strokeStyle = MARK_COLOR;
+      ctx.lineWidth = 1;
+      for (let p = 0; p < canvas; p++) if (first[p] >= 0) ctx.strokeRect(p * cw + 0.5, first[p] * ch + 0.5, cw - 1, ch - 1);
+      if (cursor !== null) { ctx.fillStyle = CURSOR_COLOR; ctx.fillRect(0, (cursor + 1) * ch - 1, canvas * cw, 2); }
+      this.heatSteps = steps;
+      this.heatGeometry = { cw, ch, rows };
+    }
+
+    heatTooltip(event) {
+      if (!this.heatSteps || !this.heatGeometry) return;
+      const box = this.heat.getBoundingClientRect(), g = this.heatGeometry;
+      const p = Math.floor((event.clientX - box.left) / box.width * this.start.canvas);
+      const t = Math.floor((event.clientY - box.top) / box.height * g.rows);
+      const f = this.heatSteps[t];
+      this.heat.title = f && p >= 0 && p < this.start.canvas ? `step ${t + 1} · position ${p} · entropy ${f.entropy[p].toPrecision(3)} nats` : "";
+    }
+  }
+
+  const views = [];
+  window.dvLiveView = {
+    views,
+    mount(element, props, watch) {
+      const root = element.querySelector(".dv-live") || element;
+      const view = new LiveView(root, props.palette);
+      views.push(view);
+      element.dvView = view;
+      view.receive(props.value);
+      watch("value", () => view.receive(props.value));
+      return view;
+    },
+    setPalette(name) { for (const v of views) if (v.root.isConnected) v.setPalette(name); },
+    setLayout(kind) { for (const v of views) if (v.root.isConnected) v.setLayout(kind); },
+    stats() { const v = views.find((x) => x.root.isConnected); return v ? { ...v.stats } : null; },
+  };
+})();
