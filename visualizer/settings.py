@@ -25,6 +25,9 @@ DEFAULT_T_MAX = 0.8
 SAMPLER_ENTROPY_BOUND = "entropy-bound"  # transformers' rule; recomputes the accepted set every step
 SAMPLER_CONFIDENCE_THRESHOLD = "confidence-threshold"  # mlx-vlm's default; reveals accumulate
 SAMPLERS = (SAMPLER_ENTROPY_BOUND, SAMPLER_CONFIDENCE_THRESHOLD)
+# mlx-vlm 0.7.10's DEFAULT_DIFFUSION_CONFIDENCE_THRESHOLD, which its engine always uses (not a knob);
+# tests/test_mlx_backend.py checks the two agree.
+CONFIDENCE_THRESHOLD = 0.9
 
 # Upper limits that keep a typo from tying up the model for an hour; far above real use.
 MAX_NEW_TOKENS_LIMIT = 8192
