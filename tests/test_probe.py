@@ -49,7 +49,7 @@ class ScriptedBackend(Backend):
     def default_settings(self):
         return GenerationSettings(max_new_tokens=24, max_denoising_steps=8, seed=0)
 
-    def prompt_ids(self, prompt):
+    def prompt_ids(self, prompt, *, thinking=False):
         return [2, 5]
 
     def generate(self, prompt, settings, stop=None):

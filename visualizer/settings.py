@@ -49,6 +49,7 @@ class GenerationSettings:
     temperature: float | None = None  # MLX only: sampling temperature (mlx-vlm has no t schedule)
     compiled: bool = False  # transformers only: static cache + torch.compile (results differ from eager)
     record_topk: int = DEFAULT_RECORD_TOPK  # record the k most probable candidates per position and step; 0: off
+    thinking: bool = False  # render the chat template with enable_thinking (Gemma 4's thinking channel)
 
     @classmethod
     def from_dict(cls, values: dict) -> "GenerationSettings":
@@ -104,6 +105,8 @@ class GenerationSettings:
             out.append(f"seed must be a whole number from 0 to {MAX_SEED} (got {self.seed!r})")
         if not is_int(self.record_topk) or not 0 <= self.record_topk <= MAX_RECORD_TOPK:
             out.append(f"record top-k must be a whole number from 0 to {MAX_RECORD_TOPK} (got {self.record_topk!r})")
+        if not isinstance(self.thinking, bool):
+            out.append(f"thinking must be true or false (got {self.thinking!r})")
         if self.sampler is not None and self.sampler not in SAMPLERS:
             out.append(f"sampler must be one of {', '.join(SAMPLERS)} (got {self.sampler!r})")
         if max_context is not None and prompt_tokens is not None:
