@@ -135,14 +135,14 @@ def alternatives_text(alt: PositionAlternatives) -> str:
     lines = [
         f"block {alt.block + 1}, position {alt.position}, step {alt.step + 1}: "
         f"{'accepted' if alt.accepted_now else 'not accepted'}, entropy {alt.entropy_now:.3g} nats",
-        *(f"  {rank}. {c.piece!r:<20} p = {c.probability:.4f}" for rank, c in enumerate(alt.now, 1)),
+        *(f"  {rank}. {_show(c.piece)!r:<20} p = {_p(c.probability)}" for rank, c in enumerate(alt.now, 1)),
     ]
     if alt.commit_step is None:
         lines.append("not committed yet")
         return "\n".join(lines)
     how = "never accepted: committed from the last argmax" if alt.committed_at_finalize else "first accepted"
     lines.append(f"commit step {alt.commit_step + 1} ({how}), entropy {alt.entropy_at_commit:.3g} nats")
-    lines += [f"  {rank}. {c.piece!r:<20} p = {c.probability:.4f}" + ("   <- taken" if c == alt.taken else "")
+    lines += [f"  {rank}. {_show(c.piece)!r:<20} p = {_p(c.probability)}" + ("   <- taken" if c == alt.taken else "")
               for rank, c in enumerate(alt.at_commit, 1)]
     lines.append(_almost_sentence(alt))
     return "\n".join(lines)
@@ -178,7 +178,7 @@ def _table_html(title: str, cands: tuple[Candidate, ...], taken: Candidate | Non
         f'<tr style="border:none;{"font-weight:600" if c == taken else ""}">'
         f'<td style="padding:0 8px 0 0;border:none;font-family:ui-monospace,monospace;white-space:pre">{escape(_show(c.piece))}</td>'
         f'<td style="padding:0;border:none;width:90px"><div style="background:#7c3aed;height:8px;width:{max(c.probability, 0) * 90:.0f}px"></div></td>'
-        f'<td style="padding:0 0 0 6px;border:none;font-variant-numeric:tabular-nums">{c.probability:.3f}</td></tr>'
+        f'<td style="padding:0 0 0 6px;border:none;font-variant-numeric:tabular-nums">{_p(c.probability)}</td></tr>'
         for c in cands
     )
     return (
@@ -190,14 +190,19 @@ def _table_html(title: str, cands: tuple[Candidate, ...], taken: Candidate | Non
 def _almost_sentence(alt: PositionAlternatives) -> str:
     if alt.taken is None:
         return ""
-    taken = f"took {_show(alt.taken.piece)!r}" + ("" if np.isnan(alt.taken.probability) else f" (p = {alt.taken.probability:.3f})")
+    taken = f"took {_show(alt.taken.piece)!r}" + (" (outside the recorded candidates)" if np.isnan(alt.taken.probability) else f" (p = {_p(alt.taken.probability)})")
     if alt.almost is None:
         return f"It {taken}; no other candidate was recorded."
     return (
-        f"It {taken}; the token it almost chose: {_show(alt.almost.piece)!r} (p = {alt.almost.probability:.3f}"
-        + ("" if alt.margin is None or np.isnan(alt.margin) else f", {abs(alt.margin):.3f} {'behind' if alt.margin >= 0 else 'ahead'}")
+        f"It {taken}; the token it almost chose: {_show(alt.almost.piece)!r} (p = {_p(alt.almost.probability)}"
+        + ("" if alt.margin is None or np.isnan(alt.margin) else f", {_p(abs(alt.margin))} {'behind' if alt.margin >= 0 else 'ahead'}")
         + ")."
     )
+
+
+def _p(probability: float) -> str:
+    """A probability with four significant digits: 1, 0.9873, 2.3e-05."""
+    return f"{probability:.4g}"
 
 
 def _show(piece: str) -> str:
