@@ -30,6 +30,12 @@ from .states import frame_refs
 from .trace import Trace
 
 
+NO_CANDIDATES = (
+    "this trace recorded no candidates (record_topk was 0, or it was saved by an older version): "
+    "record it again with candidates on (--topk 5)"
+)
+
+
 class AlternativesError(ValueError):
     """The request cannot be answered from this trace; the message says why, in one line."""
 
@@ -68,7 +74,7 @@ def candidates(trace: Trace, block: int, step: int, position: int) -> tuple[Cand
     """The recorded candidates of one position at one step, most probable first."""
     record = _step(trace, block, step)
     if record.topk_ids is None:
-        raise AlternativesError(_no_candidates(trace))
+        raise AlternativesError(NO_CANDIDATES)
     _check_position(trace, position)
     return tuple(
         Candidate(int(i), trace.piece(i), float(p)) for i, p in zip(record.topk_ids[position], record.topk_probs[position])
@@ -223,10 +229,3 @@ def _check_position(trace: Trace, position: int) -> None:
 
 def _count_blocks(trace: Trace) -> int:
     return len({s.block for s in trace.steps})
-
-
-def _no_candidates(trace: Trace) -> str:
-    return (
-        "this trace recorded no candidates (record_topk was 0, or it was saved by an older version): "
-        "record it again with candidates on (--topk 5)"
-    )

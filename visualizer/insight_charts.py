@@ -43,10 +43,10 @@ def accept_budget_svg(trace: Trace, frame: int, *, width: int = 560, height: int
         return _message(plot, "accept budget", str(exc))
     if isinstance(budget, ConfidenceBudget):
         return _confidence_svg(plot, budget)
-    return _entropy_svg(plot, budget, trace)
+    return _entropy_svg(plot, budget)
 
 
-def _entropy_svg(plot: Plot, b: EntropyBudget, trace: Trace) -> str:
+def _entropy_svg(plot: Plot, b: EntropyBudget) -> str:
     shown = min(b.order.size, max(b.fits + 8, 16), MAX_BARS)
     spent_after = b.spent_before + b.entropy  # cumulative entropy through each position
     first_missed = b.fits if b.fits < b.order.size else None
