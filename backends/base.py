@@ -68,14 +68,30 @@ class Backend(ABC):
         """The checkpoint's own generation defaults, every knob filled in."""
 
     @abstractmethod
-    def prompt_ids(self, prompt: str) -> list[int]:
-        """The prompt as the model sees it: one user turn through the chat template."""
+    def prompt_ids(self, prompt: str, *, thinking: bool = False) -> list[int]:
+        """The prompt as the model sees it: one user turn through the chat template; `thinking`
+        turns on the template's thinking channel (`enable_thinking`), a BackendError where it has none."""
 
     @abstractmethod
     def generate(
         self, prompt: str, settings: GenerationSettings, stop: threading.Event | None = None
     ) -> Iterator[Record]:
         """Run one generation, yielding records as the model produces them."""
+
+    def supports_thinking(self) -> bool:
+        """Whether the chat template has a thinking channel to turn on (`enable_thinking`)."""
+        from .text import supports_thinking
+
+        return supports_thinking(self.tokenizer)
+
+    def templated_ids(self, prompt: str, thinking: bool) -> list[int]:
+        """`chat_prompt_ids` with a missing thinking mode turned into a BackendError."""
+        from .text import NoThinkingMode, chat_prompt_ids
+
+        try:
+            return chat_prompt_ids(self.tokenizer, prompt, thinking=thinking)
+        except NoThinkingMode as exc:
+            raise BackendError(f"{self.info.name}: {exc}") from None
 
     def resolve(self, settings: GenerationSettings) -> GenerationSettings:
         """Fill every None knob from the checkpoint's defaults."""
@@ -90,7 +106,7 @@ class Backend(ABC):
         problems = settings.problems()
         if problems:
             raise BackendError("; ".join(problems))
-        ids = self.prompt_ids(prompt)
+        ids = self.prompt_ids(prompt, thinking=bool(settings.thinking))
         problems = self.resolve(settings).problems(
             max_context=self.info.max_context, prompt_tokens=len(ids), canvas_length=self.info.canvas_length
         )

@@ -57,7 +57,7 @@ from visualizer.settings import (
 
 from .base import Backend, BackendError, BackendUnavailable, block_record, step_record
 from .mlx_worker import MLXWorker, stop_worker
-from .text import PieceTable, chat_prompt_ids
+from .text import PieceTable
 
 DEFAULT_TEMPERATURE = 1.0  # samples like transformers; mlx-vlm's own default is 0 (greedy)
 
@@ -135,14 +135,14 @@ class MLXBackend(Backend):
             compiled=False,
         )
 
-    def prompt_ids(self, prompt: str) -> list[int]:
+    def prompt_ids(self, prompt: str, *, thinking: bool = False) -> list[int]:
         """One user turn through the tokenizer's chat template, as the transformers backend does.
 
         Not the mlx-vlm processor's `apply_chat_template`: it turns the message into a list of
         content parts, which a plain-text template (the project's small models) prints as a
         Python list.  Ids are passed to the model, never a string (a string got a second BOS).
         """
-        return chat_prompt_ids(self.tokenizer, prompt)
+        return self.templated_ids(prompt, thinking)
 
     def options(self, settings: GenerationSettings, *, max_blocks: int):
         """The capture loop's options for resolved settings (also used by the tests)."""

@@ -9,12 +9,33 @@ from __future__ import annotations
 import numpy as np
 
 
-def chat_prompt_ids(tokenizer, prompt: str) -> list[int]:
+class NoThinkingMode(ValueError):
+    """The model's chat template has no `enable_thinking` switch."""
+
+
+def supports_thinking(tokenizer) -> bool:
+    """Whether the chat template reads `enable_thinking` (Gemma 4's switch for its thinking channel)."""
+    template = getattr(tokenizer, "chat_template", None) or ""
+    templates = template.values() if isinstance(template, dict) else [template]
+    return any("enable_thinking" in t for t in templates)
+
+
+def chat_prompt_ids(tokenizer, prompt: str, *, thinking: bool = False) -> list[int]:
     """One user turn through the model's chat template, generation prompt added.
 
+    `thinking` renders the template with `enable_thinking=True`, as transformers and mlx-vlm pass
+    it to Gemma 4's template; a template without that switch raises NoThinkingMode.  Without it
+    nothing is passed, so the ids are exactly the plain template's.
     Ids, never a string, go to the model: a templated string tokenized again got a second BOS.
     """
-    out = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=True)
+    extra = {}
+    if thinking:
+        if not supports_thinking(tokenizer):
+            raise NoThinkingMode("this model's chat template has no thinking mode (it never reads enable_thinking)")
+        extra["enable_thinking"] = True
+    out = tokenizer.apply_chat_template(
+        [{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=True, **extra
+    )
     if hasattr(out, "keys") and "input_ids" in out:  # transformers 5 returns a BatchEncoding
         out = out["input_ids"]
     if out and isinstance(out[0], list):

@@ -48,7 +48,7 @@ from visualizer.settings import (
 
 from .base import Backend, BackendError, block_record, start_thread, step_record
 from .capture import CapturedBlock, CapturedStep, capture_steps
-from .text import PieceTable, chat_prompt_ids
+from .text import PieceTable
 
 REAL_CHECKPOINT = "google/diffusiongemma-26B-A4B-it"
 REAL_CHECKPOINT_BF16_GB = 52  # weights alone, measured on an H100; plus activations and cache
@@ -139,8 +139,8 @@ class TransformersBackend(Backend):
             record_topk=DEFAULT_RECORD_TOPK,
         )
 
-    def prompt_ids(self, prompt: str) -> list[int]:
-        return chat_prompt_ids(self.tokenizer, prompt)
+    def prompt_ids(self, prompt: str, *, thinking: bool = False) -> list[int]:
+        return self.templated_ids(prompt, thinking)
 
     def generate_kwargs(self, settings: GenerationSettings) -> dict:
         """The exact `model.generate` arguments for resolved settings (also used by the tests)."""

@@ -6,7 +6,7 @@ never a traceback.
 
 from __future__ import annotations
 
-from visualizer.settings import SAMPLERS, GenerationSettings
+from visualizer.settings import DEFAULT_RECORD_TOPK, SAMPLERS, GenerationSettings
 from visualizer.trace import Trace, TraceError
 
 
@@ -18,6 +18,15 @@ def refuse_problems(problems: list[str]) -> None:
     """Raise one CliError naming every problem found in the user's settings, if there are any."""
     if problems:
         raise CliError("; ".join(problems))
+
+
+def parse_positive_step(step: int | None) -> int | None:
+    """A step given counted from 1 (as printed) as the 0-based index, None kept."""
+    if step is None:
+        return None
+    if step < 1:
+        raise CliError("--step counts from 1, as the app's captions do")
+    return step - 1
 
 
 def load_trace(path: str) -> Trace:
@@ -41,6 +50,10 @@ def add_generation_arguments(p) -> None:
     p.add_argument("--sampler", choices=SAMPLERS, help="MLX only")
     p.add_argument("--temperature", type=float, help="MLX only")
     p.add_argument("--compiled", action="store_true", help="transformers: static cache + torch.compile")
+    p.add_argument("--topk", type=int, default=DEFAULT_RECORD_TOPK, dest="record_topk",
+                   help=f"record the K most probable candidates of every position at every step (default {DEFAULT_RECORD_TOPK}; 0: off)")
+    p.add_argument("--thinking", action="store_true",
+                   help="turn on the chat template's thinking channel (enable_thinking), where the model has one")
 
 
 def settings_from_args(args) -> GenerationSettings:
@@ -54,4 +67,6 @@ def settings_from_args(args) -> GenerationSettings:
         sampler=args.sampler,
         temperature=args.temperature,
         compiled=args.compiled,
+        record_topk=args.record_topk,
+        thinking=args.thinking,
     )

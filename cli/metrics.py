@@ -1,16 +1,20 @@
 """`metrics` prints the commit-order metrics of a saved trace as JSON.
 
-    python -m visualizer metrics run.json [--no-positions]
+    python -m visualizer metrics run.json [--no-positions] [--include-thought] [--family lines] [--svg structure.svg]
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
+from pathlib import Path
 
+from visualizer.insight_charts import structure_first_svg
 from visualizer.metrics import metrics_json
+from visualizer.metrics.structure import FAMILIES
 
-from .common import load_trace
+from .common import CliError, load_trace
 
 
 def add_metrics_command(subparsers) -> None:
@@ -23,12 +27,22 @@ def add_metrics_command(subparsers) -> None:
     )
     parser.add_argument("trace", help="a trace file saved by the app or the CLI (run.json)")
     parser.add_argument("--no-positions", action="store_true", help="leave out the per-position lists")
+    parser.add_argument("--include-thought", action="store_true",
+                        help="structure first: measure the thinking channel's tokens too (default: the answer only)")
+    parser.add_argument("--family", choices=tuple(FAMILIES), help="structure first: the rules to classify tokens by (default: from the prompt)")
+    parser.add_argument("--svg", help="also write the structure-first chart to this .svg file")
     parser.set_defaults(run=metrics_command)
 
 
 def metrics_command(args) -> int:
     trace = load_trace(args.trace)
-    data = metrics_json(trace)
+    data = metrics_json(trace, include_thought=args.include_thought, family=args.family)
+    if args.svg:
+        out = Path(args.svg)
+        if not out.parent.exists():
+            raise CliError(f"folder {out.parent} does not exist")
+        out.write_text(structure_first_svg(trace, family=args.family, include_thought=args.include_thought), encoding="utf-8")
+        print(f"wrote {out}", file=sys.stderr)
     if args.no_positions:
         for block in data["blocks"]:
             for name in ("commit_step", "settle_step", "commit_entropy_nats"):

@@ -3,7 +3,9 @@
 Each case runs stock generation first and the captured backend second on the same model, so on
 the compiled path the second run also exercises the compiled `accept_canvas` that stays bound to
 the first run's sampler.  Eager and compiled runs differ from each other for the same seed (the
-compiled kernels round differently), so each is compared on its own path.
+compiled kernels round differently), so each is compared on its own path. The backend records the
+top-5 candidates of every position by default (`record_topk`), so every equality here holds with
+the candidates recorded.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ def plain_sequence(backend, prompt: str, settings: GenerationSettings) -> np.nda
 
 def captured(backend, prompt: str, settings: GenerationSettings):
     records = list(backend.generate(prompt, settings))
+    assert all(r.topk == settings.record_topk for r in records if isinstance(r, StepRecord))
     return records, records[-1]
 
 

@@ -54,3 +54,53 @@ def test_bad_input_is_one_line_and_exit_status_2(random_model_dir, tmp_path):
     bad.write_text('{"format": "diffusion-visualizer-trace", "version": 1}')
     out = cli("frame", bad, "--out", tmp_path / "f.png")
     assert out.returncode == 2 and "missing 'model'" in out.stderr
+
+
+def test_alternatives_budget_and_structure_from_the_command_line(random_model_dir, tmp_path):
+    run = tmp_path / "run.json"
+    out = cli("record", "--demo", "acrostic", "--model", random_model_dir, "--steps", "4", "--topk", "3",
+              "--entropy-bound", "20", "--out", run, "--quiet")
+    assert out.returncode == 0, out.stderr
+    trace = Trace.load(run)
+    assert trace.settings.record_topk == 3 and trace.steps[0].topk == 3 and not trace.settings.thinking
+
+    out = cli("alternatives", run, "--position", "4", "--step", "2")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("block 1, position 4, step 2:") and len([x for x in lines if x.startswith("  1. ")]) == 2
+    assert "commit step" in out.stdout and ("almost chose" in out.stdout or "not committed" in out.stdout)
+
+    svg = tmp_path / "budget.svg"
+    out = cli("budget", run, "--step", "1", "--svg", svg)
+    assert out.returncode == 0, out.stderr
+    assert "fit the entropy bound of 20 nats" in out.stdout and "rank" in out.stdout
+    assert svg.read_text().startswith("<svg")
+
+    chart = tmp_path / "structure.svg"
+    out = cli("metrics", run, "--no-positions", "--svg", chart)
+    assert out.returncode == 0, out.stderr
+    import json
+
+    data = json.loads(out.stdout)
+    assert data["structure_first"]["family"] == "lines" and data["structure_first"]["measured"] == "answer tokens only"
+    assert "Structure first" in chart.read_text()
+    both = json.loads(cli("metrics", run, "--no-positions", "--include-thought", "--family", "generic").stdout)
+    assert both["structure_first"]["include_thought"] is True and both["structure_first"]["family"] == "generic"
+
+
+def test_insight_commands_refuse_bad_input_in_one_line(random_model_dir, tmp_path):
+    old = ROOT / "tests" / "data" / "trace_v1.json"  # a version-1 trace: no candidates
+    cases = [
+        (("alternatives", old, "--position", "3"), "recorded no candidates"),
+        (("alternatives", old, "--position", "99999"), "--position must be from 0"),
+        (("alternatives", old, "--position", "3", "--step", "0"), "counts from 1"),
+        (("budget", old, "--step", "999"), "there is no step 999"),
+        (("budget", old, "--step", "1", "--block", "0"), "counts from 1"),
+        (("record", "--prompt", "hi", "--model", random_model_dir, "--thinking", "--out", tmp_path / "t.json"), "no thinking mode"),
+        (("record", "--prompt", "hi", "--topk", "99", "--out", tmp_path / "t.json"), "record top-k must be"),
+    ]
+    for args, expected in cases:
+        out = cli(*args)
+        assert out.returncode == 2, (args, out.stderr)
+        assert "Traceback" not in out.stderr and expected in out.stderr, (args, out.stderr)
+        assert len(out.stderr.strip().splitlines()) == 1

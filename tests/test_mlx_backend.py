@@ -344,3 +344,11 @@ def test_mlx_records_the_candidates_and_the_confidence_it_thresholds(backend):
             assert fresh.sum() == 1 and np.argmax(np.where(previous, -1, probability)) == np.flatnonzero(fresh)[0]
         previous = s.accepted
     assert Trace.from_json(ct.to_json()) == ct
+
+
+def test_the_librarys_confidence_threshold_is_mlx_vlms():
+    from mlx_vlm.generate.diffusion import DEFAULT_DIFFUSION_CONFIDENCE_THRESHOLD
+
+    from visualizer.settings import CONFIDENCE_THRESHOLD
+
+    assert CONFIDENCE_THRESHOLD == DEFAULT_DIFFUSION_CONFIDENCE_THRESHOLD

@@ -49,7 +49,7 @@ class ScriptedBackend(Backend):
     def default_settings(self):
         return GenerationSettings(max_new_tokens=24, max_denoising_steps=8, seed=0)
 
-    def prompt_ids(self, prompt):
+    def prompt_ids(self, prompt, *, thinking=False):
         return [2, 5]
 
     def generate(self, prompt, settings, stop=None):
@@ -186,13 +186,19 @@ def test_tables_are_written_as_markdown_and_strict_json(tmp_path, backend):
     tables = regime_tables(results, n_resamples=100)
     md, js = write_tables(tmp_path, tables, {"model": "scripted", "split": "confirmatory", "seeds": 2}, results)
     text = md.read_text()
-    assert text.count("\n| math |") == 2 and "| open |" in text and "Simpson" in text
+    assert text.count("\n| math |") == 4 and "| open |" in text and "Simpson" in text
+    assert "Structure first" in text and "Accuracy, low commit entropy" in text
     assert "| – [–] |" in text  # open: no checker, no AUROC
     data = json.loads(js.read_text())
     json.dumps(data, allow_nan=False)
     open_row = next(r for r in data["regimes"] if r["regime"] == "open")
     assert open_row["accuracy"] is None and "checker" in open_row["accuracy_undefined"]
     assert len(data["generations"]) == 16
+    math_row = next(r for r in data["regimes"] if r["regime"] == "math")
+    assert [t["tertile"] for t in math_row["reliability"]] == ["low", "middle", "high"]
+    assert sum(t["generations"] for t in math_row["reliability"]) == math_row["generations"]
+    assert open_row["reliability"] is None and "checker" in open_row["reliability_undefined"]
+    assert "structure_first_difference" in math_row and "structure_first_auroc" in math_row
     row = data["generations"][0]
     assert isinstance(row["tau_b"], float) and row["regime"] == "math" and row["bin_tau_b"]["64"] is None
     assert "bin size 64" in row["bin_tau_b_undefined"]["64"]

@@ -68,7 +68,7 @@ def test_isolate_capitals_makes_each_capital_a_token():
 
 # ---- data ----------------------------------------------------------------------------------------
 def test_examples_use_the_inference_prompt_and_end_the_turn(tokenizer):
-    from backends.transformers_backend import chat_prompt_ids
+    from backends.text import chat_prompt_ids
 
     tasks = sample_tasks(40, seed=2)
     assert prompt_ids_batch(tokenizer, [t.prompt for t in tasks]) == [chat_prompt_ids(tokenizer, t.prompt)

@@ -118,3 +118,52 @@ def trace_from_commit_steps(blocks, *, n_steps=None, **kwargs) -> Trace:
     """Like `trace_from_masks`, from each block's commit step per position (None: never accepted)."""
     masks = [masks_from_commit_steps(c, n_steps) for c in blocks]
     return trace_from_masks(masks, **kwargs)
+
+
+def trace_from_text(blocks, commit_steps, *, n_steps: int | None = None, topk: int = 0, entropy=None,
+                    prompt: str = "hand-built", backend: str = "transformers", settings: dict | None = None) -> Trace:
+    """A trace whose block b commits the pieces `blocks[b]` (strings, EOS then pad after them) with
+    `commit_steps[b][p]` as position p's first acceptance (None: never accepted).
+
+    Pieces get ids 10.. in order of first appearance; with `topk`, each step records k candidates
+    per position: its own token first (probability 0.6) then the next ids (0.2, 0.1, ...)."""
+    import dataclasses
+
+    vocab = {"<pad>": PAD_ID, "<eos>": EOS_ID, "<bos>": 2, "<turn|>": END_TURN_ID, "x": 5, "<noise>": 7}
+    for pieces in blocks:
+        for piece in pieces:
+            vocab.setdefault(piece, 10 + len(vocab))
+    size = max(vocab.values()) + 8
+    canvas = max(len(c) for c in commit_steps)
+    model = dataclasses.replace(model_info(canvas), vocab_size=size, backend=backend)
+    trace = Trace(model=model, prompt=prompt)
+    pieces_of = {i: p for p, i in vocab.items()} | {i: f"t{i}" for i in range(size) if i not in vocab.values()}
+    run_settings = {"max_new_tokens": canvas * len(blocks), "max_denoising_steps": 48, "seed": 0, "record_topk": topk,
+                    **(settings or {})}
+    trace.append(RunStart(prompt_ids=frozen_array([2, 5], np.int32), settings=run_settings, max_blocks=len(blocks),
+                          new_pieces=pieces_of))
+    sequence = []
+    for b, (pieces, steps) in enumerate(zip(blocks, commit_steps)):
+        ids = [vocab[p] for p in pieces]
+        committed = np.array(ids + ([EOS_ID] + [PAD_ID] * (canvas - len(ids) - 1) if len(ids) < canvas else []), np.int32)
+        first = np.array([-1 if c is None else c for c in list(steps) + [0] * (canvas - len(steps))])
+        total = n_steps if n_steps is not None else int(first.max()) + 1
+        for t in range(total):
+            mask = (first >= 0) & (first <= t)
+            probs = np.array([0.6, 0.2, 0.1, 0.05, 0.03, 0.01, 0.005, 0.005][:topk], np.float16)
+            candidates = (committed[:, None] + np.arange(topk)[None, :]) % size if topk else None
+            ent = np.full(canvas, 0.5, np.float32) if entropy is None else np.asarray(entropy[b][t], np.float32)
+            trace.append(StepRecord(
+                block=b, step=t, steps_remaining=48 - t, accepted=frozen_array(mask, bool),
+                canvas=frozen_array(np.where(mask, committed, 7), np.int32), argmax=frozen_array(committed, np.int32),
+                entropy_nats=ent, wall_time_s=0.01,
+                topk_ids=None if not topk else np.ascontiguousarray(candidates, np.int32),
+                topk_probs=None if not topk else np.tile(probs, (canvas, 1)),
+            ))
+        trace.append(BlockRecord(block=b, tokens=frozen_array(committed, np.int32),
+                                 eos_position=int(np.argmax(committed == EOS_ID)) if EOS_ID in committed else None,
+                                 stop_reason=STOP_CONVERGED, steps_used=total))
+        sequence.extend(committed.tolist())
+    trace.append(RunEnd(finish_reason=FINISH_EOS if EOS_ID in sequence else FINISH_LENGTH,
+                        sequence=frozen_array(sequence, np.int32), text="".join(p for b in blocks for p in b), wall_time_s=0.1))
+    return trace

@@ -68,6 +68,7 @@ class PaintedCell:
     changed_mark: bool  # kept, but the resampled token differs from the previous step's
     special: bool  # EOS / pad / other special token: drawn in the muted colour
     tooltip: str
+    thought: bool = False  # a token of the thinking channel: tinted text when committed, a band under the cell
 
 
 def grid_layout(max_blocks: int, canvas_length: int, *, per_row: int = 16, cell_chars: int = 6) -> Layout:
@@ -176,7 +177,10 @@ def paint(frame: FrameState, layout: Layout, trace: Trace, palette: Palette, det
             label = {State.NEW: "new", State.KEPT: "kept draft", State.COMMITTED: "committed"}[state]
         if special:
             fg = palette.special if state == State.COMMITTED else fg
-        tooltip = _tooltip(frame, cell, state, token, label, trace)
+        thought = frame.thought is not None and bool(frame.thought[cell.block, cell.position])
+        if thought and state == State.COMMITTED and not special:
+            fg = palette.thought[0]
+        tooltip = _tooltip(frame, cell, state, token, label, trace) + ("\nthinking channel (not the answer)" if thought else "")
         if details is not None:
             extra = details(cell.block, cell.position)
             tooltip = f"{tooltip}\n{extra}" if extra else tooltip
@@ -193,6 +197,7 @@ def paint(frame: FrameState, layout: Layout, trace: Trace, palette: Palette, det
                 changed_mark=bool(frame.changed[cell.block, cell.position]),
                 special=special,
                 tooltip=tooltip,
+                thought=thought,
             )
         )
     return painted

@@ -31,6 +31,7 @@ class Palette:
     empty: tuple[str, str]  # positions of blocks the run has not reached
     mark: str  # the remasked marker and the "resampled token changed" dot
     special: str  # EOS and pad glyphs on committed cells
+    thought: tuple[str, str] = ("#7dd3fc", "#0ea5e9")  # thinking channel: (committed text tint, band under the cell)
 
     def colors(self, state: State) -> tuple[str, str]:
         return {
@@ -57,6 +58,7 @@ STANDARD = Palette(
     empty=("#262b36", "#0f1117"),
     mark="#f59e0b",
     special="#6b7280",
+    thought=("#7dd3fc", "#0ea5e9"),  # sky blue: apart from the green, purple and amber marks
 )
 
 COLORBLIND = Palette(
@@ -73,9 +75,12 @@ COLORBLIND = Palette(
     empty=("#262b36", "#0f1117"),
     mark="#d55e00",  # Okabe-Ito vermillion
     special="#6b7280",
+    thought=("#e6b3d3", "#cc79a7"),  # Okabe-Ito reddish purple: apart from orange, sky blue and vermillion
 )
 
 PALETTES = {p.name: p for p in (STANDARD, COLORBLIND)}
+THOUGHT_LABEL = "thought"  # legend entry, shown when a frame holds thinking-channel tokens
+THOUGHT_BAND_PX = 4  # height of the band under a thought cell (the resampled mark's 2 px sit on top of it)
 
 LEGEND = (
     (State.NOISE, "noise"),

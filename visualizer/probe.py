@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from .metrics import BIN_SIZES, Undefined, is_defined, run_metrics, to_json
-from .metrics.stats import N_RESAMPLES, auroc, clustered_ci
+from .metrics.stats import N_RESAMPLES, auroc, clustered_ci, reliability_tertiles
+from .metrics.structure import difference_ci, structure_first
 from .trace import Trace
 
 SPLIT_CONFIRMATORY = "confirmatory"
@@ -57,10 +58,13 @@ class ProbeResult:
     steps_used: int
     monotone: bool
     correct: bool | None  # None: the regime has no checker
+    structure_difference: float | Undefined = Undefined("not measured")  # free minus structural mean commit step
+    structure_auroc: float | Undefined = Undefined("not measured")  # P(structural commits before free)
 
 
 def result_from_trace(probe, seed: int, trace: Trace, trace_file: str, check: Callable) -> ProbeResult:
     metrics = run_metrics(trace)
+    structure = structure_first(trace)  # the answer only, the family guessed from the prompt
     response = trace.end.text if trace.end else ""
     return ProbeResult(
         regime=probe.regime,
@@ -79,6 +83,8 @@ def result_from_trace(probe, seed: int, trace: Trace, trace_file: str, check: Ca
         steps_used=metrics.steps_used,
         monotone=metrics.monotone,
         correct=_checked(check, probe, seed, response),
+        structure_difference=structure.difference,
+        structure_auroc=structure.auroc,
     )
 
 
@@ -131,6 +137,12 @@ def _regime_row(regime: str, rows: list[ProbeResult], n_resamples: int) -> dict:
     else:
         area = area_ci = Undefined("no scored generations" if isinstance(accuracy, float) else accuracy.reason)
     monotone = [r for r in rows if r.monotone]
+    structure, structure_ci, structure_unit = difference_ci(prompts, [r.structure_difference for r in rows], n_resamples=n_resamples)
+    if scored:
+        reliability = reliability_tertiles([r.mean_commit_entropy_nats for r in scored], [r.correct for r in scored],
+                                           [r.prompt_id for r in scored], n_resamples=n_resamples)
+    else:
+        reliability = Undefined(area.reason)
     return {
         "regime": regime,
         "prompts": len(set(prompts)),
@@ -150,6 +162,11 @@ def _regime_row(regime: str, rows: list[ProbeResult], n_resamples: int) -> dict:
         "monotone_fraction": len(monotone) / len(rows),
         "tau_b_monotone_only": mean([r.tau_b for r in monotone]) if monotone else Undefined("no monotone generation"),
         "bin_tau_b": {size: mean([r.bin_tau_b[size] for r in rows]) for size in BIN_SIZES},
+        "structure_first_difference": structure,
+        "structure_first_ci": structure_ci,
+        "structure_first_resampled": structure_unit or "none",
+        "structure_first_auroc": mean([r.structure_auroc for r in rows]),
+        "reliability": reliability,
     }
 
 
@@ -172,6 +189,17 @@ def markdown_table(tables: list[dict]) -> str:
     lines += ["", "| Regime | " + " | ".join(f"bin {s}" for s in BIN_SIZES) + " |", "|---|" + "---|" * len(BIN_SIZES)]
     for t in tables:
         lines.append(f"| {t['regime']} | " + " | ".join(_fmt(t["bin_tau_b"][s], 2) for s in BIN_SIZES) + " |")
+    lines += ["", "| Regime | Structure first: free − structural mean commit step [95% CI] | AUROC structural → earlier |",
+              "|---|---|---|"]
+    for t in tables:
+        lines.append(f"| {t['regime']} | {_fmt(t['structure_first_difference'], 2)} {_fmt_ci(t['structure_first_ci'])} | "
+                     f"{_fmt(t['structure_first_auroc'])} |")
+    lines += ["", "| Regime | Accuracy, low commit entropy [95% CI] | middle | high |", "|---|---|---|---|"]
+    for t in tables:
+        curve = t["reliability"]
+        cells = (["–"] * 3 if isinstance(curve, Undefined)
+                 else [f"{_fmt(r['accuracy'], 2)} {_fmt_ci(r['accuracy_ci'])} (n={r['generations']})" for r in curve])
+        lines.append(f"| {t['regime']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -184,7 +212,12 @@ def write_tables(out, tables: list[dict], meta: dict, results: Sequence[ProbeRes
         "per block and averaged; CIs resample prompts with their seeds (prompt-clustered bootstrap). "
         "AUROC: within each regime only (pooling regimes invites Simpson's paradox). "
         "tau_b is undefined for a generation whose content all committed on one step (or has under 2 tokens): "
-        "'tau_b defined' counts the generations behind the mean. Undefined values show as '–'."
+        "'tau_b defined' counts the generations behind the mean. "
+        "Structure first: each content token of the answer (thought tokens excluded) is structural or free by the rules of "
+        "its prompt's family (visualizer/metrics/structure.py); free minus structural mean commit step per block, "
+        "averaged over blocks, then over runs with a bootstrap CI over prompts (scipy.stats.bootstrap). "
+        "Reliability: accuracy in each tertile of mean commit entropy within the regime, prompt-clustered CIs. "
+        "Undefined values show as '–'."
     )
     md = out / "table.md"
     md.write_text(markdown_table(tables) + "\n" + notes + "\n", encoding="utf-8")

@@ -41,6 +41,7 @@ from .layout import Cell, Layout, PaintedCell, paint
 from .palette import Palette
 from .render_image import MARGIN, _metrics, frame_size, render_frame_image
 from .states import FrameState, State
+from .thinking import has_channel
 from .trace import Trace
 
 CACHE_ROWS = 1024  # ~60 KB each at the default size: bounded so long runs stay in memory
@@ -136,18 +137,27 @@ class FrameRenderer:
         self._cells: OrderedDict = OrderedDict()  # looks -> RGB image of those cells, or None if it spills
         self._painted: dict = {}  # (block, position, state, token, changed) -> PaintedCell
         self._empty = replace(layout, cells=(), headers=(), rows=0)
-        self._base = colors.blank(self.size) if colors else Image.new("RGB", self.size, palette.background)
+        self._build_base()
+
+    def _build_base(self) -> None:
+        """The blank frame with the legend, which names the thinking channel once the trace has one."""
+        self._legend_thought = has_channel(self.trace)
+        self._base = self.colors.blank(self.size) if self.colors else Image.new("RGB", self.size, self.palette.background)
         legend_line = (
-            self._line(("legend",), lambda: self._crop_line(self._draw(None, self._empty, [], legend=True))) if legend else None
+            self._line(("legend", self._legend_thought), lambda: self._crop_line(self._draw(None, self._empty, [], legend=True)))
+            if self.legend
+            else None
         )
-        self._exact = legend_line is not None or not legend  # else every frame is drawn whole
+        self._exact = legend_line is not None or not self.legend  # else every frame is drawn whole
         if legend_line is not None:
-            self._base.paste(legend_line, (0, MARGIN + caption_lines * self.line_height))
+            self._base.paste(legend_line, (0, MARGIN + self.caption_lines * self.line_height))
 
     def render(self, frame: FrameState, caption: list[str]) -> Image.Image:
         """The frame, identical to `render_frame_image(..., caption=caption)` (or its indexed form)."""
         if len(caption) != self.caption_lines:
             raise ValueError(f"this renderer draws {self.caption_lines} caption line(s), got {len(caption)}")
+        if self.legend and has_channel(self.trace) != self._legend_thought:
+            self._build_base()
         if not self._exact:
             return self._whole(frame, caption)
         image = self._base.copy()
@@ -156,15 +166,17 @@ class FrameRenderer:
             if line is None:
                 return self._whole(frame, caption)
             image.paste(line, (0, MARGIN + i * self.line_height))
-        # `paint` draws a cell from its state, token and changed flag alone (its tooltip is not
-        # drawn), so those three arrays are the row's key; the tests hold this against the
+        # `paint` draws a cell from its state, token, changed and thought flags alone (its tooltip
+        # is not drawn), so those four arrays are the row's key; the tests hold this against the
         # reference renderer.
         states, tokens, changed = (a.reshape(-1) for a in (frame.states, frame.token_ids, frame.changed))
+        thought = frame.thought.reshape(-1) if frame.thought is not None else np.zeros(states.size, dtype=bool)
         for row, (geometry, cells, flat) in self._row_index.items():
             if flat.size and flat.max() >= states.size:  # blocks this frame does not have are not drawn
                 keep = flat < states.size
                 cells, flat = [c for c, k in zip(cells, keep) if k], flat[keep]
-            key = ("row", self.headers.get(row), geometry, states[flat].tobytes(), tokens[flat].tobytes(), changed[flat].tobytes())
+            key = ("row", self.headers.get(row), geometry, states[flat].tobytes(), tokens[flat].tobytes(), changed[flat].tobytes(),
+                   thought[flat].tobytes())
             line = self._line(key, lambda: self._draw_row(frame, row, cells))
             if line is None:
                 return self._whole(frame, caption)
@@ -195,7 +207,7 @@ class FrameRenderer:
         same key is always painted the same (see `render`)."""
         keys = [
             (c.block, c.position, int(frame.states[c.block, c.position]), int(frame.token_ids[c.block, c.position]),
-             bool(frame.changed[c.block, c.position]))
+             bool(frame.changed[c.block, c.position]), frame.thought is not None and bool(frame.thought[c.block, c.position]))
             for c in cells
         ]
         found = {k: self._painted[k] for k in keys if k in self._painted}
@@ -337,7 +349,7 @@ def _row_index(layout: Layout) -> dict:
 
 def _look(cell: PaintedCell) -> tuple:
     """Everything `render_frame_image` draws for a painted cell (the tooltip is HTML-only)."""
-    return (cell.col, cell.width, cell.text, cell.fg, cell.bg, cell.remasked_mark, cell.changed_mark)
+    return (cell.col, cell.width, cell.text, cell.fg, cell.bg, cell.remasked_mark, cell.changed_mark, cell.thought)
 
 
 def _contrast(color: str) -> str:

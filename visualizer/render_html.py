@@ -12,8 +12,9 @@ from __future__ import annotations
 from html import escape
 
 from .layout import Layout, PaintedCell, paint
-from .palette import LEGEND, Palette
+from .palette import LEGEND, THOUGHT_BAND_PX, THOUGHT_LABEL, Palette
 from .states import FrameState
+from .thinking import has_channel
 from .trace import Trace
 
 FONT_STACK = "'DejaVu Sans Mono', Menlo, Consolas, 'Liberation Mono', monospace"
@@ -39,13 +40,16 @@ def _cell_span(cell: PaintedCell, palette: Palette) -> str:
         shadows.append(f"inset 0 3px 0 0 {palette.mark}")
     if cell.changed_mark:
         shadows.append(f"inset 0 -2px 0 0 {palette.mark}")
+    if cell.thought:  # under the resampled mark, which is drawn on top of it
+        shadows.append(f"inset 0 -{THOUGHT_BAND_PX}px 0 0 {palette.thought[1]}")
     style = f"color:{cell.fg};background:{cell.bg}"
     if shadows:
         style += ";box-shadow:" + ",".join(shadows)
     return f'<span class="dv-cell dv-{cell.state.name.lower()}" style="{style}" title="{escape(cell.tooltip)}">{escape(cell.text)}</span>'
 
 
-def legend_html(palette: Palette) -> str:
+def legend_html(palette: Palette, *, thought: bool = False) -> str:
+    """The states' legend; `thought` adds the thinking channel's tint and band."""
     items = []
     for state, label in LEGEND:
         fg, bg = palette.colors(state)
@@ -58,6 +62,11 @@ def legend_html(palette: Palette) -> str:
         f'<span class="dv-legend-item" style="color:{palette.foreground}"><span style="color:{palette.kept[0]};background:{palette.kept[1]};'
         f'padding:0 4px;box-shadow:inset 0 -2px 0 0 {palette.mark}">ab</span> resampled to a new token</span>'
     )
+    if thought:
+        items.append(
+            f'<span class="dv-legend-item" style="color:{palette.foreground}"><span style="color:{palette.thought[0]};'
+            f'padding:0 4px;box-shadow:inset 0 -{THOUGHT_BAND_PX}px 0 0 {palette.thought[1]}">ab</span> {THOUGHT_LABEL}</span>'
+        )
     return f'<div class="dv-legend" style="display:flex;flex-wrap:wrap;gap:14px;margin:0 0 8px 0">{"".join(items)}</div>'
 
 
@@ -98,7 +107,7 @@ def render_frame_html(
         f'<div class="dv-frame" style="background:{palette.background};color:{palette.foreground};'
         f'font-family:{FONT_STACK};font-size:12.5px;padding:12px;border-radius:8px;overflow-x:auto">'
         + (caption_html if caption else "")
-        + (legend_html(palette) if legend else "")
+        + (legend_html(palette, thought=has_channel(trace)) if legend else "")
         + '<pre class="dv-canvas" style="margin:0;line-height:1.45;font-family:inherit;white-space:pre">'
         + "\n".join(lines)
         + "</pre></div>"

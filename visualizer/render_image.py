@@ -16,9 +16,10 @@ from pathlib import Path
 from PIL import Image, ImageDraw, ImageFont
 
 from .layout import Layout, paint
-from .palette import LEGEND, Palette
+from .palette import LEGEND, THOUGHT_BAND_PX, THOUGHT_LABEL, Palette
 from .render_html import frame_caption
 from .states import FrameState
+from .thinking import has_channel
 from .trace import Trace
 
 FONT_DIR = Path(__file__).resolve().parent.parent / "assets" / "fonts"
@@ -67,7 +68,7 @@ def render_frame_image(
         draw.text((MARGIN, y), _clip(line, layout.columns), font=font, fill=palette.muted)
         y += lh
     if legend:
-        _draw_legend(draw, palette, font, MARGIN, y, cw, lh)
+        _draw_legend(draw, palette, font, MARGIN, y, cw, lh, thought=has_channel(trace))
         y += lh
     if lines or legend:
         y += lh // 2
@@ -83,6 +84,8 @@ def render_frame_image(
         box = (round(x), yy, round(x + cell.width * cw) - 1, yy + lh - 2)
         if cell.bg != palette.background:
             draw.rectangle(box, fill=cell.bg)
+        if cell.thought:
+            draw.rectangle((box[0], box[3] - THOUGHT_BAND_PX + 1, box[2], box[3]), fill=palette.thought[1])
         draw.text((x, yy + (lh - font_size) // 2 - 1), cell.text, font=font, fill=cell.fg)
         if cell.remasked_mark:
             draw.rectangle((box[0], box[1], box[2], box[1] + 2), fill=palette.mark)
@@ -91,7 +94,7 @@ def render_frame_image(
     return image
 
 
-def _draw_legend(draw, palette: Palette, font, x: float, y: int, cw: float, lh: int) -> None:
+def _draw_legend(draw, palette: Palette, font, x: float, y: int, cw: float, lh: int, *, thought: bool = False) -> None:
     for state, label in LEGEND:
         fg, bg = palette.colors(state)
         glyph = "░░" if label in ("noise", "remasked") else "ab"
@@ -101,6 +104,10 @@ def _draw_legend(draw, palette: Palette, font, x: float, y: int, cw: float, lh: 
             draw.rectangle((round(x), y, round(x + 2 * cw), y + 2), fill=palette.mark)
         draw.text((x + 3 * cw, y + 1), label, font=font, fill=palette.foreground)
         x += (len(label) + 6) * cw
+    if thought:
+        draw.text((x, y + 1), "ab", font=font, fill=palette.thought[0])
+        draw.rectangle((round(x), y + lh - 1 - THOUGHT_BAND_PX, round(x + 2 * cw), y + lh - 2), fill=palette.thought[1])
+        draw.text((x + 3 * cw, y + 1), THOUGHT_LABEL, font=font, fill=palette.foreground)
 
 
 def _clip(text: str, columns: int) -> str:

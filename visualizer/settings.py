@@ -25,6 +25,9 @@ DEFAULT_T_MAX = 0.8
 SAMPLER_ENTROPY_BOUND = "entropy-bound"  # transformers' rule; recomputes the accepted set every step
 SAMPLER_CONFIDENCE_THRESHOLD = "confidence-threshold"  # mlx-vlm's default; reveals accumulate
 SAMPLERS = (SAMPLER_ENTROPY_BOUND, SAMPLER_CONFIDENCE_THRESHOLD)
+# mlx-vlm 0.7.10's DEFAULT_DIFFUSION_CONFIDENCE_THRESHOLD, which its engine always uses (not a knob);
+# tests/test_mlx_backend.py checks the two agree.
+CONFIDENCE_THRESHOLD = 0.9
 
 # Upper limits that keep a typo from tying up the model for an hour; far above real use.
 MAX_NEW_TOKENS_LIMIT = 8192
@@ -46,6 +49,7 @@ class GenerationSettings:
     temperature: float | None = None  # MLX only: sampling temperature (mlx-vlm has no t schedule)
     compiled: bool = False  # transformers only: static cache + torch.compile (results differ from eager)
     record_topk: int = DEFAULT_RECORD_TOPK  # record the k most probable candidates per position and step; 0: off
+    thinking: bool = False  # render the chat template with enable_thinking (Gemma 4's thinking channel)
 
     @classmethod
     def from_dict(cls, values: dict) -> "GenerationSettings":
@@ -101,6 +105,8 @@ class GenerationSettings:
             out.append(f"seed must be a whole number from 0 to {MAX_SEED} (got {self.seed!r})")
         if not is_int(self.record_topk) or not 0 <= self.record_topk <= MAX_RECORD_TOPK:
             out.append(f"record top-k must be a whole number from 0 to {MAX_RECORD_TOPK} (got {self.record_topk!r})")
+        if not isinstance(self.thinking, bool):
+            out.append(f"thinking must be true or false (got {self.thinking!r})")
         if self.sampler is not None and self.sampler not in SAMPLERS:
             out.append(f"sampler must be one of {', '.join(SAMPLERS)} (got {self.sampler!r})")
         if max_context is not None and prompt_tokens is not None:

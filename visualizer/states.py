@@ -24,6 +24,7 @@ from enum import IntEnum
 
 import numpy as np
 
+from .thinking import has_channel, thought_mask
 from .trace import Trace
 
 
@@ -57,6 +58,7 @@ class FrameState:
     changed: np.ndarray  # (max_blocks, canvas) bool: kept position whose sampled token changed
     entropy_nats: np.ndarray | None  # (canvas,) float32 of the current block at this step
     argmax: np.ndarray | None  # (canvas,) int32 of the current block at this step
+    thought: np.ndarray | None = None  # (max_blocks, canvas) bool: shown tokens of the thinking channel; None: no channel
 
     def count(self, state: State, block: int | None = None) -> int:
         rows = self.states if block is None else self.states[block]
@@ -113,7 +115,7 @@ def frame_state(trace: Trace, frame: int, refs: list[FrameRef] | None = None) ->
             token_ids[b.block] = b.tokens
 
     if ref.kind == "commit":
-        return FrameState(frame, "commit", ref.block, None, None, states, token_ids, changed, None, None)
+        return FrameState(frame, "commit", ref.block, None, None, states, token_ids, changed, None, None, _thoughts(trace, token_ids))
 
     step = trace.steps[ref.index]
     previous = trace.steps[ref.index - 1] if step.step > 0 else None
@@ -129,5 +131,9 @@ def frame_state(trace: Trace, frame: int, refs: list[FrameRef] | None = None) ->
         changed[ref.block] = now & before & (step.canvas != previous.canvas)
     return FrameState(
         frame, "step", ref.block, step.step, step.steps_remaining, states, token_ids, changed,
-        step.entropy_nats, step.argmax,
+        step.entropy_nats, step.argmax, _thoughts(trace, token_ids),
     )
+
+
+def _thoughts(trace: Trace, token_ids: np.ndarray) -> np.ndarray | None:
+    return thought_mask(trace, token_ids) if has_channel(trace) else None

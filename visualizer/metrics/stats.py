@@ -65,3 +65,36 @@ def clustered_ci(
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(results, [tail, 100 - tail])
     return float(low), float(high)
+
+
+def reliability_tertiles(
+    entropy, correct, clusters, *, n_resamples: int = N_RESAMPLES, level: float = CI_LEVEL
+) -> list[dict] | Undefined:
+    """The study's reliability curve for one regime: accuracy in each tertile of commit entropy.
+
+    Generations are split at the regime's own 1/3 and 2/3 quantiles of mean commit entropy (low
+    entropy = confident first); each tertile's accuracy gets the prompt-clustered CI. The study:
+    on math, accuracy falls as entropy rises (monotone); on factual recall, flat. Never pooled
+    across regimes (see the module docstring)."""
+    entropy, correct = np.asarray(entropy, dtype=float), np.asarray(correct, dtype=bool)
+    clusters = np.asarray(clusters)
+    if entropy.size < 3:
+        return Undefined(f"needs at least 3 scored generations (has {entropy.size})")
+    edges = np.quantile(entropy, [1 / 3, 2 / 3])
+    tertile = np.searchsorted(edges, entropy, side="right")  # 0: lowest third of entropy
+    rows = []
+    for k, name in enumerate(("low", "middle", "high")):
+        members = np.flatnonzero(tertile == k)
+        if members.size == 0:
+            rows.append({"tertile": name, "generations": 0, "entropy_range": Undefined("empty tertile"),
+                         "accuracy": Undefined("empty tertile (ties at the cut)"), "accuracy_ci": Undefined("empty tertile")})
+            continue
+        hits = correct[members]
+        rows.append({
+            "tertile": name,
+            "generations": int(members.size),
+            "entropy_range": (float(entropy[members].min()), float(entropy[members].max())),
+            "accuracy": float(hits.mean()),
+            "accuracy_ci": clustered_ci(clusters[members], lambda idx: float(hits[idx].mean()), n_resamples=n_resamples, level=level),
+        })
+    return rows

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..trace import Trace
+from .structure import structure_first
 from .commits import block_commits, step_budget
 from .order import (
     BIN_SIZES,
@@ -50,6 +51,9 @@ DEFINITIONS = {
     "remask_events": "a position accepted at step t-1 and not at step t (all positions of the block)",
     "monotone": "no re-mask event in the run",
     "commit_entropy_nats": "entropy of the processed logits at the commit step, content positions",
+    "structure_first": "each content token is structural or free by its family's rules (visualizer/metrics/structure.py); "
+    "difference = free minus structural mean commit step, per block then averaged; auroc = P(a structural token commits "
+    "strictly earlier than a free one), ties half; the answer only unless thought tokens are included ('measured')",
 }
 
 
@@ -210,12 +214,16 @@ def _put(out: dict, name: str, value) -> None:
         out[f"{name}_undefined"] = {str(k): v.reason for k, v in value.items() if isinstance(v, Undefined)}
 
 
-def metrics_json(trace: Trace) -> dict:
-    """What `python -m visualizer metrics run.json` prints."""
+def metrics_json(trace: Trace, *, include_thought: bool = False, family: str | None = None) -> dict:
+    """What `python -m visualizer metrics run.json` prints: the commit-order metrics and structure first.
+
+    Structure first measures the answer only unless `include_thought`; its "measured" field says which."""
+    structure = structure_first(trace, family=family, include_thought=include_thought)
     return {
         "model": trace.model.name,
         "prompt": trace.prompt,
         "finish_reason": trace.end.finish_reason if trace.end else None,
         **to_json(run_metrics(trace)),
+        "structure_first": {"measured": structure.measured, **to_json(structure)},
         "definitions": DEFINITIONS,
     }

@@ -1,0 +1,85 @@
+"""`alternatives` prints what the model weighed at one position; `budget` why a step accepted what it did.
+
+    python -m visualizer alternatives run.json --position 17              # at its block's last step
+    python -m visualizer alternatives run.json --position 17 --step 5     # at step 5 (counted from 1)
+    python -m visualizer budget run.json --step 5 [--block 2] [--svg budget.svg]
+
+`--position` counts over the whole output from 0 (position 300 of a 256-token canvas is position
+44 of block 2); steps count from 1 within the block, as the app's captions do.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from .common import CliError, load_trace, parse_positive_step
+
+
+def add_alternatives_command(subparsers) -> None:
+    p = subparsers.add_parser("alternatives", help="print a position's top-k candidates at a step and at its commit step")
+    p.add_argument("trace", help="a trace recorded with candidates (record --topk K, on by default)")
+    p.add_argument("--position", type=int, required=True, help="position in the output, from 0 over all blocks")
+    p.add_argument("--step", type=int, help="step of the position's block, from 1 (default: its last step)")
+    p.set_defaults(run=run_alternatives)
+
+
+def run_alternatives(args) -> int:
+    from visualizer.alternatives import AlternativesError, alternatives_text, position_alternatives
+
+    trace = load_trace(args.trace)
+    canvas = trace.canvas_length
+    started = len({s.block for s in trace.steps})
+    if not 0 <= args.position < started * canvas:
+        raise CliError(f"--position must be from 0 to {started * canvas - 1} ({started} block(s) of {canvas})")
+    block, position = divmod(args.position, canvas)
+    try:
+        alt = position_alternatives(trace, block, position, parse_positive_step(args.step))
+    except AlternativesError as exc:
+        raise CliError(f"{args.trace}: {exc}") from None
+    print(alternatives_text(alt))
+    return 0
+
+
+def add_budget_command(subparsers) -> None:
+    p = subparsers.add_parser("budget", help="why a step accepted the positions it did (the sampler's rule, replayed)")
+    p.add_argument("trace", help="a trace file (.json)")
+    p.add_argument("--step", type=int, required=True, help="step of the block, from 1")
+    p.add_argument("--block", type=int, default=1, help="block, from 1 (default 1)")
+    p.add_argument("--svg", help="also write the accept-budget chart to this .svg file")
+    p.add_argument("--show", type=int, default=12, help="positions to list, lowest entropy first (default 12)")
+    p.set_defaults(run=run_budget)
+
+
+def run_budget(args) -> int:
+    from visualizer.accept_budget import BudgetError, EntropyBudget, accept_budget, budget_sentence
+    from visualizer.insight_charts import accept_budget_svg
+    from visualizer.states import frame_refs
+
+    if args.block < 1:
+        raise CliError("--block counts from 1")
+    trace = load_trace(args.trace)
+    block, step = args.block - 1, parse_positive_step(args.step)
+    try:
+        budget = accept_budget(trace, block, step)
+    except BudgetError as exc:
+        raise CliError(f"{args.trace}: {exc}") from None
+    print(budget_sentence(budget))
+    if isinstance(budget, EntropyBudget):
+        print(f"{'rank':>4} {'position':>8} {'entropy':>10} {'spent before':>13}  verdict")
+        for rank in range(min(args.show, budget.order.size)):
+            verdict = "fits" if rank < budget.fits else f"missed by {budget.spent_before[rank] - budget.bound:.3g}"
+            print(f"{rank + 1:>4} {int(budget.order[rank]):>8} {budget.entropy[rank]:>10.4g} {budget.spent_before[rank]:>13.4g}  {verdict}")
+    else:
+        print(f"{'rank':>4} {'position':>8} {'probability':>12}  revealed")
+        for rank in range(min(args.show, budget.positions.size)):
+            print(f"{rank + 1:>4} {int(budget.positions[rank]):>8} {budget.probability[rank]:>12.4f}  {'yes' if budget.revealed[rank] else 'no'}")
+    if args.svg:
+        refs = frame_refs(trace)
+        frame = next(i for i, r in enumerate(refs) if r.kind == "step" and r.block == block and trace.steps[r.index].step == step)
+        out = Path(args.svg)
+        if not out.parent.exists():
+            raise CliError(f"folder {out.parent} does not exist")
+        out.write_text(accept_budget_svg(trace, frame), encoding="utf-8")
+        print(f"wrote {out}", file=sys.stderr)
+    return 0
