@@ -151,6 +151,14 @@
     // ---- reading the log ------------------------------------------------------------------
     receive(value) {
       if (typeof value !== "string" || !value) return;
+      const began = performance.now();
+      try { this.read(value); } finally {
+        this.stats.receives = (this.stats.receives || 0) + 1;
+        this.stats.receiveMs = (this.stats.receiveMs || 0) + performance.now() - began;
+      }
+    }
+
+    read(value) {
       if (value.length < this.text.length || value.slice(0, this.text.length) !== this.text) this.reset();
       const cut = value.lastIndexOf("\n") + 1;
       if (cut <= this.text.length) return;
@@ -201,6 +209,11 @@
     // ---- drawing --------------------------------------------------------------------------
     draw() {
       if (!this.start || !this.frames.length) return;
+      const began = performance.now();
+      try { this.drawFrame(); } finally { this.stats.drawMs = (this.stats.drawMs || 0) + performance.now() - began; }
+    }
+
+    drawFrame() {
       const index = Math.max(0, Math.min(this.target, this.frames.length - 1));
       const frame = this.frames[index];
       if (!frame) return;
