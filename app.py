@@ -27,7 +27,7 @@ from visualizer.charts import commit_panel_html, token_details
 from visualizer.compare import align, build_compare_animation, compare_html
 from visualizer.export import ExportError, export_to_folder, save_gif
 from visualizer.layout import grid_layout, text_layout
-from visualizer.live_stream import LiveEncoder, batches, replay_log
+from visualizer.live_stream import LiveEncoder, LiveRing, batches, replay_value
 from visualizer.palette import get_palette
 from visualizer.render_html import frame_caption, render_frame_html
 from visualizer.settings import SAMPLER_ENTROPY_BOUND, SAMPLERS, GenerationSettings
@@ -160,12 +160,12 @@ def generate(
     prompt, model_label, max_new_tokens, steps, entropy_bound, t_min, t_max, seed, sampler, temperature,
     session: RunSession,
 ):
-    """Run the model, streaming the live log (`visualizer.live_stream`) to the live view.
+    """Run the model, streaming step deltas (`visualizer.live_stream`) to the live view.
 
-    One string output that only grows: Gradio sends each yield as an "append" diff, so a step
-    costs the wire only its own line.  Records are read in batches of whatever arrived, so a
-    slow connection gets fewer, larger updates instead of a backlog.  Errors are kept in the
-    session for `finish_run`, which runs next.
+    One small output, a `LiveRing` of the newest frame lines: Gradio sends only the slots that
+    changed.  Records are read in batches of whatever arrived, so a slow connection gets fewer,
+    larger updates instead of a backlog.  Errors are kept in the session for `finish_run`,
+    which runs next.
     """
     session.error = ""
     try:
@@ -192,14 +192,14 @@ def generate(
     session.trace, session.running = trace, True
     session.stop.clear()
     encoder = LiveEncoder(trace)
-    log = encoder.start_line()
+    ring = LiveRing(encoder.start_line())
     try:
-        yield log
+        yield ring.value()
         for batch in batches(records, stop=session.stop.set):
             for record in batch:
                 trace.append(record)
-            log += encoder.frame_lines() + (encoder.end_line() if trace.finished else "")
-            yield log
+            ring.add(encoder.frame_lines() + (encoder.end_line() if trace.finished else ""))
+            yield ring.value()
     finally:
         session.running = False
         session.stop.clear()
@@ -273,8 +273,8 @@ def save_trace(session: RunSession):
 
 
 def load_trace_file(path, session: RunSession):
-    """Replay an uploaded (or example) trace in the live view, from the log a live run would have
-    sent: (live log, committed text, message, session)."""
+    """Replay an uploaded (or example) trace in the live view, from the frames a live run would
+    have sent: (live-view value, committed text, message, session)."""
     skip = gr.skip()
     if path is None:
         return skip, skip, skip, session
@@ -285,7 +285,7 @@ def load_trace_file(path, session: RunSession):
     except TraceError as exc:
         return skip, skip, str(exc), session
     session.trace = trace
-    return replay_log(trace), trace.end.text if trace.end else "", "", session
+    return replay_value(trace), trace.end.text if trace.end else "", "", session
 
 
 def pin_run(which: int, palette, layout_kind, session: RunSession):
@@ -368,7 +368,7 @@ def build_app(initial_model: str | None = None) -> gr.Blocks:
                 # template never depends on the value, so Gradio never re-renders it and the script
                 # owns the DOM inside.
                 live = gr.HTML(
-                    "", html_template='<div class="dv-live"></div>', elem_id="dv-live", palette="standard",
+                    [], html_template='<div class="dv-live"></div>', elem_id="dv-live", palette="standard",
                     js_on_load=LIVE_VIEW_JS + "\nwindow.dvLiveView.mount(element, props, watch);",
                 )
                 final_text = gr.Textbox(label="Committed text", lines=6, interactive=False)

@@ -3,8 +3,8 @@ replays a recorded trace at a fixed rate (25 or 50 steps per second, as a GPU ma
 
 For each run it reports, all from this one process tree:
   - bytes per frame received by the browser during the run (Chrome DevTools Network events on
-    every response: Gradio's SSE stream of the live log and the small follow-up call), on the
-    wire and uncompressed;
+    every response: Gradio's SSE stream of the live view's updates and the small follow-up call),
+    on the wire (loadingFinished: headers and compression included) and as decoded data;
   - server CPU per frame: user + system time of the app's process (every thread: Gradio, the
     generator, the stand-in backend) from the click to the final frame on screen, divided by frames;
   - frames drawn by the browser against frames emitted (the browser draws once per animation
@@ -170,10 +170,14 @@ def measure(trace_path: Path, rate: float, repeats: int, port: int) -> list[dict
 
             def on_data(event):
                 if received["on"]:
-                    received["wire"] += event.get("encodedDataLength", 0)
                     received["data"] += event.get("dataLength", 0)
 
+            def on_finished(event):  # bytes on the wire, headers and compression included, per response
+                if received["on"]:
+                    received["wire"] += event.get("encodedDataLength", 0)
+
             cdp.on("Network.dataReceived", on_data)
+            cdp.on("Network.loadingFinished", on_finished)
             for _ in range(repeats):
                 events.unlink(missing_ok=True)
                 received.update(wire=0, data=0, on=True)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from tests.trace_factory import trace_from_masks
 from visualizer.layout import grid_layout, text_layout
-from visualizer.live_stream import LiveEncoder, LiveState, batches, layout_message, replay_log
+from visualizer.live_stream import RING, LiveEncoder, LiveRing, LiveState, batches, layout_message, replay_log, replay_value
 from visualizer.replay import example_traces
 from visualizer.states import frame_refs, frame_state
 from visualizer.trace import Trace
@@ -167,3 +167,57 @@ def test_closing_batches_early_stops_the_source():
     next(out)
     out.close()
     assert stop.is_set()
+
+
+def ring_values(trace: Trace) -> list[list[str]]:
+    """The values a live run of `trace` yields, one record at a time."""
+    live = Trace(model=trace.model, prompt=trace.prompt)
+    live.append(trace.start)
+    encoder = LiveEncoder(live)
+    ring = LiveRing(encoder.start_line())
+    values = [ring.value()]
+    records = sorted([*trace.steps, *trace.blocks], key=lambda r: (r.block, getattr(r, "step", 1 << 30)))
+    for record in [*records, trace.end]:
+        live.append(record)
+        ring.add(encoder.frame_lines() + (encoder.end_line() if live.finished else ""))
+        values.append(ring.value())
+    return values
+
+
+@settings(max_examples=40, deadline=None)
+@given(random_traces(), st.data())
+def test_updates_seen_together_lose_no_frame(trace, data):
+    """The browser sees only some of the values (the rest arrive together and only the newest is
+    kept): as long as it misses fewer than RING frames in a row, it still applies every frame, and
+    after each value it holds exactly the newest frame."""
+    values = ring_values(trace)
+    seen = [v for i, v in enumerate(values) if i == len(values) - 1 or data.draw(st.booleans(), label=f"see {i}")]
+    decoder, applied = LiveState(), []
+    for value in seen:
+        applied += decoder.read_value(value)
+        expected = frame_state(trace, decoder.frames - 1) if decoder.frames else None
+        if expected is not None:
+            assert np.array_equal(decoder.states, expected.states) and np.array_equal(decoder.tokens, expected.token_ids)
+    assert applied == list(range(len(frame_refs(trace))))
+    assert decoder.ended is not None
+
+
+def test_a_long_stall_restarts_at_a_key_frame():
+    masks = [np.random.default_rng(1).random(8) < 0.1 * t for t in range(3 * RING)]
+    trace = trace_from_masks([masks], step_budget=3 * RING)
+    values = ring_values(trace)
+    decoder = LiveState()
+    decoder.read_value(values[2])
+    applied = decoder.read_value(values[-1])  # missed more frames than the ring holds
+    assert applied[0] > 2 and applied[-1] == len(frame_refs(trace)) - 1
+    assert json.loads(values[-1][2 + applied[0] % RING]).get("key")
+    assert np.array_equal(decoder.states, frame_state(trace, -1).states)
+
+
+def test_the_ring_stays_small_and_a_saved_run_is_one_value():
+    trace = trace_from_masks([[np.ones(8, bool)] * 3] * 30)  # 30 blocks, 120 frames
+    values = ring_values(trace)
+    assert max(len(v) for v in values) == 2 + RING
+    whole = replay_value(trace)
+    decoder = LiveState()
+    assert decoder.read_value(whole) == list(range(len(frame_refs(trace))))

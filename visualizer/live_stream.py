@@ -48,7 +48,8 @@ from .render_html import frame_caption
 from .states import FrameRef, State, frame_refs, frame_state
 from .trace import Trace
 
-KEY_EVERY = 32  # frames between key frames
+RING = 32  # frame slots in the live value: a browser may fall this many frames behind and lose none
+KEY_EVERY = RING // 2  # so the slots always hold a key frame to restart from
 FORMAT = 1
 
 
@@ -185,7 +186,8 @@ class LiveEncoder:
             message["argmax"] = np.stack([changes, step.argmax[changes]], axis=1).reshape(-1).tolist()
             shown.update(step.argmax[changes].tolist())
             self.argmax, self.argmax_block = step.argmax, ref.block
-        fresh = sorted(t for t in shown if t >= 0 and t not in self.sent_tokens)
+        # a key frame carries the text of every token it shows, so a reader can start there
+        fresh = sorted(t for t in shown if t >= 0 and (key or t not in self.sent_tokens))
         if fresh:
             message["tokens"] = {str(t): token_entry(trace, t) for t in fresh}
             self.sent_tokens.update(fresh)
@@ -225,6 +227,48 @@ def replay_log(trace: Trace) -> str:
     return encoder.start_line() + encoder.frame_lines() + encoder.end_line()
 
 
+def frame_index(line: str) -> int:
+    """The frame index of a frame line, read without parsing the line (they start alike)."""
+    head = line[: line.index(",", len(_FRAME_HEAD))]
+    if not head.startswith(_FRAME_HEAD):
+        raise ValueError("not a frame line")
+    return int(head[len(_FRAME_HEAD):])
+
+
+_FRAME_HEAD = '{"type":"frame","i":'
+
+
+class LiveRing:
+    """The live view's value during a run: [start line, end line, RING frame slots].
+
+    Frame i sits in slot i % RING.  Gradio sends a list output as per-element diffs, so a yield
+    costs the wire only the slots that changed; the browser reads every slot it has not read, so
+    updates it receives together (Gradio's front end keeps only the newest value) lose no frame
+    unless it fell more than RING frames behind, and then it restarts at a key frame.  The value
+    never grows past RING frames, so neither side pays per update for the whole run.
+    """
+
+    def __init__(self, start_line: str, size: int = RING):
+        self.slots = [start_line.rstrip("\n"), ""] + [""] * size
+        self.size = size
+
+    def add(self, lines: str) -> None:
+        for line in lines.splitlines():
+            if line.startswith(_FRAME_HEAD):
+                self.slots[2 + frame_index(line) % self.size] = line
+            elif line.startswith('{"type":"end"'):
+                self.slots[1] = line
+
+    def value(self) -> list[str]:
+        return list(self.slots)  # a new list each time: Gradio diffs it against the last one
+
+
+def replay_value(trace: Trace) -> list[str]:
+    """A recorded trace as one live-view value: [start, end, every frame] (the replay package)."""
+    lines = replay_log(trace).splitlines()
+    return [lines[0], lines[-1], *lines[1:-1]]
+
+
 # ---- the reference decoder (the JavaScript does the same) ---------------------------------------
 class LiveState:
     """Reads a live log line by line and holds the canvas the browser would show."""
@@ -234,6 +278,7 @@ class LiveState:
         self.pieces: dict[int, dict] = {}
         self.frames = 0
         self.ended = None
+        self._start = None
 
     def apply(self, line: str) -> None:
         message = json.loads(line)
@@ -260,6 +305,26 @@ class LiveState:
         for line in log.splitlines():
             if line:
                 self.apply(line)
+
+    def read_value(self, value: list[str]) -> list[int]:
+        """One live-view value (a `LiveRing` or `replay_value`), read as the browser reads it: the
+        frames not yet applied, in order, from the next one or else from the newest key frame at
+        or after it.  Returns the frame indexes applied."""
+        if self.states is None or value[0] != self._start:
+            self.__init__()
+            self.apply(value[0])
+            self._start = value[0]
+        frames = sorted((json.loads(line) for line in value[2:] if line), key=lambda m: m["i"])
+        applied = []
+        for m in frames:
+            if m["i"] < self.frames:
+                continue
+            if m["i"] == self.frames or m.get("key"):
+                self.apply(json.dumps(m))
+                applied.append(m["i"])
+        if value[1]:
+            self.apply(value[1])
+        return applied
 
 
 # ---- batching a producer for a slower consumer ----------------------------------------------------

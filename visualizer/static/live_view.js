@@ -136,7 +136,8 @@
     }
 
     reset() {
-      this.text = "";  // the part of the log read so far
+      this.startLine = null;
+      this.slotSeen = [];
       this.start = null;
       this.end = null;
       this.tokens = new Map();
@@ -150,7 +151,7 @@
 
     // ---- reading the log ------------------------------------------------------------------
     receive(value) {
-      if (typeof value !== "string" || !value) return;
+      if (!Array.isArray(value) || !value.length) return;
       const began = performance.now();
       try { this.read(value); } finally {
         this.stats.receives = (this.stats.receives || 0) + 1;
@@ -158,13 +159,30 @@
       }
     }
 
+    // The value is [start line, end line, frame lines...]: the live run's ring of recent frames
+    // (visualizer/live_stream.py LiveRing) or a saved run's every frame.  Read each slot not read
+    // before; apply frames in order from the next one, or restart at a key frame after a gap.
     read(value) {
-      if (value.length < this.text.length || value.slice(0, this.text.length) !== this.text) this.reset();
-      const cut = value.lastIndexOf("\n") + 1;
-      if (cut <= this.text.length) return;
-      const fresh = value.slice(this.text.length, cut);
-      for (const line of fresh.split("\n")) if (line) this.apply(JSON.parse(line));
-      this.text = value.slice(0, cut);
+      if (!Array.isArray(value) || !value.length) return;
+      if (value[0] !== this.startLine) {
+        this.reset();
+        this.apply(JSON.parse(value[0]));
+        this.startLine = value[0];
+        this.slotSeen = [];
+      }
+      const fresh = [];
+      for (let k = 2; k < value.length; k++) {
+        const line = value[k];
+        if (!line || this.slotSeen[k] === line) continue;
+        this.slotSeen[k] = line;
+        fresh.push(JSON.parse(line));
+      }
+      fresh.sort((a, b) => a.i - b.i);
+      for (const m of fresh) {
+        if (m.i < this.frames.length && this.frames[m.i]) continue;
+        if (m.i === this.frames.length || m.key) this.apply(m);
+      }
+      if (value[1] && !this.end) this.apply(JSON.parse(value[1]));
       if (this.following) this.target = this.frames.length - 1;
       this.schedule();
     }
@@ -214,7 +232,8 @@
     }
 
     drawFrame() {
-      const index = Math.max(0, Math.min(this.target, this.frames.length - 1));
+      let index = Math.max(0, Math.min(this.target, this.frames.length - 1));
+      while (index > 0 && !this.frames[index]) index--;  // a frame skipped after a long stall: the one before
       const frame = this.frames[index];
       if (!frame) return;
       this.showCells(frame);
