@@ -36,6 +36,7 @@ from visualizer.replay import example_traces, load_upload, save_download
 from visualizer.trace import Trace, TraceError
 
 MODELS = LoadedModels(keep=2)
+LIVE_MIN_INTERVAL_S = 0.05  # at most 20 live updates a second: faster steps are grouped (each update costs Gradio ~ms)
 LIVE_VIEW_JS = (Path(__file__).resolve().parent / "visualizer" / "static" / "live_view.js").read_text(encoding="utf-8")
 
 CSS = """
@@ -195,14 +196,22 @@ def generate(
     ring = LiveRing(encoder.start_line())
     try:
         yield ring.value()
-        for batch in batches(records, stop=session.stop.set):
+        for batch in batches(records, stop=session.stop.set, min_interval=LIVE_MIN_INTERVAL_S):
             for record in batch:
                 trace.append(record)
             ring.add(encoder.frame_lines() + (encoder.end_line() if trace.finished else ""))
             yield ring.value()
+        yield ring.closed()
     finally:
         session.running = False
         session.stop.clear()
+
+
+def all_frames(session: RunSession):
+    """Every frame of the session's run, for a browser that fell too far behind to have them all."""
+    if session.trace is None or session.trace.start is None or session.running:
+        return gr.skip()
+    return replay_value(session.trace)
 
 
 def finish_run(session: RunSession):
@@ -369,7 +378,7 @@ def build_app(initial_model: str | None = None) -> gr.Blocks:
                 # owns the DOM inside.
                 live = gr.HTML(
                     [], html_template='<div class="dv-live"></div>', elem_id="dv-live", palette="standard",
-                    js_on_load=LIVE_VIEW_JS + "\nwindow.dvLiveView.mount(element, props, watch);",
+                    js_on_load=LIVE_VIEW_JS + "\nwindow.dvLiveView.mount(element, props, watch, trigger);",
                 )
                 final_text = gr.Textbox(label="Committed text", lines=6, interactive=False)
                 with gr.Row(visible=False):  # server-side frames for API clients (`/show_frame`)
@@ -417,6 +426,7 @@ def build_app(initial_model: str | None = None) -> gr.Blocks:
             concurrency_id="model",
             show_progress="minimal",
         ).then(finish_run, session, [final_text, message], api_name="run_message", concurrency_limit=None, show_progress="hidden")
+        live.need_frames(all_frames, session, live, api_visibility="private", concurrency_limit=None, show_progress="hidden")
         stop_btn.click(stop_run, session, message, api_name="stop", concurrency_limit=None)
         api_button.click(
             show_frame, [api_frame, palette, layout_kind, session], [api_canvas, api_status, api_panel],

@@ -2,9 +2,9 @@
 replays a recorded trace at a fixed rate (25 or 50 steps per second, as a GPU makes them).
 
 For each run it reports, all from this one process tree:
-  - bytes per frame received by the browser during the run (Chrome DevTools Network events on
-    every response: Gradio's SSE stream of the live view's updates and the small follow-up call),
-    on the wire (loadingFinished: headers and compression included) and as decoded data;
+  - bytes per frame received by the browser during the run: Chrome DevTools `Network.dataReceived`
+    on every response (Gradio's SSE stream of the live view's updates, which is not compressed,
+    and the small follow-up call), SSE framing and JSON escaping included;
   - server CPU per frame: user + system time of the app's process (every thread: Gradio, the
     generator, the stand-in backend) from the click to the final frame on screen, divided by frames;
   - frames drawn by the browser against frames emitted (the browser draws once per animation
@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -143,12 +144,19 @@ def wait_http(url: str, proc, timeout: float = 120) -> None:
     raise SystemExit("the app did not start")
 
 
-def measure(trace_path: Path, rate: float, repeats: int, port: int) -> list[dict]:
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def measure(trace_path: Path, rate: float, repeats: int) -> list[dict]:
     from playwright.sync_api import sync_playwright
 
     from visualizer.states import frame_refs
 
     frames = len(frame_refs(Trace.load(trace_path)))
+    port = free_port()  # a fresh port per server: never a previous run's server answering
     events = Path(tempfile.mkdtemp(prefix="bench-live-")) / "events.json"
     log = events.with_name("server.log")
     proc = subprocess.Popen(
@@ -159,6 +167,9 @@ def measure(trace_path: Path, rate: float, repeats: int, port: int) -> list[dict
     try:
         url = f"http://127.0.0.1:{port}/"
         wait_http(url, proc)
+        time.sleep(1)
+        if proc.poll() is not None:
+            raise SystemExit(f"the app exited: {log.read_text()[-2000:]}")
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
             page = browser.new_page(viewport={"width": 1500, "height": 1000})
@@ -166,37 +177,36 @@ def measure(trace_path: Path, rate: float, repeats: int, port: int) -> list[dict
             page.get_by_text("vocab").first.wait_for(timeout=60_000)
             cdp = page.context.new_cdp_session(page)
             cdp.send("Network.enable")
-            received = {"wire": 0, "data": 0, "on": False}
+            received = {"data": 0, "on": False}
 
             def on_data(event):
                 if received["on"]:
                     received["data"] += event.get("dataLength", 0)
 
-            def on_finished(event):  # bytes on the wire, headers and compression included, per response
-                if received["on"]:
-                    received["wire"] += event.get("encodedDataLength", 0)
-
             cdp.on("Network.dataReceived", on_data)
-            cdp.on("Network.loadingFinished", on_finished)
             for _ in range(repeats):
                 events.unlink(missing_ok=True)
-                received.update(wire=0, data=0, on=True)
+                received.update(data=0, on=True)
                 cpu_before = cpu_seconds(proc.pid)
+                runs = (page.evaluate(STATS) or {}).get("runs", 0)
                 page.get_by_role("button", name="Generate").click()
                 page.wait_for_function(
-                    f"() => {{ const s = window.dvLiveView.stats(); return s && s.ended && s.shownFrames === {frames} && s.shownIndex === {frames - 1}; }}",
+                    f"() => {{ const s = window.dvLiveView.stats(); return s && s.runs === {runs + 1} && s.ended && s.shownFrames === {frames} && s.shownIndex === {frames - 1}; }}",
                     timeout=600_000, polling=20,
                 )
                 cpu_after = cpu_seconds(proc.pid)
                 stats = page.evaluate(STATS)
                 page.wait_for_timeout(1500)  # the follow-up call (committed text) and the stream's close
                 received["on"] = False
-                if not events.exists():
+                for _ in range(300):
+                    if events.exists():
+                        break
+                    time.sleep(0.1)
+                else:
                     raise SystemExit(f"the stand-in backend did not report its run; browser stats: {stats}; server log: {log.read_text()[-2000:]}")
                 emitted = json.loads(events.read_text())
                 results.append({
-                    "frames": frames, "rate": rate, "wire_bytes_per_frame": received["wire"] / frames,
-                    "data_bytes_per_frame": received["data"] / frames,
+                    "frames": frames, "rate": rate, "bytes_per_frame": received["data"] / frames,
                     "server_cpu_ms_per_frame": (cpu_after - cpu_before) * 1000 / frames,
                     "frames_drawn": stats["framesShown"], "lag_ms": stats["lastShownAt"] - emitted["last_record_at"] * 1000,
                     "browser_ms_per_frame": (stats["receiveMs"] + stats["drawMs"]) / frames, "updates": stats["receives"],
@@ -228,18 +238,18 @@ def offline_costs(trace_path: Path) -> dict:
             "html_bytes_per_frame": statistics.mean(html_bytes), "html_ms_per_frame": html_ms}
 
 
-def report(name: str, trace_path: Path, rates, repeats: int, port: int) -> None:
+def report(name: str, trace_path: Path, rates, repeats: int) -> None:
     trace = Trace.load(trace_path)
     print(f"\n## {name}: {trace.max_blocks} block(s) x {trace.canvas_length} tokens, {len(trace.steps)} steps, from {trace_path.name}")
     costs = offline_costs(trace_path)
     print(f"old server-rendered view: {costs['html_bytes_per_frame'] / 1024:.1f} KB and {costs['html_ms_per_frame']:.1f} ms CPU per frame "
           f"(every 8th frame); live log: {costs['log_bytes_per_frame'] / 1024:.2f} KB and {costs['encode_ms_per_frame']:.2f} ms per frame "
           f"-> {costs['html_bytes_per_frame'] / costs['log_bytes_per_frame']:.0f}x fewer bytes")
-    print("| steps/s | frames | KB/frame on the wire | KB/frame uncompressed | server CPU ms/frame | updates received | frames drawn | live view JS ms/frame | final-frame lag ms |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| steps/s | frames | KB/frame received | server CPU ms/frame | updates seen by the view | frames drawn | view JS ms/frame | final-frame lag ms |")
+    print("|---|---|---|---|---|---|---|---|")
     for rate in rates:
-        for r in measure(trace_path, rate, repeats, port):
-            print(f"| {rate:g} | {r['frames']} | {r['wire_bytes_per_frame'] / 1024:.2f} | {r['data_bytes_per_frame'] / 1024:.2f} | "
+        for r in measure(trace_path, rate, repeats):
+            print(f"| {rate:g} | {r['frames']} | {r['bytes_per_frame'] / 1024:.2f} | "
                   f"{r['server_cpu_ms_per_frame']:.2f} | {r['updates']} | {r['frames_drawn']} | {r['browser_ms_per_frame']:.2f} | {r['lag_ms']:.0f} |", flush=True)
 
 
@@ -254,7 +264,6 @@ def main(argv=None) -> None:
     parser.add_argument("--trace", help="a recorded multi-block trace (default: record a 4-block one first)")
     parser.add_argument("--rates", type=float, nargs="*", default=[25, 50])
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--port", type=int, default=7870)
     args = parser.parse_args(argv)
     if args.command == "serve":
         return serve(args)
@@ -263,8 +272,8 @@ def main(argv=None) -> None:
     else:
         print("recording a 4-block trace with the no-EOS random model on the CPU...", flush=True)
         four = record_four_block_trace(Path(tempfile.mkdtemp(prefix="bench-live-trace-")))
-    report("4 blocks", four, args.rates, args.repeats, args.port)
-    report("1 block", ROOT / "assets" / "traces" / "story.json", args.rates[:1], args.repeats, args.port)
+    report("4 blocks", four, args.rates, args.repeats)
+    report("1 block", ROOT / "assets" / "traces" / "story.json", args.rates[:1], args.repeats)
 
 
 if __name__ == "__main__":

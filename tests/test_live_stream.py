@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from tests.trace_factory import trace_from_masks
 from visualizer.layout import grid_layout, text_layout
-from visualizer.live_stream import RING, LiveEncoder, LiveRing, LiveState, batches, layout_message, replay_log, replay_value
+from visualizer.live_stream import KEY_EVERY, RING, LiveEncoder, LiveRing, LiveState, batches, layout_message, replay_log, replay_value
 from visualizer.replay import example_traces
 from visualizer.states import frame_refs, frame_state
 from visualizer.trace import Trace
@@ -42,7 +42,7 @@ def lines_of(log: str) -> list[str]:
 
 
 @settings(max_examples=60, deadline=None)
-@given(random_traces(), st.sampled_from([1, 3, 32]))
+@given(random_traces(), st.sampled_from([1, 3, KEY_EVERY]))
 def test_applying_the_deltas_reproduces_every_frame(trace, key_every):
     """Fed one record at a time, as in a live run: after each frame line the decoder holds exactly
     the states, tokens and changed marks of `frame_state` at that frame."""
@@ -67,7 +67,7 @@ def test_applying_the_deltas_reproduces_every_frame(trace, key_every):
             # every token id the canvas shows has had its text sent
             assert set(decoder.tokens[decoder.tokens >= 0].tolist()) <= set(decoder.pieces)
     assert decoder.frames == len(frame_refs(trace))
-    if key_every == 32:  # a saved run replays the canvas its live run sent (the panel of a block's
+    if key_every == KEY_EVERY:  # a saved run replays the canvas its live run sent (the panel of a block's
         # last step reads final values once the block record is there, so it is left out here)
         canvas_only = lambda log: [{k: v for k, v in json.loads(line).items() if k not in PANEL} for line in lines_of(log)]  # noqa: E731
         assert canvas_only(replay_log(trace)) == canvas_only(sent + encoder.end_line())
@@ -221,3 +221,22 @@ def test_the_ring_stays_small_and_a_saved_run_is_one_value():
     whole = replay_value(trace)
     decoder = LiveState()
     assert decoder.read_value(whole) == list(range(len(frame_refs(trace))))
+
+
+def test_batches_keep_a_minimum_interval():
+    out = batches(iter(range(30)), min_interval=60.0)  # everything arrives within one interval
+    assert [item for batch in out for item in batch] == list(range(30))
+    assert len(list(batches(iter(range(30)), min_interval=60.0))) <= 2
+
+
+def test_a_closed_run_value_ends_it_without_frames():
+    trace = trace_from_masks([[np.ones(4, bool)] * 2])
+    values = ring_values(trace)
+    ring = LiveRing(values[0][0])
+    ring.add("\n".join(line for line in values[-1][1:] if line))
+    closed = ring.closed()
+    assert closed[:2] == values[-1][:2] and not any(closed[2:])
+    decoder = LiveState()
+    for value in values + [closed]:
+        decoder.read_value(value)
+    assert decoder.frames == len(frame_refs(trace)) and decoder.ended["type"] == "end"

@@ -34,6 +34,7 @@ import json
 import math
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -262,6 +263,12 @@ class LiveRing:
     def value(self) -> list[str]:
         return list(self.slots)  # a new list each time: Gradio diffs it against the last one
 
+    def closed(self) -> list[str]:
+        """The value to end a run with: start and end lines, frame slots emptied.  Gradio sends a
+        run's last value once more in full when it completes, so this keeps that message small;
+        a browser that missed frames asks for `replay_value` instead (the view's "need_frames")."""
+        return self.slots[:2] + [""] * self.size
+
 
 def replay_value(trace: Trace) -> list[str]:
     """A recorded trace as one live-view value: [start, end, every frame] (the replay package)."""
@@ -328,9 +335,11 @@ class LiveState:
 
 
 # ---- batching a producer for a slower consumer ----------------------------------------------------
-def batches(source: Iterator, *, stop: Callable[[], None] | None = None) -> Iterator[list]:
+def batches(source: Iterator, *, stop: Callable[[], None] | None = None, min_interval: float = 0.0) -> Iterator[list]:
     """The items of `source` in lists of whatever has arrived: one item when the consumer keeps up,
     several when it fell behind (so a slow connection gets fewer, larger updates, never a backlog).
+    With `min_interval` (seconds), batches are at least that far apart: items arriving faster are
+    grouped, which bounds the consumer's per-batch cost at high rates.
 
     `source` is read on its own thread.  Closing this generator early calls `stop()` (which should
     make the source finish soon) and waits for the thread to drain the source.
@@ -350,15 +359,17 @@ def batches(source: Iterator, *, stop: Callable[[], None] | None = None) -> Iter
 
     thread = threading.Thread(target=pump, name="live-batches", daemon=False)
     thread.start()
-    finished = False
+    finished, last = False, 0.0
     try:
         while not finished:
             batch = [items.get()]
-            while True:
+            while batch[-1] is not done:
+                wait = last + min_interval - time.monotonic()
                 try:
-                    batch.append(items.get_nowait())
+                    batch.append(items.get(timeout=wait) if wait > 0 else items.get_nowait())
                 except queue.Empty:
                     break
+            last = time.monotonic()
             if batch[-1] is done:
                 batch.pop()
                 finished = True

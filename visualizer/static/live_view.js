@@ -137,6 +137,7 @@
 
     reset() {
       this.startLine = null;
+      this.askedAll = false;
       this.slotSeen = [];
       this.start = null;
       this.end = null;
@@ -164,7 +165,8 @@
     // before; apply frames in order from the next one, or restart at a key frame after a gap.
     read(value) {
       if (!Array.isArray(value) || !value.length) return;
-      if (value[0] !== this.startLine) {
+      if (value[0] !== this.startLine || (this.askedAll && value[1] && value.length > 2 && value[2])) {
+        // a new run, or every frame of this one after we asked for them: read it from the start
         this.reset();
         this.apply(JSON.parse(value[0]));
         this.startLine = value[0];
@@ -183,8 +185,18 @@
         if (m.i === this.frames.length || m.key) this.apply(m);
       }
       if (value[1] && !this.end) this.apply(JSON.parse(value[1]));
+      if (this.end && !this.askedAll && this.trigger && this.missing()) {
+        this.askedAll = true;  // fell too far behind during the run: ask the server for every frame
+        this.trigger("need_frames");
+      }
       if (this.following) this.target = this.frames.length - 1;
       this.schedule();
+    }
+
+    missing() {
+      if (this.frames.length < this.end.frames) return true;
+      for (let i = 0; i < this.frames.length; i++) if (!this.frames[i]) return true;
+      return false;
     }
 
     apply(m) {
@@ -192,6 +204,7 @@
       if (m.type === "start") {
         this.reset();
         this.start = m;
+        this.stats = { framesShown: 0, lastShownAt: 0, shownIndex: -1, linesRead: 1, runs: (this.stats.runs || 0) + 1 };
         const n = m.blocks * m.canvas;
         this.cur = { states: new Uint8Array(n), tokens: new Int32Array(n).fill(-1), changed: new Uint8Array(n), argmax: new Int32Array(m.canvas) };
         const wanted = this.wantLayout;
@@ -555,9 +568,15 @@
       const image = ctx.createImageData(canvas, rows);
       const base = block * canvas, first = new Int32Array(canvas).fill(-1);
       steps.forEach((f, t) => {
+        if (!f.rgba) {  // a step's heatmap row never changes: coloured once
+          f.rgba = new Uint8ClampedArray(4 * canvas);
+          for (let p = 0; p < canvas; p++) {
+            const [r, g, b] = viridis(f.entropy[p], this.start.log_max);
+            f.rgba.set([r, g, b, 255], 4 * p);
+          }
+        }
+        image.data.set(f.rgba, 4 * t * canvas);
         for (let p = 0; p < canvas; p++) {
-          const [r, g, b] = viridis(f.entropy[p], this.start.log_max), k = 4 * (t * canvas + p);
-          image.data[k] = r; image.data[k + 1] = g; image.data[k + 2] = b; image.data[k + 3] = 255;
           const s = f.states[base + p];
           if (first[p] < 0 && (s === NEW || s === KEPT)) first[p] = t;
         }
@@ -589,9 +608,10 @@
   const views = [];
   window.dvLiveView = {
     views,
-    mount(element, props, watch) {
+    mount(element, props, watch, trigger) {
       const root = element.querySelector(".dv-live") || element;
       const view = new LiveView(root, props.palette);
+      view.trigger = trigger;
       views.push(view);
       element.dvView = view;
       view.receive(props.value);
