@@ -38,6 +38,7 @@ from visualizer.records import (
     RunEnd,
     StepRecord,
     frozen_array,
+    frozen_matrix,
 )
 from visualizer.settings import GenerationSettings
 
@@ -208,7 +209,12 @@ def start_thread(fn: Callable[[], None], name: str) -> Future:
 
 def step_record(item, pieces) -> StepRecord:
     """A StepRecord from a backend's captured step (block, step, steps_remaining, accepted,
-    canvas, argmax, entropy_nats, wall_time_s), with the pieces of ids not sent before."""
+    canvas, argmax, entropy_nats, wall_time_s, and optionally topk_ids, topk_probs and
+    sample_probability), with the pieces of ids not sent before."""
+    topk_ids = getattr(item, "topk_ids", None)
+    topk_probs = getattr(item, "topk_probs", None)
+    sample_probability = getattr(item, "sample_probability", None)
+    shown = [item.argmax, item.canvas[item.accepted]] + ([topk_ids.reshape(-1)] if topk_ids is not None else [])
     return StepRecord(
         block=item.block,
         step=item.step,
@@ -218,7 +224,10 @@ def step_record(item, pieces) -> StepRecord:
         argmax=frozen_array(item.argmax, np.int32),
         entropy_nats=frozen_array(item.entropy_nats, np.float32),
         wall_time_s=item.wall_time_s,
-        new_pieces=pieces.new(np.concatenate([item.argmax, item.canvas[item.accepted]])),
+        new_pieces=pieces.new(np.concatenate(shown)),
+        topk_ids=None if topk_ids is None else frozen_matrix(topk_ids, np.int32, topk_ids.shape[-1]),
+        topk_probs=None if topk_probs is None else frozen_matrix(topk_probs, np.float16, topk_probs.shape[-1]),
+        sample_probability=None if sample_probability is None else frozen_array(sample_probability, np.float32),
     )
 
 

@@ -4,11 +4,13 @@
 of one model *instance* (instance attributes win over class methods) and removes them in
 `finally`, on success, on error and on cancel alike:
 
-    _prepare_logits_processor  appends a pass-through processor last, which computes the entropy
-                               of the processed float32 logits exactly as the sampler does
+    _prepare_logits_processor  appends a pass-through processor last, which summarizes the
+                               processed float32 logits the sampler sees: entropy and top-k
+                               candidates, on the device (`logit_summary.py`)
     _prepare_denoiser_inputs   marks the start of a block
     _denoising_step            after each step: copies the accepted mask, the next canvas, the
-                               argmax and the entropy to the CPU; checks the stop flag first
+                               argmax, the entropy and the top-k to the CPU, all non-blocking
+                               with one wait per step; checks the stop flag first
     _finalize_canvas           after each block: the committed tokens (pad after EOS)
 
 Why these and not others (checked on CPU and on an H100, eager and compiled):
@@ -19,7 +21,10 @@ Why these and not others (checked on CPU and on an H100, eager and compiled):
   sampler (`sampler.accept_canvas.__wrapped__.__self__`), and copied at once because a CUDA
   graph replay overwrites its outputs.
 - `self_conditioning_logits` are cast to the embedding dtype (bf16 on GPU, up to 0.04 nats of
-  entropy error); the appended logits processor sees the float32 processed logits.
+  entropy error); the appended logits processor sees the float32 processed logits. Its entropy
+  is computed in one max-shifted pass, not by `Categorical` as the sampler does: the two differ
+  by float32 rounding only (tests/test_capture.py bounds it), and no extra vocabulary-sized tensor
+  is kept (`logit_summary.py`).
 Nothing here draws random numbers or writes to a tensor the model reads, so the same seed gives
 bit-identical sequences with and without the capture (tests/test_capture.py proves it).
 """
@@ -35,6 +40,7 @@ import numpy as np
 import torch
 
 from .base import GenerationCancelled
+from .logit_summary import LogitSummary, summarize_logits
 
 
 @dataclass
@@ -48,6 +54,8 @@ class CapturedStep:
     entropy_nats: np.ndarray  # float32
     wall_time_s: float
     converged: bool  # the diffusion stopping criterion fired at this step
+    topk_ids: np.ndarray | None = None  # (canvas, k) int32, most probable first; None when not recorded
+    topk_probs: np.ndarray | None = None  # (canvas, k) float16
 
 
 @dataclass
@@ -58,16 +66,15 @@ class CapturedBlock:
     converged: bool
 
 
-class _EntropyRecorder:
-    """Pass-through logits processor: remembers the entropy of the logits it is given."""
+class _LogitRecorder:
+    """Pass-through logits processor: keeps the summary of the logits it is given, never the logits."""
 
-    def __init__(self):
-        self.entropy = None
+    def __init__(self, topk: int):
+        self.topk = topk
+        self.summary: LogitSummary | None = None
 
     def __call__(self, input_ids, scores, cur_step):  # LogitsProcessorList passes cur_step by name
-        # The sampler's own formula, on float32: the recorded value is the one it thresholded.
-        # validate_args=False skips a constraint check that would sync the GPU every step.
-        self.entropy = torch.distributions.Categorical(logits=scores.float(), validate_args=False).entropy()
+        self.summary = summarize_logits(scores, self.topk)
         return scores
 
 
@@ -78,8 +85,19 @@ def _accepting_sampler(sampler):
     return getattr(bound, "__self__", sampler)
 
 
-def _cpu(tensor: torch.Tensor, dtype) -> np.ndarray:
-    return tensor.detach()[0].to("cpu").numpy().astype(dtype, copy=False)
+def _to_host(tensors: dict) -> dict:
+    """Copy each tensor's first batch row to numpy: every copy queued non-blocking, then one wait.
+
+    On CUDA a non-blocking copy to the CPU lands in pinned memory and returns before it is done;
+    the one synchronize after the last of them makes all of them safe to read (the compiled
+    accept_canvas's mask is a CUDA-graph output, overwritten at the next replay: copied before it).
+    """
+    rows = {name: t.detach()[0] for name, t in tensors.items() if t is not None}
+    on_cuda = any(t.is_cuda for t in rows.values())
+    copies = {name: t.to("cpu", non_blocking=on_cuda) for name, t in rows.items()}
+    if on_cuda:
+        torch.cuda.current_stream().synchronize()
+    return {name: t.numpy().copy() for name, t in copies.items()}
 
 
 @contextlib.contextmanager
@@ -88,13 +106,17 @@ def capture_steps(
     on_step: Callable[[CapturedStep], None],
     on_block: Callable[[CapturedBlock], None],
     should_stop: Callable[[], bool] | None = None,
+    *,
+    topk: int = 0,
 ):
-    """Install the four recording wrappers on `model` for the duration of the block."""
+    """Install the four recording wrappers on `model` for the duration of the block.
+
+    `topk` > 0 also records the k most probable candidates of every position at every step."""
     names = ("_prepare_logits_processor", "_prepare_denoiser_inputs", "_denoising_step", "_finalize_canvas")
     if any(name in vars(model) for name in names):
         raise RuntimeError("capture_steps is already active on this model")
     originals = {name: getattr(model, name) for name in names}
-    recorder = _EntropyRecorder()
+    recorder = _LogitRecorder(topk)
     state = {"block": -1, "step": 0, "converged": False}
 
     def prepare_logits_processor(generation_config, logits_processor=None):
@@ -115,16 +137,30 @@ def capture_steps(
         out = originals["_denoising_step"](*args, **kwargs)
         next_canvas, argmax, _, finished = out
         sampler = _accepting_sampler(kwargs["sampler"])
+        summary = recorder.summary
+        host = _to_host(
+            {
+                "accepted": sampler.accepted_token_mask,
+                "canvas": next_canvas,
+                "argmax": argmax,
+                "entropy": summary.entropy,
+                "finished": finished[:, None],
+                "topk_ids": summary.topk_ids,
+                "topk_probs": summary.topk_probs,
+            }
+        )
         step = CapturedStep(
             block=state["block"],
             step=state["step"],
             steps_remaining=int(kwargs["cur_step"]),
-            accepted=_cpu(sampler.accepted_token_mask, bool),
-            canvas=_cpu(next_canvas, np.int32),
-            argmax=_cpu(argmax, np.int32),
-            entropy_nats=_cpu(recorder.entropy, np.float32),
+            accepted=host["accepted"].astype(bool, copy=False),
+            canvas=host["canvas"].astype(np.int32, copy=False),
+            argmax=host["argmax"].astype(np.int32, copy=False),
+            entropy_nats=host["entropy"].astype(np.float32, copy=False),
             wall_time_s=0.0,
-            converged=bool(finished.all()),
+            converged=bool(host["finished"].all()),
+            topk_ids=host.get("topk_ids"),
+            topk_probs=host.get("topk_probs"),
         )
         step.wall_time_s = time.perf_counter() - started  # after the copies: device work included
         state["step"] += 1
@@ -138,7 +174,7 @@ def capture_steps(
         on_block(
             CapturedBlock(
                 block=state["block"],
-                tokens=_cpu(input_ids[:, -canvas_length:], np.int32),
+                tokens=_to_host({"tokens": input_ids[:, -canvas_length:]})["tokens"].astype(np.int32, copy=False),
                 steps_used=state["step"],
                 converged=state["converged"],
             )

@@ -160,6 +160,7 @@ class MLXBackend(Backend):
             eos_token_ids=self.info.eos_token_ids,
             pad_token_id=self.info.pad_token_id,
             stopping=_stopping(self._generation_config),
+            topk=min(settings.record_topk, self.info.vocab_size),
         )
 
     def generate(

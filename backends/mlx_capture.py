@@ -25,7 +25,9 @@ What a step records (`accepted`, `canvas`), per sampler:
 - The last step (1 remaining): the engine computes the logits and commits their argmax without
   sampling, so the step repeats the previous accepted mask and canvas (nothing was decided).
 Entropy is that of the processed (schedule-temperature-scaled) float32 logits, as the sampler
-sees them.  All of this must run on the thread that owns the model (see `mlx_backend`).
+sees them; so are the top-k candidates (`options.topk`), taken on the device. The
+confidence-threshold sampler also records the probability of each position's sample, the value
+it compares with its threshold (none at the last step, which samples nothing).  All of this must run on the thread that owns the model (see `mlx_backend`).
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ class DenoiseOptions:
     pad_token_id: int  # written after the first EOS of a block, as transformers does
     stopping: dict | None = None  # {"stability_threshold", "confidence_threshold"} or None: never stop early
     confidence_threshold: float = DEFAULT_DIFFUSION_CONFIDENCE_THRESHOLD  # confidence-threshold sampler
+    topk: int = 0  # record the k most probable candidates of every position at every step; 0: none
 
 
 @dataclass
@@ -81,6 +84,18 @@ class CapturedStep:
     argmax: np.ndarray  # (canvas,) int32
     entropy_nats: np.ndarray  # (canvas,) float32
     wall_time_s: float
+    topk_ids: np.ndarray | None = None  # (canvas, k) int32, most probable first
+    topk_probs: np.ndarray | None = None  # (canvas, k) float16
+    sample_probability: np.ndarray | None = None  # (canvas,) float32: confidence-threshold's confidence
+
+
+def _top_k(logits: mx.array, k: int) -> tuple[mx.array, mx.array]:
+    """(ids, probabilities) of the k most probable tokens of float32 logits, most probable first."""
+    ids = mx.argpartition(-logits, kth=k - 1, axis=-1)[..., :k]
+    values = mx.take_along_axis(logits, ids, axis=-1)
+    order = mx.argsort(-values, axis=-1)
+    ids, values = mx.take_along_axis(ids, order, axis=-1), mx.take_along_axis(values, order, axis=-1)
+    return ids.astype(mx.int32), mx.exp(values - mx.logsumexp(logits, axis=-1, keepdims=True))
 
 
 @dataclass
@@ -152,6 +167,7 @@ def _denoise_block(model, cache, context, block: int, options: DenoiseOptions, s
         entropy = _diffusion_token_entropy(logits)
         done = cur_step == 1  # the engine commits the argmax here without sampling
         next_self_conditioning = None
+        probability = None
         if not done:
             if options.temperature <= 0:
                 sampled = argmax
@@ -172,7 +188,11 @@ def _denoise_block(model, cache, context, block: int, options: DenoiseOptions, s
                 revealed = revealed | accepted
                 draft = mx.where(accepted, kept, draft)
                 shown = revealed
-        mx.eval(shown, canvas, argmax, entropy)
+        candidates = _top_k(logits.astype(mx.float32), options.topk) if options.topk else None
+        extra = [] if candidates is None else list(candidates)
+        if probability is not None:
+            extra.append(probability)
+        mx.eval(shown, canvas, argmax, entropy, *extra)
         yield CapturedStep(
             block=block,
             step=step,
@@ -182,6 +202,9 @@ def _denoise_block(model, cache, context, block: int, options: DenoiseOptions, s
             argmax=np.array(argmax[0], dtype=np.int32),
             entropy_nats=np.array(entropy[0], dtype=np.float32),
             wall_time_s=time.perf_counter() - started,
+            topk_ids=None if candidates is None else np.array(candidates[0][0], dtype=np.int32),
+            topk_probs=None if candidates is None else np.array(candidates[1][0].astype(mx.float16), dtype=np.float16),
+            sample_probability=None if probability is None else np.minimum(np.array(probability[0], dtype=np.float32), 1),
         )
         if done:
             break

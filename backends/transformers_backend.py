@@ -39,6 +39,7 @@ from visualizer.settings import (
     DEFAULT_ENTROPY_BOUND,
     DEFAULT_MAX_DENOISING_STEPS,
     DEFAULT_MAX_NEW_TOKENS,
+    DEFAULT_RECORD_TOPK,
     DEFAULT_T_MAX,
     DEFAULT_T_MIN,
     SAMPLER_ENTROPY_BOUND,
@@ -135,6 +136,7 @@ class TransformersBackend(Backend):
             sampler=SAMPLER_ENTROPY_BOUND,
             temperature=None,
             compiled=False,
+            record_topk=DEFAULT_RECORD_TOPK,
         )
 
     def prompt_ids(self, prompt: str) -> list[int]:
@@ -185,7 +187,8 @@ class TransformersBackend(Backend):
 
             input_ids = torch.tensor([ids], device=model.device)
             torch.manual_seed(settings.seed)  # seeds the CPU and every CUDA device
-            with capture_steps(model, on_step, on_block, should_stop):
+            topk = min(settings.record_topk, self.info.vocab_size)
+            with capture_steps(model, on_step, on_block, should_stop, topk=topk):
                 model.generate(input_ids, **kwargs)
 
         launch = functools.partial(start_thread, name="diffusiongemma-generate")

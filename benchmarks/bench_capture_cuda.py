@@ -1,10 +1,12 @@
 """The capture on a GPU: bit-identical to stock generation, and what it costs per step.
 
     python benchmarks/bench_capture_cuda.py                 # on the GPU machine (CUDA)
-    python benchmarks/bench_capture_cuda.py --device cpu --sizes tiny --reps 1   # a dry run here
+    python benchmarks/bench_capture_cuda.py --topk 0                        # the capture without candidates
+    python benchmarks/bench_capture_cuda.py --device cpu --sizes tiny --reps 1 --vocab 8192   # a dry run here
 
 For each model size and each path (eager; static cache + torch.compile with CUDA graphs), it
-1. checks that `capture_steps` (the backend's real capture, CPU copies included) leaves the
+1. checks that `capture_steps` (the backend's real capture, CPU copies included, with the
+   `--topk` candidates of every position: 5 by default, as the app records) leaves the
    sequences of `model.generate` bit-identical, for one block and for three blocks;
 2. times stock and captured runs alternately, `--reps` times each, on the same seed (same steps),
    and prints the median time per denoising step of each and their ratio, measured in this run.
@@ -53,12 +55,12 @@ def build(size: str, device: str, vocab: int):
     return model
 
 
-def run(model, prompt, *, seed, max_new_tokens, compiled, capture):
+def run(model, prompt, *, seed, max_new_tokens, compiled, capture, topk=0):
     steps = []
     torch.manual_seed(seed)
     kwargs = dict(max_new_tokens=max_new_tokens, cache_implementation="static" if compiled else None)
     if capture:
-        with capture_steps(model, steps.append, lambda block: None):
+        with capture_steps(model, steps.append, lambda block: None, topk=topk):
             out = model.generate(prompt, **kwargs)
     else:
         out = model.generate(prompt, **kwargs)
@@ -70,7 +72,7 @@ def sync(device):
         torch.cuda.synchronize()
 
 
-def measure(model, prompt, device, *, compiled, reps):
+def measure(model, prompt, device, *, compiled, reps, topk):
     """Median seconds per step of stock and captured runs, alternating so drift hits both alike."""
     stock, captured = [], []
     steps_per_run = 48  # random weights never converge early: every block runs all its steps
@@ -78,7 +80,7 @@ def measure(model, prompt, device, *, compiled, reps):
         for capture, bucket in ((False, stock), (True, captured)) if rep % 2 == 0 else ((True, captured), (False, stock)):
             sync(device)
             start = time.perf_counter()
-            run(model, prompt, seed=rep, max_new_tokens=256, compiled=compiled, capture=capture)
+            run(model, prompt, seed=rep, max_new_tokens=256, compiled=compiled, capture=capture, topk=topk)
             sync(device)
             bucket.append((time.perf_counter() - start) / steps_per_run)
     return statistics.median(stock), statistics.median(captured)
@@ -91,6 +93,7 @@ def main(argv=None) -> int:
     parser.add_argument("--paths", default="eager,compiled")
     parser.add_argument("--reps", type=int, default=6)
     parser.add_argument("--vocab", type=int, default=REAL_VOCAB)
+    parser.add_argument("--topk", type=int, default=5, help="candidates recorded per position; 0: none")
     args = parser.parse_args(argv)
     if args.device.startswith("cuda"):
         print(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}", flush=True)
@@ -108,19 +111,20 @@ def main(argv=None) -> int:
             equal = True
             for max_new_tokens in (256, 768):
                 a, _ = run(model, prompt, seed=11, max_new_tokens=max_new_tokens, compiled=compiled, capture=False)
-                b, steps = run(model, prompt, seed=11, max_new_tokens=max_new_tokens, compiled=compiled, capture=True)
+                b, steps = run(model, prompt, seed=11, max_new_tokens=max_new_tokens, compiled=compiled, capture=True, topk=args.topk)
                 same = torch.equal(a, b)
                 equal &= same
                 print(f"{size} {path} {max_new_tokens} tokens: identical={same}, {len(steps)} steps captured, "
                       f"entropy range {min(s.entropy_nats.min() for s in steps):.3f}..{max(s.entropy_nats.max() for s in steps):.3f} nats",
                       flush=True)
             warm = time.perf_counter() - start
-            stock, captured = measure(model, prompt, args.device, compiled=compiled, reps=args.reps)
+            stock, captured = measure(model, prompt, args.device, compiled=compiled, reps=args.reps, topk=args.topk)
             rows.append((size, f"{params / 1e6:.0f}M", path, equal, stock * 1e3, captured * 1e3, captured / stock, warm))
         del model
         if args.device.startswith("cuda"):
             torch.cuda.empty_cache()
-    print("\n| size | params | path | identical | stock ms/step | captured ms/step | ratio | checks + warm-up s |")
+    print(f"\ncaptured with the top-{args.topk} candidates of every position" if args.topk else "\ncaptured without candidates")
+    print("| size | params | path | identical | stock ms/step | captured ms/step | ratio | checks + warm-up s |")
     print("|---|---|---|---|---|---|---|---|")
     for size, params, path, equal, stock, captured, ratio, warm in rows:
         print(f"| {size} | {params} | {path} | {equal} | {stock:.2f} | {captured:.2f} | {ratio:.3f} | {warm:.0f} |")

@@ -2,6 +2,7 @@
 
     python benchmarks/bench_capture_fullshape.py --paths eager                 # on the GPU machine
     python benchmarks/bench_capture_fullshape.py --paths compiled --reps 5
+    python benchmarks/bench_capture_fullshape.py --paths compiled --topk 0           # without the candidates
     python benchmarks/bench_capture_fullshape.py --device cpu --layers 2 --experts 8 --vocab 4096 --paths eager --prompt-lengths 16 --reps 1   # dry run
 
 No hub is reachable, so the model is `DiffusionGemmaForBlockDiffusion` built from the published
@@ -15,7 +16,9 @@ vocabulary, ...) with random bf16 weights, made without ever holding two copies:
    rotary buffers).
 
 For each path (eager; static cache + torch.compile) and each prompt length (64 and 1,024 tokens):
-captured runs must give the same sequences as stock runs with the same seed, bit for bit; then
+captured runs ("captured": entropy only; "captured+top-k": also the `--topk` candidates of every
+position, as the app records by default) must give the same sequences as stock runs with the
+same seed, bit for bit; then
 stock and captured runs alternate `--reps` times (seeded, so every run takes the same steps) and
 the table reports the median ms per denoising step with its min-max, the ratio of the medians
 (measured in this run), the peak GPU memory of each, the first step record's latency (from the
@@ -27,7 +30,6 @@ H100 SXM, 4.8 for an H200).  Random weights never converge early, so every block
 from __future__ import annotations
 
 import argparse
-import inspect
 import statistics
 import sys
 import time
@@ -115,7 +117,7 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def generate(model, prompt, *, seed: int, compiled: bool, variant: str, device: str) -> dict:
+def generate(model, prompt, *, seed: int, compiled: bool, variant: str, device: str, topk: int) -> dict:
     """One run: sequences, seconds, steps, peak memory, and the first record's latency."""
     steps, first = [], []
     started = [0.0]
@@ -134,8 +136,7 @@ def generate(model, prompt, *, seed: int, compiled: bool, variant: str, device: 
     if variant == "stock":
         out = model.generate(prompt, **kwargs)
     else:
-        extra = {"top_k": 5} if variant == "captured+top-k" else {}
-        with capture_steps(model, on_step, lambda block: None, **extra):
+        with capture_steps(model, on_step, lambda block: None, topk=topk if variant == "captured+top-k" else 0):
             out = model.generate(prompt, **kwargs)
     sync(device)
     seconds = time.perf_counter() - started[0]
@@ -144,12 +145,9 @@ def generate(model, prompt, *, seed: int, compiled: bool, variant: str, device: 
                 first_s=first[0] if first else float("nan"))
 
 
-def variants() -> list[str]:
-    """Stock, captured, and captured with top-k alternatives where the capture can record them."""
-    names = ["stock", "captured"]
-    if "top_k" in inspect.signature(capture_steps).parameters:
-        names.append("captured+top-k")
-    return names
+def variants(topk: int) -> list[str]:
+    """Stock, captured, and captured with the top-k candidates unless --topk is 0."""
+    return ["stock", "captured"] + (["captured+top-k"] if topk else [])
 
 
 def main(argv=None) -> int:
@@ -161,6 +159,7 @@ def main(argv=None) -> int:
     parser.add_argument("--layers", type=int, default=REAL_SHAPE["num_hidden_layers"])
     parser.add_argument("--experts", type=int, default=REAL_SHAPE["num_experts"])
     parser.add_argument("--vocab", type=int, default=REAL_SHAPE["vocab_size"], help="smaller only for a dry run")
+    parser.add_argument("--topk", type=int, default=5, help="candidates per position of the top-k variant; 0 leaves it out")
     parser.add_argument("--bandwidth-tbs", type=float, default=3.35, help="device memory bandwidth (H100 SXM 3.35)")
     args = parser.parse_args(argv)
     import transformers
@@ -172,7 +171,7 @@ def main(argv=None) -> int:
     floor = step_floor_ms(model, args.bandwidth_tbs)
     print(f"built {params / 1e9:.2f} B distinct parameters in {time.perf_counter() - started:.1f} s; "
           f"bf16 floor {floor:.1f} ms/step at {args.bandwidth_tbs} TB/s", flush=True)
-    names = variants()
+    names = variants(args.topk)
     rows, identical = [], True
     for path in args.paths.split(","):
         compiled = path == "compiled"
@@ -180,10 +179,10 @@ def main(argv=None) -> int:
             prompt = torch.randint(107, args.vocab, (1, length),
                                    generator=torch.Generator().manual_seed(length)).to(args.device)
             warm = time.perf_counter()
-            reference = generate(model, prompt, seed=11, compiled=compiled, variant="stock", device=args.device)
+            reference = generate(model, prompt, seed=11, compiled=compiled, variant="stock", device=args.device, topk=args.topk)
             for variant in names[1:]:
                 same = torch.equal(reference["sequences"],
-                                   generate(model, prompt, seed=11, compiled=compiled, variant=variant, device=args.device)["sequences"])
+                                   generate(model, prompt, seed=11, compiled=compiled, variant=variant, device=args.device, topk=args.topk)["sequences"])
                 identical &= same
                 print(f"{path} prompt {length}: {variant} identical to stock: {same}", flush=True)
             print(f"{path} prompt {length}: checks and warm-up {time.perf_counter() - warm:.0f} s", flush=True)
@@ -191,7 +190,7 @@ def main(argv=None) -> int:
             for rep in range(args.reps):
                 order = names if rep % 2 == 0 else names[::-1]  # alternate, so drift hits every variant alike
                 for variant in order:
-                    runs[variant].append(generate(model, prompt, seed=rep, compiled=compiled, variant=variant, device=args.device))
+                    runs[variant].append(generate(model, prompt, seed=rep, compiled=compiled, variant=variant, device=args.device, topk=args.topk))
             stock_median = statistics.median(r["seconds"] / 48 for r in runs["stock"]) * 1e3
             for variant in names:
                 per_step = [r["seconds"] / 48 * 1e3 for r in runs[variant]]

@@ -17,7 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from visualizer.charts import commits_per_step_svg, entropy_heatmap_svg, render_readout_html, tau_over_steps_svg  # noqa: E402
+from visualizer.charts import commits_per_step_svg, entropy_heatmap_svg, tau_over_steps_svg  # noqa: E402
+from visualizer.readout import render_readout_html  # noqa: E402
 from visualizer.metrics import block_position_details, live_readout, run_metrics  # noqa: E402
 from visualizer.settings import GenerationSettings  # noqa: E402
 from visualizer.states import frame_refs  # noqa: E402

@@ -126,3 +126,36 @@ def test_capture_refuses_to_nest(random_backend):
             with capture_steps(model, lambda s: None, lambda b: None):
                 pass
     assert _leftover_wrappers(model) == []
+
+
+def test_recorded_candidates_and_entropy_are_those_of_the_samplers_logits(random_backend, monkeypatch):
+    """Spy on the logits the appended processor summarizes (the processed logits the sampler
+    sees): the record holds their top-k and, within 1e-5 nats, the sampler's own entropy."""
+    import backends.capture as capture_module
+
+    seen = []
+    real = capture_module.summarize_logits
+
+    def spy(scores, k):
+        seen.append(scores.detach().clone())
+        return real(scores, k)
+
+    monkeypatch.setattr(capture_module, "summarize_logits", spy)
+    settings = GenerationSettings(seed=3, max_new_tokens=256, max_denoising_steps=5, record_topk=4)
+    steps = [r for r in random_backend.generate("Name three rivers.", settings) if isinstance(r, StepRecord)]
+    assert len(steps) == len(seen) == 5
+    for record, logits in zip(steps, seen):
+        assert record.topk == 4 and record.topk_ids.shape == (256, 4) and record.topk_probs.dtype == np.float16
+        values, ids = torch.topk(logits[0].float(), 4)
+        np.testing.assert_array_equal(record.topk_ids, ids.numpy())
+        probs = torch.softmax(logits[0].float(), -1).gather(-1, ids).numpy()
+        np.testing.assert_allclose(record.topk_probs.astype(np.float32), probs, rtol=1e-3, atol=1e-4)
+        sampler = torch.distributions.Categorical(logits=logits[0]).entropy().numpy()
+        assert np.max(np.abs(record.entropy_nats - sampler)) <= 1e-5
+        np.testing.assert_array_equal(record.topk_ids[:, 0], record.argmax)  # the best candidate is the argmax
+
+
+def test_top_k_off_records_no_candidates(random_backend):
+    settings = GenerationSettings(seed=3, max_new_tokens=256, max_denoising_steps=3, record_topk=0)
+    steps = [r for r in random_backend.generate("hi", settings) if isinstance(r, StepRecord)]
+    assert steps and all(s.topk_ids is None and s.topk == 0 for s in steps)

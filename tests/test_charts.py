@@ -10,15 +10,8 @@ import pytest
 from PIL import Image
 from tests.trace_factory import block_tokens, trace_from_commit_steps, trace_from_masks
 
-from visualizer.charts import (
-    commit_panel_html,
-    commits_per_step_svg,
-    entropy_heatmap_svg,
-    position_tooltip,
-    render_readout_html,
-    tau_over_steps_svg,
-    token_details,
-)
+from visualizer.charts import commit_panel_html, commits_per_step_svg, entropy_heatmap_svg, tau_over_steps_svg
+from visualizer.readout import position_tooltip, render_readout_html, token_details
 from visualizer.metrics import live_readout, position_details
 from visualizer.states import frame_refs
 

@@ -312,3 +312,35 @@ def test_convert_cli_reports_bad_input_in_one_line(tmp_path, mlx_models):
         done = subprocess.run([sys.executable, "-m", "training.convert_mlx", *args], capture_output=True, text=True)
         assert done.returncode != 0
         assert done.stderr.strip().count("\n") == 0 and message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_mlx_records_the_candidates_and_the_confidence_it_thresholds(backend):
+    """Top-k as transformers records it; the confidence-threshold sampler's reveals follow its
+    recorded sample probabilities: each newly revealed position reached the threshold, unless the
+    step revealed none that did and forced the single most confident one."""
+    from mlx_vlm.generate.diffusion import DEFAULT_DIFFUSION_CONFIDENCE_THRESHOLD as threshold
+
+    eb = record(backend, FAST.replace(record_topk=3))
+    for s in eb.steps:
+        assert s.topk == 3 and s.topk_probs.dtype == np.float16 and s.sample_probability is None
+        np.testing.assert_array_equal(s.topk_ids[:, 0], s.argmax)
+        assert np.all(np.diff(s.topk_probs.astype(np.float32), axis=1) <= 0)
+    assert Trace.from_json(eb.to_json()) == eb
+
+    ct = record(backend, FAST.replace(sampler="confidence-threshold", record_topk=0, max_denoising_steps=12))
+    steps = ct.block_steps(0)
+    assert all(s.topk_ids is None for s in steps)
+    previous = np.zeros(ct.canvas_length, bool)
+    for s in steps:
+        if s.steps_remaining == 1:  # the last step samples nothing
+            assert s.sample_probability is None
+            break
+        fresh = s.accepted & ~previous
+        probability = s.sample_probability
+        passed = ~previous & (probability >= threshold)
+        if passed.any():
+            assert np.array_equal(fresh, passed)
+        else:
+            assert fresh.sum() == 1 and np.argmax(np.where(previous, -1, probability)) == np.flatnonzero(fresh)[0]
+        previous = s.accepted
+    assert Trace.from_json(ct.to_json()) == ct

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tests.fake_records import fake_trace
-from visualizer import trace as trace_module
+from visualizer import trace_format as trace_module
 from visualizer.animation import AnimationOptions, build_animation, status_line
 from visualizer.export import save_gif
 from visualizer.layout import grid_layout, text_layout
@@ -118,7 +118,7 @@ UPLOADS = {
     "id without piece": (mutated(lambda d: d["steps"][0]["canvas"].__setitem__(0, 999)), "no piece"),
     "argmax id without piece": (mutated(lambda d: d["steps"][1]["argmax"].__setitem__(3, 998)), "no piece"),
     "piece key beyond vocab": (mutated(lambda d: d["pieces"].update({"5000": "x"})), "not a token id"),
-    # holes found here and fixed minimally in visualizer/trace.py (each crashed instead of a TraceError)
+    # holes found here and fixed minimally in visualizer/trace_format.py (each crashed instead of a TraceError)
     "superscript digit key": (mutated(lambda d: d["pieces"].update({"²": "x"})), "not a token id"),
     "huge integer entropy": (mutated(lambda d: _set_entropy(d, 10**400)), "entropy_nats must be 4 numbers"),
     "huge integer wall time": (mutated(lambda d: d["steps"][0].update(wall_time_s=10**400)), "non-negative number"),

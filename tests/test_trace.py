@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests.fake_records import fake_trace
-from visualizer import trace as trace_module
+from visualizer import trace_format as trace_module
 from visualizer.records import RunEnd, RunStart, StepRecord
 from visualizer.settings import GenerationSettings
 from visualizer.trace import Trace, TraceError
@@ -56,6 +56,21 @@ def good_dict():
     return fake_trace(["1100", "1111"], canvas_length=4, eos_at=2).to_dict()
 
 
+def with_candidates(data: dict, k: int = 2) -> dict:
+    """A version-2 dict whose steps carry k candidates per position (ids 10..13 have pieces)."""
+    data["settings"]["record_topk"] = k
+    for step in data["steps"]:
+        step["topk_ids"] = [[10 + (p + j) % 4 for j in range(k)] for p in range(4)]
+        step["topk_probs"] = [[0.5 / (j + 1) for j in range(k)] for p in range(4)]
+    return data
+
+
+def mutate_v2(change):
+    data = with_candidates(good_dict())
+    change(data)
+    return json.dumps(data)
+
+
 def mutate(change):
     data = good_dict()
     change(data)
@@ -86,6 +101,14 @@ BAD = {
     "bad piece key": (mutate(lambda d: d["pieces"].update({"x1": "a"})), "not a token id"),
     "bad settings key": (mutate(lambda d: d["settings"].update(turbo=True)), "unknown setting"),
     "bool as int": (mutate(lambda d: d["steps"][0].update(step=True)), "step must be int"),
+    "candidates without record_topk": (mutate_v2(lambda d: d["settings"].pop("record_topk")), "come together"),
+    "record_topk without candidates": (mutate(lambda d: d["settings"].update(record_topk=3)), "no topk_ids"),
+    "candidate ids alone": (mutate_v2(lambda d: d["steps"][1].pop("topk_probs")), "come together"),
+    "candidate row too short": (mutate_v2(lambda d: d["steps"][0]["topk_ids"][2].pop()), "4 lists of 2"),
+    "candidate id out of vocab": (mutate_v2(lambda d: d["steps"][0]["topk_ids"][0].__setitem__(1, 5000)), "token ids from 0"),
+    "candidate probability above 1": (mutate_v2(lambda d: d["steps"][0]["topk_probs"][0].__setitem__(0, 1.5)), "from 0 to 1"),
+    "candidate without piece": (mutate_v2(lambda d: d["steps"][0]["topk_ids"][0].__setitem__(0, 700)), "no piece"),
+    "sample probability short": (mutate(lambda d: d["steps"][0].update(sample_probability=[0.5])), "sample_probability"),
 }
 
 
@@ -136,3 +159,30 @@ def test_cancelled_run_with_an_unfinished_block_round_trips():
     trace.append(RunEnd(finish_reason="cancelled", sequence=np.zeros(0, np.int32), text="", wall_time_s=0.2))
     again = Trace.from_json(trace.to_json())
     assert again == trace and isinstance(again.steps[-1], StepRecord)
+
+
+def test_candidates_round_trip_exactly():
+    text = json.dumps(with_candidates(good_dict(), k=3))
+    trace = Trace.from_json(text)
+    step = trace.steps[0]
+    assert step.topk == 3 and step.topk_ids.dtype == np.int32 and step.topk_probs.dtype == np.float16
+    assert step.topk_ids.shape == (4, 3) and not step.topk_ids.flags.writeable
+    assert trace.settings.record_topk == 3
+    again = Trace.from_json(trace.to_json())
+    assert again == trace and again.to_json() == trace.to_json()
+    assert json.loads(trace.to_json())["version"] == 2
+
+
+def test_a_version_1_file_still_loads_as_a_run_without_candidates():
+    """tests/data/trace_v1.json was written by the version-1 tool (a copy of an old example run)."""
+    from pathlib import Path
+
+    path = Path(__file__).parent / "data" / "trace_v1.json"
+    raw = json.loads(path.read_text())
+    assert raw["version"] == 1 and "record_topk" not in raw["settings"]
+    trace = Trace.load(path)
+    assert trace.settings.record_topk == 0 and all(s.topk_ids is None for s in trace.steps)
+    assert len(trace.steps) == len(raw["steps"]) and trace.end.text == raw["end"]["text"]
+    resaved = json.loads(trace.to_json())
+    assert resaved["version"] == 2 and resaved["steps"][0].keys() == raw["steps"][0].keys()
+    assert Trace.from_json(trace.to_json()) == trace

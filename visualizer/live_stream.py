@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from .charts import READOUT_CONTROL_TIP, READOUT_TAU_TIP, _fmt, readout_heading, readout_rows
+from .readout import READOUT_CONTROL_TIP, READOUT_TAU_TIP, fmt, readout_heading, readout_rows
 from .layout import PAD_GLYPH, EOS_GLYPH, Layout, display_text, grid_layout, text_layout, text_slot_text
 from .metrics import live_readout
 from .metrics.commits import step_budget
@@ -202,7 +202,7 @@ class LiveEncoder:
         where, status = readout_heading(r)
         point = [_number(r.tau_b), _number(r.control_tau_b), r.committed, r.content_length, r.new_commits, r.remasked_now]
         return {
-            "readout": {"where": where, "status": status, "tau": _fmt(r.tau_b), "control": _fmt(r.control_tau_b),
+            "readout": {"where": where, "status": status, "tau": fmt(r.tau_b), "control": fmt(r.control_tau_b),
                         "reason": r.tau_b.reason if isinstance(r.tau_b, Undefined) else "",
                         "values": [value for _, value, _ in readout_rows(r)]},
             "point": point, "final": int(r.final), "pending": r.pending,

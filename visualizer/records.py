@@ -9,8 +9,9 @@ one `StepRecord` per denoising step, one `BlockRecord` per finished block (canva
 Everything downstream (trace, states, metrics, renderers, app) works on these records alone,
 so a saved trace replays exactly like a live run.
 
-Records hold CPU numpy arrays of fixed dtypes (ids int32, masks bool, entropies float32),
-never tensors or logits: about 2 KB a step for a 256-token canvas.  Arrays are made read-only
+Records hold CPU numpy arrays of fixed dtypes (ids int32, masks bool, entropies float32,
+candidate probabilities float16), never tensors or logits: about 2 KB a step for a 256-token
+canvas, plus 7.5 KB with the top-5 candidates of every position.  Arrays are made read-only
 so a record cannot be changed after it was yielded.
 
 Words: "accepted" is the sampler's accepted set at a step; "argmax" is the all-position argmax
@@ -40,6 +41,13 @@ FINISH_REASONS = (FINISH_EOS, FINISH_LENGTH, FINISH_CANCELLED, FINISH_ERROR)
 def frozen_array(values, dtype) -> np.ndarray:
     """A read-only 1-D numpy copy of `values` with the given dtype."""
     array = np.array(values, dtype=dtype).reshape(-1)
+    array.flags.writeable = False
+    return array
+
+
+def frozen_matrix(values, dtype, columns: int) -> np.ndarray:
+    """A read-only (rows, columns) numpy copy of `values` with the given dtype."""
+    array = np.array(values, dtype=dtype).reshape(-1, columns)
     array.flags.writeable = False
     return array
 
@@ -107,6 +115,18 @@ class StepRecord(_ArrayRecord):
     entropy_nats: np.ndarray  # (canvas,) float32: entropy of the processed (temperature-scaled) logits
     wall_time_s: float  # seconds this step took, device work included
     new_pieces: dict = field(default_factory=dict, compare=False)  # {id: text} for displayed ids not seen before
+    # The alternatives (settings.record_topk > 0): the k most probable ids of the processed logits
+    # at every position, most probable first, and their probabilities. Never the logits.
+    topk_ids: np.ndarray | None = None  # (canvas, k) int32
+    topk_probs: np.ndarray | None = None  # (canvas, k) float16
+    # MLX confidence-threshold sampler only: the probability of the token sampled at each position,
+    # the value it compares with its threshold (None for the entropy-bound sampler).
+    sample_probability: np.ndarray | None = None  # (canvas,) float32
+
+    @property
+    def topk(self) -> int:
+        """How many candidates per position this step recorded (0: none)."""
+        return 0 if self.topk_ids is None else int(self.topk_ids.shape[1])
 
 
 @dataclass(frozen=True, eq=False)

@@ -15,7 +15,7 @@ import os
 import re
 from pathlib import Path
 
-from . import trace as trace_module
+from . import trace_format
 from .trace import Trace, TraceError
 
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "assets" / "traces"
@@ -50,7 +50,7 @@ def load_upload(file) -> Trace:
         raise TraceError(f"cannot read the uploaded file {path.name}") from None
     if size == 0:
         raise TraceError(f"{path.name} is empty")
-    limit = trace_module.MAX_TRACE_BYTES
+    limit = trace_format.MAX_TRACE_BYTES
     if size > limit:
         raise TraceError(f"{path.name} is {size / 1e6:.1f} MB; the limit is {limit / 1e6:.0f} MB")
     try:

@@ -30,6 +30,8 @@ SAMPLERS = (SAMPLER_ENTROPY_BOUND, SAMPLER_CONFIDENCE_THRESHOLD)
 MAX_NEW_TOKENS_LIMIT = 8192
 MAX_DENOISING_STEPS_LIMIT = 1024
 MAX_SEED = 2**32 - 1
+DEFAULT_RECORD_TOPK = 5  # candidates recorded per position and step (the alternatives view)
+MAX_RECORD_TOPK = 32
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,7 @@ class GenerationSettings:
     sampler: str | None = None  # MLX only: one of SAMPLERS; transformers always uses entropy-bound
     temperature: float | None = None  # MLX only: sampling temperature (mlx-vlm has no t schedule)
     compiled: bool = False  # transformers only: static cache + torch.compile (results differ from eager)
+    record_topk: int = DEFAULT_RECORD_TOPK  # record the k most probable candidates per position and step; 0: off
 
     @classmethod
     def from_dict(cls, values: dict) -> "GenerationSettings":
@@ -96,6 +99,8 @@ class GenerationSettings:
             out.append(f"t_max must be larger than t_min (got t_min={self.t_min}, t_max={self.t_max})")
         if not is_int(self.seed) or not 0 <= self.seed <= MAX_SEED:
             out.append(f"seed must be a whole number from 0 to {MAX_SEED} (got {self.seed!r})")
+        if not is_int(self.record_topk) or not 0 <= self.record_topk <= MAX_RECORD_TOPK:
+            out.append(f"record top-k must be a whole number from 0 to {MAX_RECORD_TOPK} (got {self.record_topk!r})")
         if self.sampler is not None and self.sampler not in SAMPLERS:
             out.append(f"sampler must be one of {', '.join(SAMPLERS)} (got {self.sampler!r})")
         if max_context is not None and prompt_tokens is not None:

@@ -9,71 +9,21 @@ the exporters ever need; a trace loaded from disk replays exactly like the live 
     trace.save("run.json")
     same = Trace.load("run.json")          # validates everything; raises TraceError with a message
 
-JSON format (version 1), documented for people who read or write traces by hand:
-
-    {
-      "format": "diffusion-visualizer-trace", "version": 1, "created": "2026-11-21T20:00:00+00:00",
-      "model":   {name, source, backend, device, dtype, canvas_length, vocab_size, eos_token_ids,
-                  pad_token_id, max_context, builtin, parameters},
-      "prompt":  {"text": "...", "ids": [int, ...]},        # ids after the chat template
-      "settings": {max_new_tokens, max_denoising_steps, entropy_bound, t_min, t_max, seed,
-                   sampler, temperature, compiled},          # the values really used
-      "max_blocks": int,                                     # ceil(max_new_tokens / canvas_length)
-      "pieces":  {"<id>": "decoded text", ...},              # every id that is ever displayed
-      "steps":   [{"block", "step", "steps_remaining", "accepted": [0|1 x canvas],
-                   "canvas": [id x canvas], "argmax": [id x canvas],
-                   "entropy_nats": [float32 x canvas], "wall_time_s"}, ...],
-      "blocks":  [{"block", "tokens": [id x canvas], "eos_position": int|null,
-                   "stop_reason": "converged"|"out_of_steps", "steps_used"}, ...],
-      "end":     {"finish_reason": "eos"|"length"|"cancelled"|"error", "sequence": [id, ...],
-                  "text": "...", "wall_time_s", "error": str|null} | null
-    }
-
-Entropies are float32 values written with their shortest exact decimal form. Loading checks the
-schema, every size (canvas length, vocabulary, counts, file size), the order of records and that
-every displayed id has a piece, and rejects anything else with a `TraceError`: json.loads never
-executes anything, and no field is ever evaluated.
+The file format, its limits and its validation live in `visualizer.trace_format`.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
-from .records import (
-    BLOCK_STOP_REASONS,
-    FINISH_REASONS,
-    BlockRecord,
-    ModelInfo,
-    Record,
-    RunEnd,
-    RunStart,
-    StepRecord,
-    frozen_array,
-)
+from .records import BlockRecord, ModelInfo, Record, RunEnd, RunStart, StepRecord
 from .settings import GenerationSettings
+from .trace_format import TraceError, displayed_ids, settings_of_run, parse_trace, parse_trace_json, read_trace_file, trace_to_dict
 
-TRACE_FORMAT = "diffusion-visualizer-trace"
-TRACE_VERSION = 1
-
-# Size limits for loading untrusted files: generous for real runs, small enough to stay safe.
-MAX_TRACE_BYTES = 256 * 1024 * 1024
-MAX_CANVAS_LENGTH = 4096
-MAX_VOCAB_SIZE = 4_000_000
-MAX_STEPS = 200_000
-MAX_BLOCKS = 4096
-MAX_PROMPT_TOKENS = 1_000_000
-MAX_PIECE_CHARS = 4096
-MAX_TEXT_CHARS = 10_000_000
-
-
-class TraceError(ValueError):
-    """A trace is malformed; the message says what and where, for the UI and the CLI."""
+__all__ = ["Trace", "TraceError"]
 
 
 @dataclass
@@ -111,7 +61,7 @@ class Trace:
     # ---- convenient views ------------------------------------------------------------
     @property
     def settings(self) -> GenerationSettings:
-        return GenerationSettings.from_dict(self.start.settings) if self.start else GenerationSettings()
+        return settings_of_run(self.start.settings) if self.start else GenerationSettings()
 
     @property
     def canvas_length(self) -> int:
@@ -131,50 +81,9 @@ class Trace:
     def piece(self, token_id: int) -> str:
         return self.pieces.get(int(token_id), f"<{int(token_id)}>")
 
-    # ---- serialization -----------------------------------------------------------------
+    # ---- serialization (the format is in trace_format) ---------------------------------
     def to_dict(self) -> dict:
-        return {
-            "format": TRACE_FORMAT,
-            "version": TRACE_VERSION,
-            "created": self.created,
-            "model": {**asdict(self.model), "eos_token_ids": list(self.model.eos_token_ids)},
-            "prompt": {"text": self.prompt, "ids": _ints(self.start.prompt_ids) if self.start else []},
-            "settings": dict(self.start.settings) if self.start else {},
-            "max_blocks": self.max_blocks,
-            "pieces": {str(k): v for k, v in sorted(self.pieces.items())},
-            "steps": [
-                {
-                    "block": s.block,
-                    "step": s.step,
-                    "steps_remaining": s.steps_remaining,
-                    "accepted": [int(x) for x in s.accepted],
-                    "canvas": _ints(s.canvas),
-                    "argmax": _ints(s.argmax),
-                    "entropy_nats": [float(str(x)) for x in s.entropy_nats],  # shortest exact float32
-                    "wall_time_s": s.wall_time_s,
-                }
-                for s in self.steps
-            ],
-            "blocks": [
-                {
-                    "block": b.block,
-                    "tokens": _ints(b.tokens),
-                    "eos_position": b.eos_position,
-                    "stop_reason": b.stop_reason,
-                    "steps_used": b.steps_used,
-                }
-                for b in self.blocks
-            ],
-            "end": None
-            if self.end is None
-            else {
-                "finish_reason": self.end.finish_reason,
-                "sequence": _ints(self.end.sequence),
-                "text": self.end.text,
-                "wall_time_s": self.end.wall_time_s,
-                "error": self.end.error,
-            },
-        }
+        return trace_to_dict(self)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
@@ -187,300 +96,16 @@ class Trace:
     @classmethod
     def from_dict(cls, data) -> "Trace":
         """Build a trace from parsed JSON, validating everything (raises TraceError)."""
-        return _parse_trace(data)
+        return cls(**parse_trace(data)._asdict())
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "Trace":
-        if len(text) > MAX_TRACE_BYTES:
-            raise TraceError(f"trace is {len(text) / 1e6:.0f} MB; the limit is {MAX_TRACE_BYTES / 1e6:.0f} MB")
-        try:
-            data = json.loads(text)
-        except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
-            raise TraceError(f"not a JSON trace: {str(exc)[:200]}") from None
-        return cls.from_dict(data)
+        return cls(**parse_trace_json(text)._asdict())
 
     @classmethod
     def load(cls, path) -> "Trace":
-        path = Path(path)
-        try:
-            size = path.stat().st_size
-        except OSError as exc:
-            raise TraceError(f"cannot read {path}: {exc.strerror or exc}") from None
-        if size > MAX_TRACE_BYTES:
-            raise TraceError(f"{path.name} is {size / 1e6:.0f} MB; the limit is {MAX_TRACE_BYTES / 1e6:.0f} MB")
-        return cls.from_json(path.read_bytes())
+        return cls(**read_trace_file(path)._asdict())
 
     def displayed_ids(self) -> set[int]:
         """Every id the renderers may show: these must all have a piece."""
-        ids = set(_ints(self.start.prompt_ids)) if self.start else set()
-        for s in self.steps:
-            ids.update(np.unique(s.argmax).tolist())
-            ids.update(np.unique(s.canvas[s.accepted]).tolist())
-        for b in self.blocks:
-            ids.update(np.unique(b.tokens).tolist())
-        return ids
-
-
-def _ints(array) -> list[int]:
-    return [int(x) for x in np.asarray(array).reshape(-1)]
-
-
-# ---- validation ---------------------------------------------------------------------------
-def _parse_trace(data) -> Trace:
-    if not isinstance(data, dict):
-        raise TraceError("a trace is a JSON object at the top level")
-    if data.get("format") != TRACE_FORMAT:
-        raise TraceError(f'not a trace file: "format" must be "{TRACE_FORMAT}"')
-    version = data.get("version")
-    if not _is_int(version):
-        raise TraceError('"version" must be an integer')
-    if version > TRACE_VERSION:
-        raise TraceError(f"trace version {version} was written by a newer tool; this one reads up to {TRACE_VERSION}")
-    if version < 1:
-        raise TraceError(f"unknown trace version {version}")
-    known = {"format", "version", "created", "model", "prompt", "settings", "max_blocks", "pieces", "steps", "blocks", "end"}
-    _no_unknown(data, known, "trace")
-
-    model = _parse_model(_get(data, "model", dict, "trace"))
-    canvas, vocab = model.canvas_length, model.vocab_size
-    prompt = _get(data, "prompt", dict, "trace")
-    _no_unknown(prompt, {"text", "ids"}, "prompt")
-    text = _get(prompt, "text", str, "prompt")
-    if len(text) > MAX_TEXT_CHARS:
-        raise TraceError("prompt.text is too long")
-    prompt_ids = _id_array(_get(prompt, "ids", list, "prompt"), vocab, "prompt.ids", max_len=MAX_PROMPT_TOKENS)
-
-    settings = _get(data, "settings", dict, "trace")
-    try:
-        problems = GenerationSettings.from_dict(settings).problems()
-    except (TypeError, ValueError) as exc:
-        raise TraceError(f"settings: {exc}") from None
-    if problems:
-        raise TraceError(f"settings: {problems[0]}")
-    max_blocks = _get(data, "max_blocks", int, "trace")
-    if not 1 <= max_blocks <= MAX_BLOCKS:
-        raise TraceError(f"max_blocks must be from 1 to {MAX_BLOCKS} (got {max_blocks})")
-
-    raw_pieces = _get(data, "pieces", dict, "trace")
-    pieces = {}
-    for key, value in raw_pieces.items():
-        if not (isinstance(key, str) and key.isascii() and key.isdigit() and int(key) < vocab):
-            raise TraceError(f"pieces: key {key!r} is not a token id below the vocabulary size {vocab}")
-        if not isinstance(value, str) or len(value) > MAX_PIECE_CHARS:
-            raise TraceError(f"pieces[{key}] must be a string of at most {MAX_PIECE_CHARS} characters")
-        pieces[int(key)] = value
-
-    created = data.get("created", "")
-    if not isinstance(created, str) or len(created) > 64:
-        raise TraceError('"created" must be a date string')
-    trace = Trace(model=model, prompt=text, pieces=pieces, created=created)
-    trace.start = RunStart(prompt_ids=prompt_ids, settings=dict(settings), max_blocks=max_blocks)
-
-    raw_steps = _get(data, "steps", list, "trace")
-    if len(raw_steps) > MAX_STEPS:
-        raise TraceError(f"{len(raw_steps)} steps is more than the limit of {MAX_STEPS}")
-    for i, raw in enumerate(raw_steps):
-        trace.steps.append(_parse_step(raw, i, canvas, vocab, max_blocks))
-    raw_blocks = _get(data, "blocks", list, "trace")
-    if len(raw_blocks) > max_blocks:
-        raise TraceError(f"{len(raw_blocks)} blocks recorded but max_blocks is {max_blocks}")
-    for i, raw in enumerate(raw_blocks):
-        trace.blocks.append(_parse_block(raw, i, canvas, vocab, model))
-    raw_end = data.get("end")
-    if raw_end is not None:
-        trace.end = _parse_end(raw_end, vocab)
-
-    _check_order(trace)
-    missing = sorted(trace.displayed_ids() - set(pieces))
-    if missing:
-        shown = ", ".join(map(str, missing[:8])) + (" ..." if len(missing) > 8 else "")
-        raise TraceError(f"{len(missing)} displayed token id(s) have no piece in 'pieces': {shown}")
-    return trace
-
-
-def _parse_model(raw: dict) -> ModelInfo:
-    names = {f.name for f in fields(ModelInfo)}
-    _no_unknown(raw, names, "model")
-    types = {
-        "name": str, "source": str, "backend": str, "device": str, "dtype": str, "canvas_length": int,
-        "vocab_size": int, "eos_token_ids": list, "max_context": int, "builtin": bool, "parameters": int,
-    }
-    values = {}
-    for name, kind in types.items():
-        if name in ("builtin", "parameters") and name not in raw:
-            continue
-        values[name] = _get(raw, name, kind, "model")
-    pad = raw.get("pad_token_id")
-    if pad is not None and not _is_int(pad):
-        raise TraceError("model.pad_token_id must be an integer or null")
-    if not 1 <= values["canvas_length"] <= MAX_CANVAS_LENGTH:
-        raise TraceError(f"model.canvas_length must be from 1 to {MAX_CANVAS_LENGTH}")
-    if not 1 <= values["vocab_size"] <= MAX_VOCAB_SIZE:
-        raise TraceError(f"model.vocab_size must be from 1 to {MAX_VOCAB_SIZE}")
-    eos = values["eos_token_ids"]
-    if len(eos) > 64 or not all(_is_int(t) and 0 <= t < values["vocab_size"] for t in eos):
-        raise TraceError("model.eos_token_ids must be token ids inside the vocabulary")
-    if pad is not None and not 0 <= pad < values["vocab_size"]:
-        raise TraceError("model.pad_token_id must be inside the vocabulary")
-    values["eos_token_ids"] = tuple(eos)
-    return ModelInfo(pad_token_id=pad, **values)
-
-
-def _parse_step(raw, i: int, canvas: int, vocab: int, max_blocks: int) -> StepRecord:
-    where = f"steps[{i}]"
-    if not isinstance(raw, dict):
-        raise TraceError(f"{where} must be an object")
-    _no_unknown(raw, {"block", "step", "steps_remaining", "accepted", "canvas", "argmax", "entropy_nats", "wall_time_s"}, where)
-    block = _get(raw, "block", int, where)
-    if not 0 <= block < max_blocks:
-        raise TraceError(f"{where}.block {block} is outside 0..{max_blocks - 1}")
-    step = _get(raw, "step", int, where)
-    remaining = _get(raw, "steps_remaining", int, where)
-    if step < 0 or remaining < 1:
-        raise TraceError(f"{where}: step must be >= 0 and steps_remaining >= 1")
-    accepted = _get(raw, "accepted", list, where)
-    if len(accepted) != canvas or not all(a in (0, 1) and not isinstance(a, float) for a in accepted):
-        raise TraceError(f"{where}.accepted must be {canvas} values of 0 or 1")
-    entropy = _get(raw, "entropy_nats", list, where)
-    if len(entropy) != canvas or not all(_is_number(e) for e in entropy):
-        raise TraceError(f"{where}.entropy_nats must be {canvas} numbers")
-    entropy_array = frozen_array(entropy, np.float32)
-    if not np.all(np.isfinite(entropy_array)) or entropy_array.min() < -1e-3 or entropy_array.max() > math.log(vocab) + 1e-3:
-        raise TraceError(f"{where}.entropy_nats must lie between 0 and ln(vocab) = {math.log(vocab):.3f} nats")
-    wall = _get(raw, "wall_time_s", (int, float), where)
-    if not (_is_number(wall) and math.isfinite(wall) and wall >= 0):
-        raise TraceError(f"{where}.wall_time_s must be a non-negative number")
-    return StepRecord(
-        block=block,
-        step=step,
-        steps_remaining=remaining,
-        accepted=frozen_array(accepted, bool),
-        canvas=_id_array(_get(raw, "canvas", list, where), vocab, f"{where}.canvas", exact_len=canvas),
-        argmax=_id_array(_get(raw, "argmax", list, where), vocab, f"{where}.argmax", exact_len=canvas),
-        entropy_nats=entropy_array,
-        wall_time_s=float(wall),
-    )
-
-
-def _parse_block(raw, i: int, canvas: int, vocab: int, model: ModelInfo) -> BlockRecord:
-    where = f"blocks[{i}]"
-    if not isinstance(raw, dict):
-        raise TraceError(f"{where} must be an object")
-    _no_unknown(raw, {"block", "tokens", "eos_position", "stop_reason", "steps_used"}, where)
-    tokens = _id_array(_get(raw, "tokens", list, where), vocab, f"{where}.tokens", exact_len=canvas)
-    eos = raw.get("eos_position")
-    if eos is not None and not (_is_int(eos) and 0 <= eos < canvas):
-        raise TraceError(f"{where}.eos_position must be null or a position in 0..{canvas - 1}")
-    is_eos = np.isin(tokens, model.eos_token_ids)
-    first = int(np.argmax(is_eos)) if is_eos.any() else None
-    if eos != first:
-        raise TraceError(f"{where}.eos_position is {eos} but the first EOS token in its tokens is at {first}")
-    if eos is not None and model.pad_token_id is not None and np.any(tokens[eos + 1 :] != model.pad_token_id):
-        raise TraceError(f"{where}: tokens after the EOS must be pad ({model.pad_token_id})")
-    reason = _get(raw, "stop_reason", str, where)
-    if reason not in BLOCK_STOP_REASONS:
-        raise TraceError(f"{where}.stop_reason must be one of {', '.join(BLOCK_STOP_REASONS)}")
-    return BlockRecord(
-        block=_get(raw, "block", int, where),
-        tokens=tokens,
-        eos_position=eos,
-        stop_reason=reason,
-        steps_used=_get(raw, "steps_used", int, where),
-    )
-
-
-def _parse_end(raw, vocab: int) -> RunEnd:
-    if not isinstance(raw, dict):
-        raise TraceError("end must be an object or null")
-    _no_unknown(raw, {"finish_reason", "sequence", "text", "wall_time_s", "error"}, "end")
-    reason = _get(raw, "finish_reason", str, "end")
-    if reason not in FINISH_REASONS:
-        raise TraceError(f"end.finish_reason must be one of {', '.join(FINISH_REASONS)}")
-    error = raw.get("error")
-    if error is not None and not isinstance(error, str):
-        raise TraceError("end.error must be a string or null")
-    text = _get(raw, "text", str, "end")
-    if len(text) > MAX_TEXT_CHARS:
-        raise TraceError("end.text is too long")
-    wall = _get(raw, "wall_time_s", (int, float), "end")
-    if not (_is_number(wall) and math.isfinite(wall) and wall >= 0):
-        raise TraceError("end.wall_time_s must be a non-negative number")
-    sequence = _id_array(_get(raw, "sequence", list, "end"), vocab, "end.sequence", max_len=MAX_BLOCKS * MAX_CANVAS_LENGTH)
-    return RunEnd(finish_reason=reason, sequence=sequence, text=text, wall_time_s=float(wall), error=error)
-
-
-def _check_order(trace: Trace) -> None:
-    """Records must be in the order a backend yields them."""
-    expected_block, expected_step, last_remaining = 0, 0, None
-    for i, s in enumerate(trace.steps):
-        if s.block != expected_block:
-            if s.block == expected_block + 1 and expected_step > 0:
-                expected_block, expected_step, last_remaining = s.block, 0, None
-            else:
-                raise TraceError(f"steps[{i}] is block {s.block}, step {s.step}; expected block {expected_block}")
-        if s.step != expected_step:
-            raise TraceError(f"steps[{i}] is step {s.step} of block {s.block}; expected step {expected_step}")
-        if last_remaining is not None and s.steps_remaining != last_remaining - 1:
-            raise TraceError(f"steps[{i}].steps_remaining must count down by one")
-        expected_step, last_remaining = expected_step + 1, s.steps_remaining
-    counts = {}
-    for s in trace.steps:
-        counts[s.block] = counts.get(s.block, 0) + 1
-    for i, b in enumerate(trace.blocks):
-        if b.block != i:
-            raise TraceError(f"blocks[{i}] says block {b.block}; blocks must come in order from 0")
-        if b.steps_used != counts.get(i, 0):
-            raise TraceError(f"blocks[{i}].steps_used is {b.steps_used} but {counts.get(i, 0)} steps were recorded")
-    started = max(counts) + 1 if counts else 0
-    if started > len(trace.blocks) + 1:
-        raise TraceError(f"steps reach block {started - 1} but only {len(trace.blocks)} block(s) were committed")
-    if trace.end is not None and trace.end.finish_reason in ("eos", "length"):
-        if started != len(trace.blocks):
-            raise TraceError("a finished run must commit every block it started")
-        joined = np.concatenate([b.tokens for b in trace.blocks]) if trace.blocks else np.zeros(0, np.int32)
-        if not np.array_equal(joined, trace.end.sequence):
-            raise TraceError("end.sequence must equal the committed tokens of all blocks in order")
-
-
-# ---- small parsing helpers ----------------------------------------------------------------
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_number(v) -> bool:
-    """An int or float that converts to a float (a JSON integer of hundreds of digits does not)."""
-    if not isinstance(v, (int, float)) or isinstance(v, bool):
-        return False
-    try:
-        float(v)
-    except OverflowError:
-        return False
-    return True
-
-
-def _get(obj: dict, key: str, kind, where: str):
-    if key not in obj:
-        raise TraceError(f"{where} is missing {key!r}")
-    value = obj[key]
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
-    if not ok:
-        names = " or ".join(k.__name__ for k in kinds)
-        raise TraceError(f"{where}.{key} must be {names}, not {type(value).__name__}")
-    return value
-
-
-def _no_unknown(obj: dict, known: set, where: str) -> None:
-    unknown = sorted(set(obj) - known)
-    if unknown:
-        raise TraceError(f"{where} has unknown field(s): {', '.join(map(str, unknown[:5]))}")
-
-
-def _id_array(values: list, vocab: int, where: str, exact_len: int | None = None, max_len: int | None = None):
-    if exact_len is not None and len(values) != exact_len:
-        raise TraceError(f"{where} must hold {exact_len} token ids (got {len(values)})")
-    if max_len is not None and len(values) > max_len:
-        raise TraceError(f"{where} holds more than {max_len} ids")
-    if not all(_is_int(v) and 0 <= v < vocab for v in values):
-        raise TraceError(f"{where} must hold token ids from 0 to {vocab - 1}")
-    return frozen_array(values, np.int32)
+        return displayed_ids(self.start, self.steps, self.blocks)

@@ -1,0 +1,79 @@
+"""The capture's summary of the logits: the sampler's entropy to float32 rounding, the exact top-k."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from backends.logit_summary import TOPK_CHUNK, entropy_nats, summarize_logits, top_k
+
+
+def sampler_entropy(logits: torch.Tensor) -> torch.Tensor:
+    """What transformers' EntropyBoundSampler thresholds (float32 Categorical)."""
+    return torch.distributions.Categorical(logits=logits, validate_args=False).entropy()
+
+
+def real_like_logits(rows: int, vocab: int, seed: int = 0) -> torch.Tensor:
+    """Logits shaped like the real model's: softcapped at 30, divided by a schedule temperature,
+    from near-certain rows (one huge logit) to nearly flat ones."""
+    g = torch.Generator().manual_seed(seed)
+    scale = torch.logspace(-1, 1.5, rows)[:, None]
+    logits = torch.tanh(torch.randn(rows, vocab, generator=g) * scale / 30) * 30
+    logits[::3, 7] += 40  # some positions are nearly sure of their token
+    return logits / 0.4
+
+
+def test_entropy_matches_the_samplers_own_within_1e5_nats():
+    logits = real_like_logits(48, 3072)
+    ours, theirs = entropy_nats(logits), sampler_entropy(logits)
+    assert ours.dtype == torch.float32
+    assert (theirs < 0.01).any() and (theirs > 5).any()  # from near-certain to nearly flat
+    assert torch.all((ours - theirs).abs() <= 1e-5)
+
+
+def test_entropy_is_exact_at_the_real_vocabulary():
+    """At 262,144 tokens the sampler's own float32 value on the CPU is off the float64 truth by up
+    to 1.5e-4 nats here (the CPU softmax's fast exp: its probabilities sum to 1 + 2.6e-5); ours
+    stays within float32 rounding of the truth. On CUDA both are close to the truth:
+    benchmarks/bench_entropy.py prints the largest difference to the sampler's value there."""
+    logits = real_like_logits(24, 262144)
+    truth = torch.distributions.Categorical(logits=logits.double(), validate_args=False).entropy()
+    ours = entropy_nats(logits).double()
+    assert torch.all((ours - truth).abs() <= 1e-6 * (1 + truth))
+
+
+def test_two_stage_top_k_finds_the_same_candidates_as_one_topk():
+    vocab = 16 * TOPK_CHUNK
+    logits = real_like_logits(40, vocab, seed=3)
+    logits[5, 100:110] = logits[5].max() + 1  # ties inside one slice
+    values, ids = top_k(logits, 5)
+    expected_values, expected_ids = torch.topk(logits, 5)
+    assert torch.equal(values, expected_values)
+    rows_without_ties = [r for r in range(40) if r != 5]
+    assert torch.equal(ids[rows_without_ties], expected_ids[rows_without_ties])
+    assert torch.all(logits.gather(-1, ids) == expected_values)  # a tie may pick another id of equal logit
+
+
+def test_summary_probabilities_are_the_softmax_of_the_candidates():
+    logits = real_like_logits(12, 3072)[None]
+    summary = summarize_logits(logits, 5)
+    assert summary.topk_ids.dtype == torch.int32 and summary.topk_probs.dtype == torch.float16
+    assert summary.topk_ids.shape == (1, 12, 5)
+    softmax = torch.softmax(logits, dim=-1)
+    expected = softmax.gather(-1, summary.topk_ids.long())
+    torch.testing.assert_close(summary.topk_probs.float(), expected, rtol=1e-3, atol=1e-4)
+    assert torch.all(summary.topk_probs[..., :-1] >= summary.topk_probs[..., 1:])  # best first
+    assert torch.equal(summary.topk_ids[..., 0].long(), logits.argmax(-1))
+    off = summarize_logits(logits, 0)
+    assert off.topk_ids is None and torch.equal(off.entropy, summary.entropy)
+
+
+def test_compiled_summary_equals_the_eager_one():
+    """The CUDA path compiles the same function; compiled here on the CPU to check it agrees."""
+    logits = real_like_logits(8, 8 * TOPK_CHUNK, seed=5)[None]
+    eager = summarize_logits(logits, 5, compiled=False)
+    compiled = summarize_logits(logits, 5, compiled=True)
+    torch.testing.assert_close(compiled.entropy, eager.entropy, rtol=0, atol=2e-6)
+    assert torch.equal(compiled.topk_ids, eager.topk_ids)
+    np.testing.assert_allclose(compiled.topk_probs.float().numpy(), eager.topk_probs.float().numpy(), rtol=2e-3)

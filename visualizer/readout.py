@@ -1,0 +1,128 @@
+"""The commit-order readout as text: the figures panel and each token's commit story for tooltips.
+
+    html = render_readout_html(live_readout(trace, frame))   # the compact figures panel
+    line = position_tooltip(details)                         # one token's tooltip line
+    details = token_details(trace, frame)                    # for render_frame_html(..., details=details)
+
+Steps and blocks are shown counted from 1, as the app's captions count them; the metrics and the
+JSON keep the trace's 0-based indices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from html import escape
+
+from .metrics import Readout, Undefined, block_position_details
+from .svg import CONTROL_COLOR, TAU_COLOR
+from .trace import Trace
+
+
+READOUT_TAU_TIP = "Kendall tau_b (tie-aware) between commit step and position, content only: +1 left to right, 0 order-free, -1 right to left."
+READOUT_CONTROL_TIP = "Block-sequential control for the same content length: commit = position // 16, tied within a block."
+
+
+def readout_heading(readout: Readout) -> tuple[str, str]:
+    """(where, status) above the readout: which block and step, and whether the values are final."""
+    r = readout
+    where = f"block {r.block + 1} · after step {r.step + 1}" if r.step is not None else f"block {r.block + 1} · committed"
+    return where, "final" if r.final else "live: pending positions tied at “later”"
+
+
+def readout_rows(readout: Readout) -> list[tuple[str, str, str]]:
+    """The readout table as (name, value, tooltip) rows; the live view sends only the values."""
+    r = readout
+    remasked = ", ".join(map(str, r.remasked_positions[:12])) + (" …" if len(r.remasked_positions) > 12 else "")
+    rows = [
+        ("content positions", f"{r.content_length} (excluded: {r.excluded_eos} EOS, {r.excluded_pad} pad)",
+         "Trailing EOS and pad are cut: they commit first and would make tau_b look right-to-left."
+         + ("" if r.final else " Live: read from the current argmax.")),
+        ("raw tau_b (uncut)", fmt(r.tau_b_raw),
+         "tau_b over every position, EOS and pad included: they commit first and drag it negative. Not a finding."),
+        ("committed / pending", f"{r.committed} / {r.pending}" + (f" (+{r.new_commits} this step)" if r.step is not None else ""),
+         "Content positions accepted at least once / never accepted"
+         + (" (committed at finalization from the last argmax)." if r.final else " yet.")),
+        ("tokens per accept step", fmt(r.tokens_per_accept_step, 1), "Content positions first accepted, per step that first-accepted any."),
+        ("same-step pairs", fmt(r.same_step_fraction, 3, percent=True), "Share of content position pairs committed on the same step: their order is not observable."),
+        ("steps used", f"{r.steps_seen} / {r.step_budget}", "Denoising steps of this block against the budget."),
+        ("re-masks", f"{r.remask_events}" + (f" (+{r.remasked_now} now)" if r.remasked_now else "") + (f" · position(s) {remasked}" if remasked else ""),
+         "A position accepted at one step and noise at the next (commits are not frozen)."),
+        ("monotone run", "yes" if r.monotone else "no", "No re-mask event in the run so far."),
+        ("entropy at commit", fmt(r.mean_commit_entropy_nats, 4, unit=" nats"), "Mean entropy at the step each content position was first accepted."),
+        ("mean tau_b, blocks", f"{fmt(r.run_tau_b_mean)} over {r.run_blocks} block(s)" if r.run_blocks else "no block committed yet",
+         "Mean of the per-block values of the committed blocks: never pooled across blocks."),
+    ]
+    return rows
+
+
+def render_readout_html(readout: Readout) -> str:
+    """The compact commit-order panel for one frame (see `metrics.live.Readout`)."""
+    r = readout
+    where, status = readout_heading(r)
+    rows = readout_rows(r)
+    body = "".join(
+        f'<tr title="{escape(tip)}" style="border:none"><td style="opacity:.7;padding:1px 10px 1px 0;border:none">{escape(name)}</td>'
+        f'<td style="font-variant-numeric:tabular-nums;padding:1px 0;border:none">{escape(value)}</td></tr>'
+        for name, value, tip in rows
+    )
+    tau_tip, control_tip = READOUT_TAU_TIP, READOUT_CONTROL_TIP
+    return (
+        '<div class="dv-readout" style="font-size:13px;line-height:1.35">'
+        f'<div style="opacity:.7">{escape(where)} · {escape(status)}</div>'
+        f'<div style="margin:4px 0 6px 0"><span title="{escape(tau_tip)}" style="font-size:26px;font-weight:600;color:{TAU_COLOR}">'
+        f"tau_b {escape(fmt(r.tau_b))}</span>"
+        f'<span title="{escape(control_tip)}" style="margin-left:14px;font-size:16px;color:{CONTROL_COLOR}">'
+        f"control {escape(fmt(r.control_tau_b))}</span>"
+        + (f'<div style="font-size:11px;opacity:.7">{escape(r.tau_b.reason)}</div>' if isinstance(r.tau_b, Undefined) else "")
+        + f'</div><table style="border-collapse:collapse;border:none;color:inherit;font-size:inherit;width:auto">{body}</table></div>'
+    )
+
+
+def position_tooltip(d: dict) -> str:
+    """One line of text for a token's tooltip, from `metrics.position_details`."""
+    if not d.get("started", True):
+        return f"position {d['position']}: block not started"
+    head = f"position {d['position']}" + (f" {d['piece']!r}" if d["piece"] is not None else " (noise)")
+    return f"{head} · {commit_story(d)} · entropy now {d['entropy_nats_now']:.3g} nats"
+
+
+def commit_story(d: dict) -> str:
+    """A position's commit step, settle step and re-mask history, from `metrics.position_details`.
+
+    Steps and blocks are shown counted from 1, as the app's captions count them; the metrics and
+    the JSON keep the trace's 0-based step indices.
+    """
+    if d["pending"]:
+        commit = "not accepted yet"
+    elif d["committed_at_finalize"]:
+        commit = f"never accepted: committed at finalization ({d['commit_entropy_nats']:.3g} nats)"
+    else:
+        commit = f"commit step {d['commit_step'] + 1} ({d['commit_entropy_nats']:.3g} nats)"
+    settle = f"{'settled' if d['settled'] else 'argmax unchanged since'} step {d['settle_step'] + 1}"
+    remask = f"re-masked at step {', '.join(str(t + 1) for t in d['remask_steps'])}" if d["remask_steps"] else "never re-masked"
+    excluded = f"excluded from tau_b ({d['excluded']}) · " if not d["content"] else ""
+    return f"{excluded}{commit} · {settle} · {remask}"
+
+
+def token_details(trace: Trace, frame: int, *, refs=None) -> Callable[[int, int], str]:
+    """`details(block, position) -> str` for the canvas renderers' tooltips: each token's commit story.
+
+    Each block's details are computed once, on first use, for the frame given.
+    """
+    per_block: dict[int, list[dict]] = {}
+
+    def details(block: int, position: int) -> str:
+        if block not in per_block:
+            per_block[block] = block_position_details(trace, block, frame=frame, refs=refs)
+        d = per_block[block][position]
+        return commit_story(d) if d["started"] else ""
+
+    return details
+
+
+def fmt(value, digits: int = 3, *, percent: bool = False, unit: str = "") -> str:
+    if isinstance(value, Undefined):
+        return "undefined"
+    if percent:
+        return f"{value * 100:.{max(digits - 2, 0)}f}%"
+    return f"{value:.{digits}f}{unit}"

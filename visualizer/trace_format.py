@@ -1,0 +1,501 @@
+"""The trace file: its JSON format, writing it, and reading it back with every field validated.
+
+The live `visualizer.trace.Trace` is what a run appends to; this module is what that trace
+looks like on disk and the gate every file passes before it becomes a Trace again.
+
+JSON format (version 2), documented for people who read or write traces by hand:
+
+    {
+      "format": "diffusion-visualizer-trace", "version": 2, "created": "2026-11-21T20:00:00+00:00",
+      "model":   {name, source, backend, device, dtype, canvas_length, vocab_size, eos_token_ids,
+                  pad_token_id, max_context, builtin, parameters},
+      "prompt":  {"text": "...", "ids": [int, ...]},        # ids after the chat template
+      "settings": {max_new_tokens, max_denoising_steps, entropy_bound, t_min, t_max, seed,
+                   sampler, temperature, compiled, record_topk},  # the values really used
+      "max_blocks": int,                                     # ceil(max_new_tokens / canvas_length)
+      "pieces":  {"<id>": "decoded text", ...},              # every id that is ever displayed
+      "steps":   [{"block", "step", "steps_remaining", "accepted": [0|1 x canvas],
+                   "canvas": [id x canvas], "argmax": [id x canvas],
+                   "entropy_nats": [float32 x canvas], "wall_time_s",
+                   "topk_ids": [[id x k] x canvas],          # optional: when settings.record_topk = k > 0
+                   "topk_probs": [[float16 x k] x canvas],    #   the k most probable candidates, best first
+                   "sample_probability": [float32 x canvas]  # optional: MLX confidence-threshold sampler
+                  }, ...],
+      "blocks":  [{"block", "tokens": [id x canvas], "eos_position": int|null,
+                   "stop_reason": "converged"|"out_of_steps", "steps_used"}, ...],
+      "end":     {"finish_reason": "eos"|"length"|"cancelled"|"error", "sequence": [id, ...],
+                  "text": "...", "wall_time_s", "error": str|null} | null
+    }
+
+Version 2 added the optional candidates (`record_topk`, `topk_ids`, `topk_probs`) and
+`sample_probability`; a version 1 file still loads, as a run that recorded no candidates
+(`record_topk` 0). Entropies are float32 and candidate probabilities float16 values, each written
+with its shortest exact decimal form. Loading checks the
+schema, every size (canvas length, vocabulary, counts, file size), the order of records and that
+every displayed id has a piece, and rejects anything else with a `TraceError`: json.loads never
+executes anything, and no field is ever evaluated.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from .records import (
+    BLOCK_STOP_REASONS,
+    FINISH_REASONS,
+    BlockRecord,
+    ModelInfo,
+    RunEnd,
+    RunStart,
+    StepRecord,
+    frozen_array,
+    frozen_matrix,
+)
+from .settings import GenerationSettings
+
+TRACE_FORMAT = "diffusion-visualizer-trace"
+TRACE_VERSION = 2
+
+# Size limits for loading untrusted files: generous for real runs, small enough to stay safe.
+MAX_TRACE_BYTES = 256 * 1024 * 1024
+MAX_CANVAS_LENGTH = 4096
+MAX_VOCAB_SIZE = 4_000_000
+MAX_STEPS = 200_000
+MAX_BLOCKS = 4096
+MAX_PROMPT_TOKENS = 1_000_000
+MAX_PIECE_CHARS = 4096
+MAX_TEXT_CHARS = 10_000_000
+
+
+class TraceError(ValueError):
+    """A trace is malformed; the message says what and where, for the UI and the CLI."""
+
+
+class TraceParts(NamedTuple):
+    """The validated content of a trace file: the fields of a `Trace`, by name."""
+
+    model: ModelInfo
+    prompt: str
+    start: RunStart
+    steps: list
+    blocks: list
+    end: RunEnd | None
+    pieces: dict
+    created: str
+
+
+# ---- writing ------------------------------------------------------------------------------------
+def trace_to_dict(trace) -> dict:
+    """The JSON-ready dict of a trace (anything with a Trace's fields)."""
+    return {
+        "format": TRACE_FORMAT,
+        "version": TRACE_VERSION,
+        "created": trace.created,
+        "model": {**asdict(trace.model), "eos_token_ids": list(trace.model.eos_token_ids)},
+        "prompt": {"text": trace.prompt, "ids": _ints(trace.start.prompt_ids) if trace.start else []},
+        "settings": dict(trace.start.settings) if trace.start else {},
+        "max_blocks": trace.start.max_blocks if trace.start else 0,
+        "pieces": {str(k): v for k, v in sorted(trace.pieces.items())},
+        "steps": [
+            {
+                "block": s.block,
+                "step": s.step,
+                "steps_remaining": s.steps_remaining,
+                "accepted": [int(x) for x in s.accepted],
+                "canvas": _ints(s.canvas),
+                "argmax": _ints(s.argmax),
+                "entropy_nats": [float(str(x)) for x in s.entropy_nats],  # shortest exact float32
+                "wall_time_s": s.wall_time_s,
+                **_optional_step_parts(s),
+            }
+            for s in trace.steps
+        ],
+        "blocks": [
+            {
+                "block": b.block,
+                "tokens": _ints(b.tokens),
+                "eos_position": b.eos_position,
+                "stop_reason": b.stop_reason,
+                "steps_used": b.steps_used,
+            }
+            for b in trace.blocks
+        ],
+        "end": None
+        if trace.end is None
+        else {
+            "finish_reason": trace.end.finish_reason,
+            "sequence": _ints(trace.end.sequence),
+            "text": trace.end.text,
+            "wall_time_s": trace.end.wall_time_s,
+            "error": trace.end.error,
+        },
+    }
+
+
+def settings_of_run(settings: dict) -> GenerationSettings:
+    """The settings a trace records. Version 1 predates the candidates, so its settings never name
+    record_topk: such a run recorded none (0, not the default of a new run)."""
+    return GenerationSettings.from_dict({"record_topk": 0, **settings})
+
+
+def _optional_step_parts(s: StepRecord) -> dict:
+    """The version-2 parts of a step that it holds (shortest exact decimals for the floats)."""
+    parts = {}
+    if s.topk_ids is not None:
+        parts["topk_ids"] = [_ints(row) for row in s.topk_ids]
+        parts["topk_probs"] = [[float(str(p)) for p in row] for row in s.topk_probs]
+    if s.sample_probability is not None:
+        parts["sample_probability"] = [float(str(p)) for p in s.sample_probability]
+    return parts
+
+
+def displayed_ids(start: RunStart | None, steps, blocks) -> set[int]:
+    """Every id the renderers may show: these must all have a piece."""
+    ids = set(_ints(start.prompt_ids)) if start else set()
+    for s in steps:
+        ids.update(np.unique(s.argmax).tolist())
+        ids.update(np.unique(s.canvas[s.accepted]).tolist())
+        if s.topk_ids is not None:
+            ids.update(np.unique(s.topk_ids).tolist())
+    for b in blocks:
+        ids.update(np.unique(b.tokens).tolist())
+    return ids
+
+
+def _ints(array) -> list[int]:
+    return [int(x) for x in np.asarray(array).reshape(-1)]
+
+
+# ---- reading ------------------------------------------------------------------------------------
+def parse_trace_json(text: str | bytes) -> TraceParts:
+    """The validated parts of a trace given as JSON text (raises TraceError)."""
+    if len(text) > MAX_TRACE_BYTES:
+        raise TraceError(f"trace is {len(text) / 1e6:.0f} MB; the limit is {MAX_TRACE_BYTES / 1e6:.0f} MB")
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        raise TraceError(f"not a JSON trace: {str(exc)[:200]}") from None
+    return parse_trace(data)
+
+
+def read_trace_file(path) -> TraceParts:
+    """The validated parts of the trace file at `path`, its size checked before it is read."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise TraceError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if size > MAX_TRACE_BYTES:
+        raise TraceError(f"{path.name} is {size / 1e6:.0f} MB; the limit is {MAX_TRACE_BYTES / 1e6:.0f} MB")
+    return parse_trace_json(path.read_bytes())
+
+
+def parse_trace(data) -> TraceParts:
+    """The validated parts of a parsed JSON trace (raises TraceError with a one-line message)."""
+    if not isinstance(data, dict):
+        raise TraceError("a trace is a JSON object at the top level")
+    if data.get("format") != TRACE_FORMAT:
+        raise TraceError(f'not a trace file: "format" must be "{TRACE_FORMAT}"')
+    version = data.get("version")
+    if not _is_int(version):
+        raise TraceError('"version" must be an integer')
+    if version > TRACE_VERSION:
+        raise TraceError(f"trace version {version} was written by a newer tool; this one reads up to {TRACE_VERSION}")
+    if version < 1:
+        raise TraceError(f"unknown trace version {version}")
+    known = {"format", "version", "created", "model", "prompt", "settings", "max_blocks", "pieces", "steps", "blocks", "end"}
+    _no_unknown(data, known, "trace")
+
+    model = _parse_model(_get(data, "model", dict, "trace"))
+    canvas, vocab = model.canvas_length, model.vocab_size
+    prompt = _get(data, "prompt", dict, "trace")
+    _no_unknown(prompt, {"text", "ids"}, "prompt")
+    text = _get(prompt, "text", str, "prompt")
+    if len(text) > MAX_TEXT_CHARS:
+        raise TraceError("prompt.text is too long")
+    prompt_ids = _id_array(_get(prompt, "ids", list, "prompt"), vocab, "prompt.ids", max_len=MAX_PROMPT_TOKENS)
+
+    settings = _get(data, "settings", dict, "trace")
+    try:
+        problems = settings_of_run(settings).problems()
+    except (TypeError, ValueError) as exc:
+        raise TraceError(f"settings: {exc}") from None
+    if problems:
+        raise TraceError(f"settings: {problems[0]}")
+    max_blocks = _get(data, "max_blocks", int, "trace")
+    if not 1 <= max_blocks <= MAX_BLOCKS:
+        raise TraceError(f"max_blocks must be from 1 to {MAX_BLOCKS} (got {max_blocks})")
+
+    raw_pieces = _get(data, "pieces", dict, "trace")
+    pieces = {}
+    for key, value in raw_pieces.items():
+        if not (isinstance(key, str) and key.isascii() and key.isdigit() and int(key) < vocab):
+            raise TraceError(f"pieces: key {key!r} is not a token id below the vocabulary size {vocab}")
+        if not isinstance(value, str) or len(value) > MAX_PIECE_CHARS:
+            raise TraceError(f"pieces[{key}] must be a string of at most {MAX_PIECE_CHARS} characters")
+        pieces[int(key)] = value
+
+    created = data.get("created", "")
+    if not isinstance(created, str) or len(created) > 64:
+        raise TraceError('"created" must be a date string')
+    start = RunStart(prompt_ids=prompt_ids, settings=dict(settings), max_blocks=max_blocks)
+    steps, blocks, end = [], [], None
+
+    raw_steps = _get(data, "steps", list, "trace")
+    if len(raw_steps) > MAX_STEPS:
+        raise TraceError(f"{len(raw_steps)} steps is more than the limit of {MAX_STEPS}")
+    for i, raw in enumerate(raw_steps):
+        steps.append(_parse_step(raw, i, canvas, vocab, max_blocks, settings_of_run(settings).record_topk))
+    raw_blocks = _get(data, "blocks", list, "trace")
+    if len(raw_blocks) > max_blocks:
+        raise TraceError(f"{len(raw_blocks)} blocks recorded but max_blocks is {max_blocks}")
+    for i, raw in enumerate(raw_blocks):
+        blocks.append(_parse_block(raw, i, canvas, vocab, model))
+    raw_end = data.get("end")
+    if raw_end is not None:
+        end = _parse_end(raw_end, vocab)
+
+    parts = TraceParts(model, text, start, steps, blocks, end, pieces, created)
+    _check_order(parts)
+    missing = sorted(displayed_ids(start, steps, blocks) - set(pieces))
+    if missing:
+        shown = ", ".join(map(str, missing[:8])) + (" ..." if len(missing) > 8 else "")
+        raise TraceError(f"{len(missing)} displayed token id(s) have no piece in 'pieces': {shown}")
+    return parts
+
+
+def _parse_model(raw: dict) -> ModelInfo:
+    names = {f.name for f in fields(ModelInfo)}
+    _no_unknown(raw, names, "model")
+    types = {
+        "name": str, "source": str, "backend": str, "device": str, "dtype": str, "canvas_length": int,
+        "vocab_size": int, "eos_token_ids": list, "max_context": int, "builtin": bool, "parameters": int,
+    }
+    values = {}
+    for name, kind in types.items():
+        if name in ("builtin", "parameters") and name not in raw:
+            continue
+        values[name] = _get(raw, name, kind, "model")
+    pad = raw.get("pad_token_id")
+    if pad is not None and not _is_int(pad):
+        raise TraceError("model.pad_token_id must be an integer or null")
+    if not 1 <= values["canvas_length"] <= MAX_CANVAS_LENGTH:
+        raise TraceError(f"model.canvas_length must be from 1 to {MAX_CANVAS_LENGTH}")
+    if not 1 <= values["vocab_size"] <= MAX_VOCAB_SIZE:
+        raise TraceError(f"model.vocab_size must be from 1 to {MAX_VOCAB_SIZE}")
+    eos = values["eos_token_ids"]
+    if len(eos) > 64 or not all(_is_int(t) and 0 <= t < values["vocab_size"] for t in eos):
+        raise TraceError("model.eos_token_ids must be token ids inside the vocabulary")
+    if pad is not None and not 0 <= pad < values["vocab_size"]:
+        raise TraceError("model.pad_token_id must be inside the vocabulary")
+    values["eos_token_ids"] = tuple(eos)
+    return ModelInfo(pad_token_id=pad, **values)
+
+
+STEP_FIELDS = {"block", "step", "steps_remaining", "accepted", "canvas", "argmax", "entropy_nats", "wall_time_s"}
+OPTIONAL_STEP_FIELDS = {"topk_ids", "topk_probs", "sample_probability"}
+
+
+def _parse_step(raw, i: int, canvas: int, vocab: int, max_blocks: int, topk: int) -> StepRecord:
+    where = f"steps[{i}]"
+    if not isinstance(raw, dict):
+        raise TraceError(f"{where} must be an object")
+    _no_unknown(raw, STEP_FIELDS | OPTIONAL_STEP_FIELDS, where)
+    block = _get(raw, "block", int, where)
+    if not 0 <= block < max_blocks:
+        raise TraceError(f"{where}.block {block} is outside 0..{max_blocks - 1}")
+    step = _get(raw, "step", int, where)
+    remaining = _get(raw, "steps_remaining", int, where)
+    if step < 0 or remaining < 1:
+        raise TraceError(f"{where}: step must be >= 0 and steps_remaining >= 1")
+    accepted = _get(raw, "accepted", list, where)
+    if len(accepted) != canvas or not all(a in (0, 1) and not isinstance(a, float) for a in accepted):
+        raise TraceError(f"{where}.accepted must be {canvas} values of 0 or 1")
+    entropy = _get(raw, "entropy_nats", list, where)
+    if len(entropy) != canvas or not all(_is_number(e) for e in entropy):
+        raise TraceError(f"{where}.entropy_nats must be {canvas} numbers")
+    entropy_array = frozen_array(entropy, np.float32)
+    if not np.all(np.isfinite(entropy_array)) or entropy_array.min() < -1e-3 or entropy_array.max() > math.log(vocab) + 1e-3:
+        raise TraceError(f"{where}.entropy_nats must lie between 0 and ln(vocab) = {math.log(vocab):.3f} nats")
+    wall = _get(raw, "wall_time_s", (int, float), where)
+    if not (_is_number(wall) and math.isfinite(wall) and wall >= 0):
+        raise TraceError(f"{where}.wall_time_s must be a non-negative number")
+    return StepRecord(
+        block=block,
+        step=step,
+        steps_remaining=remaining,
+        accepted=frozen_array(accepted, bool),
+        canvas=_id_array(_get(raw, "canvas", list, where), vocab, f"{where}.canvas", exact_len=canvas),
+        argmax=_id_array(_get(raw, "argmax", list, where), vocab, f"{where}.argmax", exact_len=canvas),
+        entropy_nats=entropy_array,
+        wall_time_s=float(wall),
+        **_parse_candidates(raw, where, canvas, vocab, topk),
+        sample_probability=_parse_probabilities(raw, where, canvas),
+    )
+
+
+def _parse_candidates(raw: dict, where: str, canvas: int, vocab: int, topk: int) -> dict:
+    """topk_ids and topk_probs: both present, (canvas, k) with k = settings.record_topk, or both absent."""
+    present = [name for name in ("topk_ids", "topk_probs") if name in raw]
+    if not present:
+        if topk:
+            raise TraceError(f"{where} has no topk_ids though settings.record_topk is {topk}")
+        return {}
+    if len(present) == 1 or not topk:
+        raise TraceError(f"{where}: topk_ids and topk_probs come together, when settings.record_topk > 0")
+    ids, probs = _get(raw, "topk_ids", list, where), _get(raw, "topk_probs", list, where)
+    for name, rows in (("topk_ids", ids), ("topk_probs", probs)):
+        if len(rows) != canvas or not all(isinstance(row, list) and len(row) == topk for row in rows):
+            raise TraceError(f"{where}.{name} must be {canvas} lists of {topk} values")
+    flat_ids = [v for row in ids for v in row]
+    if not all(_is_int(v) and 0 <= v < vocab for v in flat_ids):
+        raise TraceError(f"{where}.topk_ids must hold token ids from 0 to {vocab - 1}")
+    flat_probs = [v for row in probs for v in row]
+    if not all(_is_number(v) for v in flat_probs):
+        raise TraceError(f"{where}.topk_probs must hold numbers")
+    prob_array = frozen_matrix(flat_probs, np.float16, topk)
+    if not np.all(np.isfinite(prob_array)) or prob_array.min() < 0 or prob_array.max() > 1:
+        raise TraceError(f"{where}.topk_probs must be probabilities from 0 to 1")
+    return {"topk_ids": frozen_matrix(flat_ids, np.int32, topk), "topk_probs": prob_array}
+
+
+def _parse_probabilities(raw: dict, where: str, canvas: int):
+    if "sample_probability" not in raw:
+        return None
+    values = _get(raw, "sample_probability", list, where)
+    if len(values) != canvas or not all(_is_number(v) for v in values):
+        raise TraceError(f"{where}.sample_probability must be {canvas} numbers")
+    array = frozen_array(values, np.float32)
+    if not np.all(np.isfinite(array)) or array.min() < 0 or array.max() > 1:
+        raise TraceError(f"{where}.sample_probability must be probabilities from 0 to 1")
+    return array
+
+
+def _parse_block(raw, i: int, canvas: int, vocab: int, model: ModelInfo) -> BlockRecord:
+    where = f"blocks[{i}]"
+    if not isinstance(raw, dict):
+        raise TraceError(f"{where} must be an object")
+    _no_unknown(raw, {"block", "tokens", "eos_position", "stop_reason", "steps_used"}, where)
+    tokens = _id_array(_get(raw, "tokens", list, where), vocab, f"{where}.tokens", exact_len=canvas)
+    eos = raw.get("eos_position")
+    if eos is not None and not (_is_int(eos) and 0 <= eos < canvas):
+        raise TraceError(f"{where}.eos_position must be null or a position in 0..{canvas - 1}")
+    is_eos = np.isin(tokens, model.eos_token_ids)
+    first = int(np.argmax(is_eos)) if is_eos.any() else None
+    if eos != first:
+        raise TraceError(f"{where}.eos_position is {eos} but the first EOS token in its tokens is at {first}")
+    if eos is not None and model.pad_token_id is not None and np.any(tokens[eos + 1 :] != model.pad_token_id):
+        raise TraceError(f"{where}: tokens after the EOS must be pad ({model.pad_token_id})")
+    reason = _get(raw, "stop_reason", str, where)
+    if reason not in BLOCK_STOP_REASONS:
+        raise TraceError(f"{where}.stop_reason must be one of {', '.join(BLOCK_STOP_REASONS)}")
+    return BlockRecord(
+        block=_get(raw, "block", int, where),
+        tokens=tokens,
+        eos_position=eos,
+        stop_reason=reason,
+        steps_used=_get(raw, "steps_used", int, where),
+    )
+
+
+def _parse_end(raw, vocab: int) -> RunEnd:
+    if not isinstance(raw, dict):
+        raise TraceError("end must be an object or null")
+    _no_unknown(raw, {"finish_reason", "sequence", "text", "wall_time_s", "error"}, "end")
+    reason = _get(raw, "finish_reason", str, "end")
+    if reason not in FINISH_REASONS:
+        raise TraceError(f"end.finish_reason must be one of {', '.join(FINISH_REASONS)}")
+    error = raw.get("error")
+    if error is not None and not isinstance(error, str):
+        raise TraceError("end.error must be a string or null")
+    text = _get(raw, "text", str, "end")
+    if len(text) > MAX_TEXT_CHARS:
+        raise TraceError("end.text is too long")
+    wall = _get(raw, "wall_time_s", (int, float), "end")
+    if not (_is_number(wall) and math.isfinite(wall) and wall >= 0):
+        raise TraceError("end.wall_time_s must be a non-negative number")
+    sequence = _id_array(_get(raw, "sequence", list, "end"), vocab, "end.sequence", max_len=MAX_BLOCKS * MAX_CANVAS_LENGTH)
+    return RunEnd(finish_reason=reason, sequence=sequence, text=text, wall_time_s=float(wall), error=error)
+
+
+def _check_order(trace: TraceParts) -> None:
+    """Records must be in the order a backend yields them."""
+    expected_block, expected_step, last_remaining = 0, 0, None
+    for i, s in enumerate(trace.steps):
+        if s.block != expected_block:
+            if s.block == expected_block + 1 and expected_step > 0:
+                expected_block, expected_step, last_remaining = s.block, 0, None
+            else:
+                raise TraceError(f"steps[{i}] is block {s.block}, step {s.step}; expected block {expected_block}")
+        if s.step != expected_step:
+            raise TraceError(f"steps[{i}] is step {s.step} of block {s.block}; expected step {expected_step}")
+        if last_remaining is not None and s.steps_remaining != last_remaining - 1:
+            raise TraceError(f"steps[{i}].steps_remaining must count down by one")
+        expected_step, last_remaining = expected_step + 1, s.steps_remaining
+    counts = {}
+    for s in trace.steps:
+        counts[s.block] = counts.get(s.block, 0) + 1
+    for i, b in enumerate(trace.blocks):
+        if b.block != i:
+            raise TraceError(f"blocks[{i}] says block {b.block}; blocks must come in order from 0")
+        if b.steps_used != counts.get(i, 0):
+            raise TraceError(f"blocks[{i}].steps_used is {b.steps_used} but {counts.get(i, 0)} steps were recorded")
+    started = max(counts) + 1 if counts else 0
+    if started > len(trace.blocks) + 1:
+        raise TraceError(f"steps reach block {started - 1} but only {len(trace.blocks)} block(s) were committed")
+    if trace.end is not None and trace.end.finish_reason in ("eos", "length"):
+        if started != len(trace.blocks):
+            raise TraceError("a finished run must commit every block it started")
+        joined = np.concatenate([b.tokens for b in trace.blocks]) if trace.blocks else np.zeros(0, np.int32)
+        if not np.array_equal(joined, trace.end.sequence):
+            raise TraceError("end.sequence must equal the committed tokens of all blocks in order")
+
+
+# ---- small parsing helpers ----------------------------------------------------------------
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v) -> bool:
+    """An int or float that converts to a float (a JSON integer of hundreds of digits does not)."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return False
+    try:
+        float(v)
+    except OverflowError:
+        return False
+    return True
+
+
+def _get(obj: dict, key: str, kind, where: str):
+    if key not in obj:
+        raise TraceError(f"{where} is missing {key!r}")
+    value = obj[key]
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
+    if not ok:
+        names = " or ".join(k.__name__ for k in kinds)
+        raise TraceError(f"{where}.{key} must be {names}, not {type(value).__name__}")
+    return value
+
+
+def _no_unknown(obj: dict, known: set, where: str) -> None:
+    unknown = sorted(set(obj) - known)
+    if unknown:
+        raise TraceError(f"{where} has unknown field(s): {', '.join(map(str, unknown[:5]))}")
+
+
+def _id_array(values: list, vocab: int, where: str, exact_len: int | None = None, max_len: int | None = None):
+    if exact_len is not None and len(values) != exact_len:
+        raise TraceError(f"{where} must hold {exact_len} token ids (got {len(values)})")
+    if max_len is not None and len(values) > max_len:
+        raise TraceError(f"{where} holds more than {max_len} ids")
+    if not all(_is_int(v) and 0 <= v < vocab for v in values):
+        raise TraceError(f"{where} must hold token ids from 0 to {vocab - 1}")
+    return frozen_array(values, np.int32)
