@@ -58,7 +58,9 @@ def test_frames_stream_live_then_the_run_replays(served):
     assert not done_at_first and first[0].startswith('{"type":"start"')
     assert sum(not done for done, _ in arrivals) > 10
     newest = [max([-1] + [json.loads(line)["i"] for line in value[2:] if line]) for _, value in arrivals]
+    newest = [i for i in newest if i >= 0]  # the first value has no frame yet, the closing one none left
     assert newest == sorted(newest) and len(set(newest)) > 20  # many distinct intermediate frames
+    assert not any(arrivals[-1][1][2:])  # the run closes with its frame slots emptied
     assert max(len(value) for _, value in arrivals) <= 2 + RING  # each update stays small
     frames = frames_of(*(value for _, value in arrivals))
     assert frames[1]["caption"].startswith("Block 1/3 · step 2 ")

@@ -1,29 +1,34 @@
-"""The live view's wire format: a run as a growing log of small JSON lines the browser draws from.
+"""The live view's wire format: a run as small JSON lines, one per frame, that the browser draws.
 
 Shipping every step as server-rendered HTML costs ~250 KB and 20-50 ms of server CPU per frame
-for a 4-block run.  Instead the server appends one short JSON line per frame to a log, and the
+for a 4-block run.  Instead the server encodes each frame as one short JSON line, and the
 browser (`visualizer/static/live_view.js`) keeps the canvas state and draws it:
 
     encoder = LiveEncoder(trace)             # after RunStart was appended
-    log = encoder.start_line()               # layout, palettes, names: sent once
+    ring = LiveRing(encoder.start_line())    # layout, palettes, names: sent once
     ... trace.append(record) ...
-    log += encoder.frame_lines()             # one line per new frame, only what changed
-    log += encoder.end_line()                # finish, committed text, the text layout
-    whole = replay_log(trace)                # the same log for a saved trace, in one go
+    ring.add(encoder.frame_lines())          # one line per new frame, only what changed
+    yield ring.value()                       # the app's one streaming output
+    ring.add(encoder.end_line())             # finish, committed text, the text layout
+    value = replay_value(trace)              # a saved trace: every frame in one value
 
 A frame line holds the cells whose state, token or "changed" mark differ from the previous frame
-(as flat index, state, token id, changed), the text of token ids the browser has not been sent
-yet, the step's entropies (float16, base64) and argmax changes for tooltips, the caption, and the
-commit-order panel's numbers: the readout values and one chart point.  Every `key_every` frames a
-key frame carries every cell instead, so a reader can start (or seek) from there.
+(as flat index, state, token id, changed), the text of token ids not sent before, the step's
+entropies (float16, base64) and argmax changes for tooltips, the caption, and the commit-order
+panel's numbers: the readout values and one chart point.  Every `key_every` frames a key frame
+carries every cell and the text of every token it shows, so a reader can (re)start there.
 
-Why a growing log: the app yields the whole log each time, and Gradio sends a generator's
-successive string outputs as "append" diffs, so only the new lines travel; the browser reads
-from where it stopped, so a frame is never lost even when several updates arrive at once, and it
-draws only the newest (skipping stale frames) once per animation frame.
+Why a ring (`LiveRing`): Gradio sends a list output as per-element diffs, so only the slots of new
+frames travel; its front end keeps only the newest value when several arrive together, and the
+browser reads every slot it has not read, so it loses no frame unless it falls a whole ring
+behind; and the value never grows with the run, so no update costs more as the run goes on.
 
-`LiveState.apply(line)` is the reference decoder the JavaScript mirrors; the tests check that
-decoding reproduces `frame_state` at every frame.  Nothing here imports a UI library.
+A run's panel values are those of its live frames: on a block's last step a live run still reads
+the argmax (the block record has not arrived), a saved trace reads the committed block.
+
+`LiveState` is the reference decoder the JavaScript mirrors; the tests check that decoding
+reproduces `frame_state` at every frame.  `batches` groups a producer's items for a slower
+consumer.  Nothing here imports a UI library.
 """
 
 from __future__ import annotations
