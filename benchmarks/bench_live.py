@@ -42,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from visualizer.records import BlockRecord, StepRecord  # noqa: E402
+from visualizer.records import StepRecord  # noqa: E402
 from visualizer.trace import Trace  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
