@@ -27,7 +27,7 @@ from visualizer.charts import commit_panel_html, token_details
 from visualizer.compare import align, build_compare_animation, compare_html
 from visualizer.export import ExportError, export_to_folder, save_gif
 from visualizer.layout import grid_layout, text_layout
-from visualizer.live_stream import LiveEncoder, batches, replay_log
+from visualizer.live_stream import LiveEncoder, LiveRing, batches, replay_value
 from visualizer.palette import get_palette
 from visualizer.render_html import frame_caption, render_frame_html
 from visualizer.settings import SAMPLER_ENTROPY_BOUND, SAMPLERS, GenerationSettings
@@ -36,6 +36,7 @@ from visualizer.replay import example_traces, load_upload, save_download
 from visualizer.trace import Trace, TraceError
 
 MODELS = LoadedModels(keep=2)
+LIVE_MIN_INTERVAL_S = 0.05  # at most 20 live updates a second: faster steps are grouped (each update costs Gradio ~ms)
 LIVE_VIEW_JS = (Path(__file__).resolve().parent / "visualizer" / "static" / "live_view.js").read_text(encoding="utf-8")
 
 CSS = """
@@ -160,12 +161,12 @@ def generate(
     prompt, model_label, max_new_tokens, steps, entropy_bound, t_min, t_max, seed, sampler, temperature,
     session: RunSession,
 ):
-    """Run the model, streaming the live log (`visualizer.live_stream`) to the live view.
+    """Run the model, streaming step deltas (`visualizer.live_stream`) to the live view.
 
-    One string output that only grows: Gradio sends each yield as an "append" diff, so a step
-    costs the wire only its own line.  Records are read in batches of whatever arrived, so a
-    slow connection gets fewer, larger updates instead of a backlog.  Errors are kept in the
-    session for `finish_run`, which runs next.
+    One small output, a `LiveRing` of the newest frame lines: Gradio sends only the slots that
+    changed.  Records are read in batches of whatever arrived, so a slow connection gets fewer,
+    larger updates instead of a backlog.  Errors are kept in the session for `finish_run`,
+    which runs next.
     """
     session.error = ""
     try:
@@ -192,17 +193,25 @@ def generate(
     session.trace, session.running = trace, True
     session.stop.clear()
     encoder = LiveEncoder(trace)
-    log = encoder.start_line()
+    ring = LiveRing(encoder.start_line())
     try:
-        yield log
-        for batch in batches(records, stop=session.stop.set):
+        yield ring.value()
+        for batch in batches(records, stop=session.stop.set, min_interval=LIVE_MIN_INTERVAL_S):
             for record in batch:
                 trace.append(record)
-            log += encoder.frame_lines() + (encoder.end_line() if trace.finished else "")
-            yield log
+            ring.add(encoder.frame_lines() + (encoder.end_line() if trace.finished else ""))
+            yield ring.value()
+        yield ring.closed()
     finally:
         session.running = False
         session.stop.clear()
+
+
+def all_frames(session: RunSession):
+    """Every frame of the session's run, for a browser that fell too far behind to have them all."""
+    if session.trace is None or session.trace.start is None or session.running:
+        return gr.skip()
+    return replay_value(session.trace)
 
 
 def finish_run(session: RunSession):
@@ -273,8 +282,8 @@ def save_trace(session: RunSession):
 
 
 def load_trace_file(path, session: RunSession):
-    """Replay an uploaded (or example) trace in the live view, from the log a live run would have
-    sent: (live log, committed text, message, session)."""
+    """Replay an uploaded (or example) trace in the live view, from the frames a live run would
+    have sent: (live-view value, committed text, message, session)."""
     skip = gr.skip()
     if path is None:
         return skip, skip, skip, session
@@ -285,7 +294,7 @@ def load_trace_file(path, session: RunSession):
     except TraceError as exc:
         return skip, skip, str(exc), session
     session.trace = trace
-    return replay_log(trace), trace.end.text if trace.end else "", "", session
+    return replay_value(trace), trace.end.text if trace.end else "", "", session
 
 
 def pin_run(which: int, palette, layout_kind, session: RunSession):
@@ -368,8 +377,8 @@ def build_app(initial_model: str | None = None) -> gr.Blocks:
                 # template never depends on the value, so Gradio never re-renders it and the script
                 # owns the DOM inside.
                 live = gr.HTML(
-                    "", html_template='<div class="dv-live"></div>', elem_id="dv-live", palette="standard",
-                    js_on_load=LIVE_VIEW_JS + "\nwindow.dvLiveView.mount(element, props, watch);",
+                    [], html_template='<div class="dv-live"></div>', elem_id="dv-live", palette="standard",
+                    js_on_load=LIVE_VIEW_JS + "\nwindow.dvLiveView.mount(element, props, watch, trigger);",
                 )
                 final_text = gr.Textbox(label="Committed text", lines=6, interactive=False)
                 with gr.Row(visible=False):  # server-side frames for API clients (`/show_frame`)
@@ -417,6 +426,7 @@ def build_app(initial_model: str | None = None) -> gr.Blocks:
             concurrency_id="model",
             show_progress="minimal",
         ).then(finish_run, session, [final_text, message], api_name="run_message", concurrency_limit=None, show_progress="hidden")
+        live.need_frames(all_frames, session, live, api_visibility="private", concurrency_limit=None, show_progress="hidden")
         stop_btn.click(stop_run, session, message, api_name="stop", concurrency_limit=None)
         api_button.click(
             show_frame, [api_frame, palette, layout_kind, session], [api_canvas, api_status, api_panel],

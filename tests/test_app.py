@@ -10,7 +10,7 @@ from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 import app as app_module
-from visualizer.live_stream import LiveState
+from visualizer.live_stream import RING, LiveState
 
 GENERATE_ARGS = dict(
     max_new_tokens=768, steps=48, entropy_bound=0.1, t_min=0.4, t_max=0.8, seed=0, sampler="entropy-bound", temperature=1.0,
@@ -30,10 +30,15 @@ def generate(client, prompt, model, **overrides):
     return client.submit(prompt, model, *args.values(), api_name="/generate")
 
 
-def frames_of(log: str) -> list[dict]:
-    """The frame lines of a live log, decoded (and checked to apply in order)."""
-    LiveState().read(log)
-    return [m for m in map(json.loads, log.splitlines()) if m["type"] == "frame"]
+def frames_of(*values) -> list[dict]:
+    """The frames in live-view values a client received, read as the browser reads them (which
+    checks that every frame applies, in order)."""
+    decoder, frames = LiveState(), {}
+    for value in values:
+        frames.update((m["i"], m) for m in (json.loads(line) for line in value[2:] if line))
+        decoder.read_value(value)
+    assert sorted(frames) == list(range(decoder.frames))
+    return [frames[i] for i in sorted(frames)]
 
 
 def run_message(client) -> tuple[str, str]:
@@ -50,15 +55,17 @@ def test_frames_stream_live_then_the_run_replays(served):
         arrivals.append((job.done(), output))
     # the log grew while the model was still generating: many updates, the first one included
     done_at_first, first = arrivals[0]
-    assert not done_at_first and first.startswith('{"type":"start"')
+    assert not done_at_first and first[0].startswith('{"type":"start"')
     assert sum(not done for done, _ in arrivals) > 10
-    counts = [len(frames_of(log)) for _, log in arrivals]
-    assert counts == sorted(counts) and len(set(counts)) > 20  # many distinct intermediate frames
-    assert all(later.startswith(earlier) for (_, earlier), (_, later) in zip(arrivals, arrivals[1:]))  # it only grows
-    frames = frames_of(arrivals[-1][1])
+    newest = [max([-1] + [json.loads(line)["i"] for line in value[2:] if line]) for _, value in arrivals]
+    newest = [i for i in newest if i >= 0]  # the first value has no frame yet, the closing one none left
+    assert newest == sorted(newest) and len(set(newest)) > 20  # many distinct intermediate frames
+    assert not any(arrivals[-1][1][2:])  # the run closes with its frame slots emptied
+    assert max(len(value) for _, value in arrivals) <= 2 + RING  # each update stays small
+    frames = frames_of(*(value for _, value in arrivals))
     assert frames[1]["caption"].startswith("Block 1/3 · step 2 ")
     assert frames[-1]["kind"] == "commit" and frames[-1]["caption"].startswith("Block 3/3 · committed")
-    end = json.loads(arrivals[-1][1].splitlines()[-1])
+    end = json.loads(arrivals[-1][1][1])
     assert end["type"] == "end" and end["finish"] in ("eos", "length") and end["text"]
     assert run_message(client) == (end["text"], "")
     # the server still renders any recorded frame for API clients, without rerunning the model
@@ -107,7 +114,8 @@ def test_stop_ends_the_run_and_keeps_its_frames(served):
     while not job.outputs():
         time.sleep(0.05)
     client.predict(api_name="/stop")
-    frames = len(frames_of(job.result()))  # waits for the run to end
+    job.result()  # waits for the run to end
+    frames = len(frames_of(*job.outputs()))
     assert run_message(client)[1].startswith("Stopped after")
     assert 1 <= frames < 144  # far fewer than the 3 x 48 steps of a full run
     assert client.predict(0, "standard", "grid", api_name="/show_frame")[1].startswith("Frame 1/")
@@ -142,7 +150,7 @@ def test_one_generation_at_a_time_and_the_queue_position_is_reported(served):
         time.sleep(0.05)
     job_b.result()
     assert seen_queued
-    assert frames_of(job_b.outputs()[-1])
+    assert frames_of(*job_b.outputs())
 
 
 def test_an_mlx_model_runs_with_its_own_sampler(served, mlx_models):
@@ -156,6 +164,6 @@ def test_an_mlx_model_runs_with_its_own_sampler(served, mlx_models):
     assert note["visible"] and "Entropy-bound" in note["value"]
     outputs = list(generate(client, "Write a haiku.", folder, max_new_tokens=256, steps=6,
                             sampler="confidence-threshold", temperature=0.0))
-    statuses = [f["caption"] for f in frames_of(outputs[-1])]
+    statuses = [f["caption"] for f in frames_of(*outputs)]
     assert run_message(client)[1] == "" and "committed" in statuses[-1]
     assert all("remasked 0" in s for s in statuses if " step " in s)  # reveals accumulate: nothing is remasked

@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 import app as app_module
-from visualizer.layout import grid_layout, paint
+from visualizer.layout import grid_layout, paint, text_layout
 from visualizer.palette import get_palette
 from visualizer.replay import example_traces
 from visualizer.states import frame_refs, frame_state
@@ -50,12 +50,13 @@ def rgb(color: str) -> str:
     return f"rgb({r}, {g}, {b})"
 
 
-def expected_cells(trace: Trace, index: int, palette: str = "standard") -> list:
-    """What `layout.paint` (the Python renderers' source) says every grid cell shows at a frame."""
+def expected_cells(trace: Trace, index: int, palette: str = "standard", layout=None) -> list:
+    """What `layout.paint` (the Python renderers' source) says every cell shows at a frame."""
     frame = frame_state(trace, index)
+    layout = layout or grid_layout(trace.max_blocks, trace.canvas_length)
     return [
         [f"dv-cell dv-{c.state.name.lower()}", c.text, rgb(c.fg), rgb(c.bg)]
-        for c in paint(frame, grid_layout(trace.max_blocks, trace.canvas_length), trace, get_palette(palette))
+        for c in paint(frame, layout, trace, get_palette(palette))
     ]
 
 
@@ -121,3 +122,8 @@ def test_a_saved_run_replays_in_the_same_browser_view(page):
     page.wait_for_function(f"() => window.dvLiveView.stats().shownFrames === {n} && window.dvLiveView.stats().ended", timeout=30_000)
     assert_slider_matches(page, trace, sorted({0, 3, n - 1}))
     assert page.locator(".dv-canvas *:not(span)").count() == 0  # token text is only ever text
+    # the text layout (a finished run) is laid out from the server's text_layout, drawn by the browser
+    page.get_by_label("Text (after the run)").check()
+    page.wait_for_function("() => document.querySelector('.dv-canvas').textContent.includes('\u220e')")  # EOS glyph
+    assert page.evaluate(READ_CELLS) == expected_cells(trace, n - 1, layout=text_layout(trace))
+    page.get_by_label("Grid").check()

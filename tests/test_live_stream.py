@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from tests.trace_factory import trace_from_masks
 from visualizer.layout import grid_layout, text_layout
-from visualizer.live_stream import LiveEncoder, LiveState, batches, layout_message, replay_log
+from visualizer.live_stream import KEY_EVERY, RING, LiveEncoder, LiveRing, LiveState, batches, layout_message, replay_log, replay_value
 from visualizer.replay import example_traces
 from visualizer.states import frame_refs, frame_state
 from visualizer.trace import Trace
@@ -42,7 +42,7 @@ def lines_of(log: str) -> list[str]:
 
 
 @settings(max_examples=60, deadline=None)
-@given(random_traces(), st.sampled_from([1, 3, 32]))
+@given(random_traces(), st.sampled_from([1, 3, KEY_EVERY]))
 def test_applying_the_deltas_reproduces_every_frame(trace, key_every):
     """Fed one record at a time, as in a live run: after each frame line the decoder holds exactly
     the states, tokens and changed marks of `frame_state` at that frame."""
@@ -67,7 +67,7 @@ def test_applying_the_deltas_reproduces_every_frame(trace, key_every):
             # every token id the canvas shows has had its text sent
             assert set(decoder.tokens[decoder.tokens >= 0].tolist()) <= set(decoder.pieces)
     assert decoder.frames == len(frame_refs(trace))
-    if key_every == 32:  # a saved run replays the canvas its live run sent (the panel of a block's
+    if key_every == KEY_EVERY:  # a saved run replays the canvas its live run sent (the panel of a block's
         # last step reads final values once the block record is there, so it is left out here)
         canvas_only = lambda log: [{k: v for k, v in json.loads(line).items() if k not in PANEL} for line in lines_of(log)]  # noqa: E731
         assert canvas_only(replay_log(trace)) == canvas_only(sent + encoder.end_line())
@@ -167,3 +167,76 @@ def test_closing_batches_early_stops_the_source():
     next(out)
     out.close()
     assert stop.is_set()
+
+
+def ring_values(trace: Trace) -> list[list[str]]:
+    """The values a live run of `trace` yields, one record at a time."""
+    live = Trace(model=trace.model, prompt=trace.prompt)
+    live.append(trace.start)
+    encoder = LiveEncoder(live)
+    ring = LiveRing(encoder.start_line())
+    values = [ring.value()]
+    records = sorted([*trace.steps, *trace.blocks], key=lambda r: (r.block, getattr(r, "step", 1 << 30)))
+    for record in [*records, trace.end]:
+        live.append(record)
+        ring.add(encoder.frame_lines() + (encoder.end_line() if live.finished else ""))
+        values.append(ring.value())
+    return values
+
+
+@settings(max_examples=40, deadline=None)
+@given(random_traces(), st.data())
+def test_updates_seen_together_lose_no_frame(trace, data):
+    """The browser sees only some of the values (the rest arrive together and only the newest is
+    kept): as long as it misses fewer than RING frames in a row, it still applies every frame, and
+    after each value it holds exactly the newest frame."""
+    values = ring_values(trace)
+    seen = [v for i, v in enumerate(values) if i == len(values) - 1 or data.draw(st.booleans(), label=f"see {i}")]
+    decoder, applied = LiveState(), []
+    for value in seen:
+        applied += decoder.read_value(value)
+        expected = frame_state(trace, decoder.frames - 1) if decoder.frames else None
+        if expected is not None:
+            assert np.array_equal(decoder.states, expected.states) and np.array_equal(decoder.tokens, expected.token_ids)
+    assert applied == list(range(len(frame_refs(trace))))
+    assert decoder.ended is not None
+
+
+def test_a_long_stall_restarts_at_a_key_frame():
+    masks = [np.random.default_rng(1).random(8) < 0.1 * t for t in range(3 * RING)]
+    trace = trace_from_masks([masks], step_budget=3 * RING)
+    values = ring_values(trace)
+    decoder = LiveState()
+    decoder.read_value(values[2])
+    applied = decoder.read_value(values[-1])  # missed more frames than the ring holds
+    assert applied[0] > 2 and applied[-1] == len(frame_refs(trace)) - 1
+    assert json.loads(values[-1][2 + applied[0] % RING]).get("key")
+    assert np.array_equal(decoder.states, frame_state(trace, -1).states)
+
+
+def test_the_ring_stays_small_and_a_saved_run_is_one_value():
+    trace = trace_from_masks([[np.ones(8, bool)] * 3] * 30)  # 30 blocks, 120 frames
+    values = ring_values(trace)
+    assert max(len(v) for v in values) == 2 + RING
+    whole = replay_value(trace)
+    decoder = LiveState()
+    assert decoder.read_value(whole) == list(range(len(frame_refs(trace))))
+
+
+def test_batches_keep_a_minimum_interval():
+    out = batches(iter(range(30)), min_interval=60.0)  # everything arrives within one interval
+    assert [item for batch in out for item in batch] == list(range(30))
+    assert len(list(batches(iter(range(30)), min_interval=60.0))) <= 2
+
+
+def test_a_closed_run_value_ends_it_without_frames():
+    trace = trace_from_masks([[np.ones(4, bool)] * 2])
+    values = ring_values(trace)
+    ring = LiveRing(values[0][0])
+    ring.add("\n".join(line for line in values[-1][1:] if line))
+    closed = ring.closed()
+    assert closed[:2] == values[-1][:2] and not any(closed[2:])
+    decoder = LiveState()
+    for value in values + [closed]:
+        decoder.read_value(value)
+    assert decoder.frames == len(frame_refs(trace)) and decoder.ended["type"] == "end"

@@ -45,13 +45,13 @@ def main(argv=None) -> int:
             page.get_by_label("Demo prompt").click()
             page.get_by_role("option", name=demo(args.demo).title).click()
             page.get_by_role("button", name="Generate").click()
-            wanted = re.compile(rf"step {args.at_step} ")
+            # the browser-drawn live view reports what it has on screen (visualizer/static/live_view.js)
             page.wait_for_function(
-                "re => [...document.querySelectorAll('.prose, p')].some(e => new RegExp(re).test(e.textContent))",
-                arg=wanted.pattern, timeout=120_000, polling=20,
+                "n => { const s = window.dvLiveView && window.dvLiveView.stats(); return s && s.shownIndex >= n; }",
+                arg=args.at_step - 1, timeout=120_000, polling=20,
             )
             page.screenshot(path=args.out, full_page=False)
-            status = page.locator("text=/Frame \\d+\\/\\d+/").first.text_content()
+            status = page.locator(".dv-status").text_content()
             print(f"wrote {args.out} at: {status}")
             page.get_by_role("button", name="Stop").click()  # end the run before the app closes
             page.get_by_text(re.compile("Stopped after|committed")).first.wait_for(timeout=60_000)

@@ -1,29 +1,34 @@
-"""The live view's wire format: a run as a growing log of small JSON lines the browser draws from.
+"""The live view's wire format: a run as small JSON lines, one per frame, that the browser draws.
 
 Shipping every step as server-rendered HTML costs ~250 KB and 20-50 ms of server CPU per frame
-for a 4-block run.  Instead the server appends one short JSON line per frame to a log, and the
+for a 4-block run.  Instead the server encodes each frame as one short JSON line, and the
 browser (`visualizer/static/live_view.js`) keeps the canvas state and draws it:
 
     encoder = LiveEncoder(trace)             # after RunStart was appended
-    log = encoder.start_line()               # layout, palettes, names: sent once
+    ring = LiveRing(encoder.start_line())    # layout, palettes, names: sent once
     ... trace.append(record) ...
-    log += encoder.frame_lines()             # one line per new frame, only what changed
-    log += encoder.end_line()                # finish, committed text, the text layout
-    whole = replay_log(trace)                # the same log for a saved trace, in one go
+    ring.add(encoder.frame_lines())          # one line per new frame, only what changed
+    yield ring.value()                       # the app's one streaming output
+    ring.add(encoder.end_line())             # finish, committed text, the text layout
+    value = replay_value(trace)              # a saved trace: every frame in one value
 
 A frame line holds the cells whose state, token or "changed" mark differ from the previous frame
-(as flat index, state, token id, changed), the text of token ids the browser has not been sent
-yet, the step's entropies (float16, base64) and argmax changes for tooltips, the caption, and the
-commit-order panel's numbers: the readout values and one chart point.  Every `key_every` frames a
-key frame carries every cell instead, so a reader can start (or seek) from there.
+(as flat index, state, token id, changed), the text of token ids not sent before, the step's
+entropies (float16, base64) and argmax changes for tooltips, the caption, and the commit-order
+panel's numbers: the readout values and one chart point.  Every `key_every` frames a key frame
+carries every cell and the text of every token it shows, so a reader can (re)start there.
 
-Why a growing log: the app yields the whole log each time, and Gradio sends a generator's
-successive string outputs as "append" diffs, so only the new lines travel; the browser reads
-from where it stopped, so a frame is never lost even when several updates arrive at once, and it
-draws only the newest (skipping stale frames) once per animation frame.
+Why a ring (`LiveRing`): Gradio sends a list output as per-element diffs, so only the slots of new
+frames travel; its front end keeps only the newest value when several arrive together, and the
+browser reads every slot it has not read, so it loses no frame unless it falls a whole ring
+behind; and the value never grows with the run, so no update costs more as the run goes on.
 
-`LiveState.apply(line)` is the reference decoder the JavaScript mirrors; the tests check that
-decoding reproduces `frame_state` at every frame.  Nothing here imports a UI library.
+A run's panel values are those of its live frames: on a block's last step a live run still reads
+the argmax (the block record has not arrived), a saved trace reads the committed block.
+
+`LiveState` is the reference decoder the JavaScript mirrors; the tests check that decoding
+reproduces `frame_state` at every frame.  `batches` groups a producer's items for a slower
+consumer.  Nothing here imports a UI library.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import json
 import math
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -48,7 +54,8 @@ from .render_html import frame_caption
 from .states import FrameRef, State, frame_refs, frame_state
 from .trace import Trace
 
-KEY_EVERY = 32  # frames between key frames
+RING = 32  # frame slots in the live value: a browser may fall this many frames behind and lose none
+KEY_EVERY = RING // 2  # so the slots always hold a key frame to restart from
 FORMAT = 1
 
 
@@ -185,7 +192,8 @@ class LiveEncoder:
             message["argmax"] = np.stack([changes, step.argmax[changes]], axis=1).reshape(-1).tolist()
             shown.update(step.argmax[changes].tolist())
             self.argmax, self.argmax_block = step.argmax, ref.block
-        fresh = sorted(t for t in shown if t >= 0 and t not in self.sent_tokens)
+        # a key frame carries the text of every token it shows, so a reader can start there
+        fresh = sorted(t for t in shown if t >= 0 and (key or t not in self.sent_tokens))
         if fresh:
             message["tokens"] = {str(t): token_entry(trace, t) for t in fresh}
             self.sent_tokens.update(fresh)
@@ -225,6 +233,54 @@ def replay_log(trace: Trace) -> str:
     return encoder.start_line() + encoder.frame_lines() + encoder.end_line()
 
 
+def frame_index(line: str) -> int:
+    """The frame index of a frame line, read without parsing the line (they start alike)."""
+    head = line[: line.index(",", len(_FRAME_HEAD))]
+    if not head.startswith(_FRAME_HEAD):
+        raise ValueError("not a frame line")
+    return int(head[len(_FRAME_HEAD):])
+
+
+_FRAME_HEAD = '{"type":"frame","i":'
+
+
+class LiveRing:
+    """The live view's value during a run: [start line, end line, RING frame slots].
+
+    Frame i sits in slot i % RING.  Gradio sends a list output as per-element diffs, so a yield
+    costs the wire only the slots that changed; the browser reads every slot it has not read, so
+    updates it receives together (Gradio's front end keeps only the newest value) lose no frame
+    unless it fell more than RING frames behind, and then it restarts at a key frame.  The value
+    never grows past RING frames, so neither side pays per update for the whole run.
+    """
+
+    def __init__(self, start_line: str, size: int = RING):
+        self.slots = [start_line.rstrip("\n"), ""] + [""] * size
+        self.size = size
+
+    def add(self, lines: str) -> None:
+        for line in lines.splitlines():
+            if line.startswith(_FRAME_HEAD):
+                self.slots[2 + frame_index(line) % self.size] = line
+            elif line.startswith('{"type":"end"'):
+                self.slots[1] = line
+
+    def value(self) -> list[str]:
+        return list(self.slots)  # a new list each time: Gradio diffs it against the last one
+
+    def closed(self) -> list[str]:
+        """The value to end a run with: start and end lines, frame slots emptied.  Gradio sends a
+        run's last value once more in full when it completes, so this keeps that message small;
+        a browser that missed frames asks for `replay_value` instead (the view's "need_frames")."""
+        return self.slots[:2] + [""] * self.size
+
+
+def replay_value(trace: Trace) -> list[str]:
+    """A recorded trace as one live-view value: [start, end, every frame] (the replay package)."""
+    lines = replay_log(trace).splitlines()
+    return [lines[0], lines[-1], *lines[1:-1]]
+
+
 # ---- the reference decoder (the JavaScript does the same) ---------------------------------------
 class LiveState:
     """Reads a live log line by line and holds the canvas the browser would show."""
@@ -234,6 +290,7 @@ class LiveState:
         self.pieces: dict[int, dict] = {}
         self.frames = 0
         self.ended = None
+        self._start = None
 
     def apply(self, line: str) -> None:
         message = json.loads(line)
@@ -261,11 +318,33 @@ class LiveState:
             if line:
                 self.apply(line)
 
+    def read_value(self, value: list[str]) -> list[int]:
+        """One live-view value (a `LiveRing` or `replay_value`), read as the browser reads it: the
+        frames not yet applied, in order, from the next one or else from the newest key frame at
+        or after it.  Returns the frame indexes applied."""
+        if self.states is None or value[0] != self._start:
+            self.__init__()
+            self.apply(value[0])
+            self._start = value[0]
+        frames = sorted((json.loads(line) for line in value[2:] if line), key=lambda m: m["i"])
+        applied = []
+        for m in frames:
+            if m["i"] < self.frames:
+                continue
+            if m["i"] == self.frames or m.get("key"):
+                self.apply(json.dumps(m))
+                applied.append(m["i"])
+        if value[1]:
+            self.apply(value[1])
+        return applied
+
 
 # ---- batching a producer for a slower consumer ----------------------------------------------------
-def batches(source: Iterator, *, stop: Callable[[], None] | None = None) -> Iterator[list]:
+def batches(source: Iterator, *, stop: Callable[[], None] | None = None, min_interval: float = 0.0) -> Iterator[list]:
     """The items of `source` in lists of whatever has arrived: one item when the consumer keeps up,
     several when it fell behind (so a slow connection gets fewer, larger updates, never a backlog).
+    With `min_interval` (seconds), batches are at least that far apart: items arriving faster are
+    grouped, which bounds the consumer's per-batch cost at high rates.
 
     `source` is read on its own thread.  Closing this generator early calls `stop()` (which should
     make the source finish soon) and waits for the thread to drain the source.
@@ -285,15 +364,17 @@ def batches(source: Iterator, *, stop: Callable[[], None] | None = None) -> Iter
 
     thread = threading.Thread(target=pump, name="live-batches", daemon=False)
     thread.start()
-    finished = False
+    finished, last = False, 0.0
     try:
         while not finished:
             batch = [items.get()]
-            while True:
+            while batch[-1] is not done:
+                wait = last + min_interval - time.monotonic()
                 try:
-                    batch.append(items.get_nowait())
+                    batch.append(items.get(timeout=wait) if wait > 0 else items.get_nowait())
                 except queue.Empty:
                     break
+            last = time.monotonic()
             if batch[-1] is done:
                 batch.pop()
                 finished = True

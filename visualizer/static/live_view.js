@@ -136,7 +136,9 @@
     }
 
     reset() {
-      this.text = "";  // the part of the log read so far
+      this.startLine = null;
+      this.askedAll = false;
+      this.slotSeen = [];
       this.start = null;
       this.end = null;
       this.tokens = new Map();
@@ -150,15 +152,51 @@
 
     // ---- reading the log ------------------------------------------------------------------
     receive(value) {
-      if (typeof value !== "string" || !value) return;
-      if (value.length < this.text.length || value.slice(0, this.text.length) !== this.text) this.reset();
-      const cut = value.lastIndexOf("\n") + 1;
-      if (cut <= this.text.length) return;
-      const fresh = value.slice(this.text.length, cut);
-      for (const line of fresh.split("\n")) if (line) this.apply(JSON.parse(line));
-      this.text = value.slice(0, cut);
+      if (!Array.isArray(value) || !value.length) return;
+      const began = performance.now();
+      try { this.read(value); } finally {
+        this.stats.receives = (this.stats.receives || 0) + 1;
+        this.stats.receiveMs = (this.stats.receiveMs || 0) + performance.now() - began;
+      }
+    }
+
+    // The value is [start line, end line, frame lines...]: the live run's ring of recent frames
+    // (visualizer/live_stream.py LiveRing) or a saved run's every frame.  Read each slot not read
+    // before; apply frames in order from the next one, or restart at a key frame after a gap.
+    read(value) {
+      if (!Array.isArray(value) || !value.length) return;
+      if (value[0] !== this.startLine || (this.askedAll && value[1] && value.length > 2 && value[2])) {
+        // a new run, or every frame of this one after we asked for them: read it from the start
+        this.reset();
+        this.apply(JSON.parse(value[0]));
+        this.startLine = value[0];
+        this.slotSeen = [];
+      }
+      const fresh = [];
+      for (let k = 2; k < value.length; k++) {
+        const line = value[k];
+        if (!line || this.slotSeen[k] === line) continue;
+        this.slotSeen[k] = line;
+        fresh.push(JSON.parse(line));
+      }
+      fresh.sort((a, b) => a.i - b.i);
+      for (const m of fresh) {
+        if (m.i < this.frames.length && this.frames[m.i]) continue;
+        if (m.i === this.frames.length || m.key) this.apply(m);
+      }
+      if (value[1] && !this.end) this.apply(JSON.parse(value[1]));
+      if (this.end && !this.askedAll && this.trigger && this.missing()) {
+        this.askedAll = true;  // fell too far behind during the run: ask the server for every frame
+        this.trigger("need_frames");
+      }
       if (this.following) this.target = this.frames.length - 1;
       this.schedule();
+    }
+
+    missing() {
+      if (this.frames.length < this.end.frames) return true;
+      for (let i = 0; i < this.frames.length; i++) if (!this.frames[i]) return true;
+      return false;
     }
 
     apply(m) {
@@ -166,6 +204,7 @@
       if (m.type === "start") {
         this.reset();
         this.start = m;
+        this.stats = { framesShown: 0, lastShownAt: 0, shownIndex: -1, linesRead: 1, runs: (this.stats.runs || 0) + 1 };
         const n = m.blocks * m.canvas;
         this.cur = { states: new Uint8Array(n), tokens: new Int32Array(n).fill(-1), changed: new Uint8Array(n), argmax: new Int32Array(m.canvas) };
         const wanted = this.wantLayout;
@@ -201,7 +240,13 @@
     // ---- drawing --------------------------------------------------------------------------
     draw() {
       if (!this.start || !this.frames.length) return;
-      const index = Math.max(0, Math.min(this.target, this.frames.length - 1));
+      const began = performance.now();
+      try { this.drawFrame(); } finally { this.stats.drawMs = (this.stats.drawMs || 0) + performance.now() - began; }
+    }
+
+    drawFrame() {
+      let index = Math.max(0, Math.min(this.target, this.frames.length - 1));
+      while (index > 0 && !this.frames[index]) index--;  // a frame skipped after a long stall: the one before
       const frame = this.frames[index];
       if (!frame) return;
       this.showCells(frame);
@@ -523,9 +568,15 @@
       const image = ctx.createImageData(canvas, rows);
       const base = block * canvas, first = new Int32Array(canvas).fill(-1);
       steps.forEach((f, t) => {
+        if (!f.rgba) {  // a step's heatmap row never changes: coloured once
+          f.rgba = new Uint8ClampedArray(4 * canvas);
+          for (let p = 0; p < canvas; p++) {
+            const [r, g, b] = viridis(f.entropy[p], this.start.log_max);
+            f.rgba.set([r, g, b, 255], 4 * p);
+          }
+        }
+        image.data.set(f.rgba, 4 * t * canvas);
         for (let p = 0; p < canvas; p++) {
-          const [r, g, b] = viridis(f.entropy[p], this.start.log_max), k = 4 * (t * canvas + p);
-          image.data[k] = r; image.data[k + 1] = g; image.data[k + 2] = b; image.data[k + 3] = 255;
           const s = f.states[base + p];
           if (first[p] < 0 && (s === NEW || s === KEPT)) first[p] = t;
         }
@@ -557,9 +608,10 @@
   const views = [];
   window.dvLiveView = {
     views,
-    mount(element, props, watch) {
+    mount(element, props, watch, trigger) {
       const root = element.querySelector(".dv-live") || element;
       const view = new LiveView(root, props.palette);
+      view.trigger = trigger;
       views.push(view);
       element.dvView = view;
       view.receive(props.value);
