@@ -23,7 +23,7 @@ import numpy as np
 
 from backends.small_models import CANVAS_LENGTH
 from prompts.demos import DEMOS
-from prompts.tasks import Task, sample_tasks
+from prompts.tasks import TEMPLATE_FAMILIES, Task, sample_tasks
 
 from .tokenizer import END_TURN_ID, EOS_ID, PAD_ID, train_tokenizer
 
@@ -47,7 +47,7 @@ def build_tokenizer(
     *, seed: int = 0, count: int = TOKENIZER_TEXTS, vocab_size: int = VOCAB_SIZE, isolate_capitals: bool = True
 ):
     """Train the byte-level BPE on prompts and responses of the training mix (and the demo prompts)."""
-    tasks = sample_tasks(count, seed=seed, weights=TOKENIZER_FAMILY_WEIGHTS)
+    tasks = sample_tasks(count, seed=seed, weights=TOKENIZER_FAMILY_WEIGHTS, families=TEMPLATE_FAMILIES)
     texts = [t.prompt for t in tasks] + [t.response for t in tasks] + [d.prompt for d in DEMOS]
     return train_tokenizer(texts, vocab_size=vocab_size, isolate_capitals=isolate_capitals)
 
