@@ -156,6 +156,30 @@ def _acrostic_item(rng: random.Random) -> Task:
     return Task("acrostic_paraphrase", prompt, "", word)
 
 
+# Prompts outside every family, as a visitor might type them: read, not scored (issue 14's sample of 20).
+OFF_FAMILY_PROMPTS = (
+    "Write a short poem about the moon.",
+    "Describe a rainy afternoon in a small town.",
+    "What is a Python decorator?",
+    "Explain photosynthesis in one sentence.",
+    "Tell me about elephants.",
+    "Why do people keep pets?",
+    "Give me some advice for a job interview.",
+    "What is the difference between a list and a tuple in Python?",
+    "Write a short poem about the sea at night.",
+    "How does a bicycle work?",
+    "What makes a good friend?",
+    "Describe your favorite season.",
+    "Explain gravity to a child.",
+    "What is an iterator in Python?",
+    "Write a few sentences about coffee.",
+    "What should I cook for dinner tonight?",
+    "Tell me something interesting about octopuses.",
+    "Summarize what the internet is.",
+    "Write a Python function that adds two numbers.",
+    "Why is sleep important?",
+)
+
 _MAKERS = {"json_paraphrase": _json_item, "math_paraphrase": _math_item, "acrostic_paraphrase": _acrostic_item}
 FAMILIES = tuple(_MAKERS)
 SCORED_AS = {"json_paraphrase": "json", "math_paraphrase": "math", "acrostic_paraphrase": "acrostic"}
@@ -181,4 +205,5 @@ def paraphrase_eval_set(per_family: int = PER_FAMILY) -> list[Task]:
 
 
 def eval_prompts() -> frozenset[str]:
-    return frozenset(task.prompt for task in _eval_set(PER_FAMILY))
+    """Every prompt that must stay out of training: the scored set and the off-family sample."""
+    return frozenset(task.prompt for task in _eval_set(PER_FAMILY)) | frozenset(OFF_FAMILY_PROMPTS)

@@ -3,7 +3,9 @@
 Twelve template families: six demo families (acrostic, sentences, doctest_function, fact_list,
 story, haiku: the shapes of prompts/demos.py) and six probe regimes (math, code_function,
 code_task, factual, open, json: the study's regimes).  Three paraphrase families
-(`paraphrase.py`) ask json, math and acrostic tasks the way visitors do, built compositionally.  Everything is generated from the project's own word lists and
+(`paraphrase.py`) ask json, math and acrostic tasks the way visitors do, built compositionally;
+three open-ended English families (`open_english.py`: describe, explain, poem) and a
+think-then-answer family (`thinking.py`, asked with `enable_thinking`) complete the mix.  Everything is generated from the project's own word lists and
 fact tables (`bank.py`), deterministically from a seed.
 
 Every prompt belongs to one split, fixed by a hash of its text: "heldout" (1 in 8 prompts) or
@@ -24,15 +26,18 @@ import random
 import zlib
 from collections.abc import Iterator, Sequence
 
-from . import demo_families, paraphrase, probe_families
+from . import demo_families, open_english, paraphrase, probe_families, thinking
 from .types import Task
 
 DEMO_FAMILIES = tuple(demo_families.GENERATORS)
 PROBE_REGIMES = tuple(probe_families.GENERATORS)
 TEMPLATE_FAMILIES = DEMO_FAMILIES + PROBE_REGIMES  # the original twelve (the tokenizer was trained on these)
 PARAPHRASE_FAMILIES = tuple(paraphrase.GENERATORS)  # visitor-style phrasings of json, math and acrostic
-FAMILIES = TEMPLATE_FAMILIES + PARAPHRASE_FAMILIES
-GENERATORS = {**demo_families.GENERATORS, **probe_families.GENERATORS, **paraphrase.GENERATORS}
+ENGLISH_FAMILIES = tuple(open_english.GENERATORS)  # describe X, explain Y in one sentence, a poem about Z
+THINKING_FAMILIES = tuple(thinking.GENERATORS)  # think-then-answer in Gemma 4's thought channel
+FAMILIES = TEMPLATE_FAMILIES + PARAPHRASE_FAMILIES + ENGLISH_FAMILIES + THINKING_FAMILIES
+GENERATORS = {**demo_families.GENERATORS, **probe_families.GENERATORS, **paraphrase.GENERATORS,
+              **open_english.GENERATORS, **thinking.GENERATORS}
 
 HELDOUT_ONE_IN = 8
 TRAIN, HELDOUT = "train", "heldout"
@@ -114,6 +119,10 @@ def sample_tasks(
 
 def check_task(task: Task, response: str) -> bool | None:
     """Does `response` satisfy the task?  None for families without a checker (open)."""
+    if task.family in open_english.GENERATORS:
+        return None
+    if task.family in thinking.GENERATORS:
+        return thinking.check_thinking(task, response, check_task)
     if task.family in paraphrase.CHECKED_AS:
         task = Task(paraphrase.CHECKED_AS[task.family], task.prompt, task.response, task.answer)
     if task.family in demo_families.GENERATORS:
@@ -122,6 +131,7 @@ def check_task(task: Task, response: str) -> bool | None:
 
 
 __all__ = [
-    "DEMO_FAMILIES", "PROBE_REGIMES", "TEMPLATE_FAMILIES", "PARAPHRASE_FAMILIES", "FAMILIES", "Task", "split_of", "iter_tasks", "heldout_tasks", "sample_tasks",
+    "DEMO_FAMILIES", "PROBE_REGIMES", "TEMPLATE_FAMILIES", "PARAPHRASE_FAMILIES", "ENGLISH_FAMILIES",
+    "THINKING_FAMILIES", "FAMILIES", "Task", "split_of", "iter_tasks", "heldout_tasks", "sample_tasks",
     "check_task", "TRAIN", "HELDOUT",
 ]
