@@ -72,3 +72,13 @@ def test_chat_template_switches_thinking_on_with_gemma4_markers():
         .startswith("<bos><|turn>system\n<|think|>Be brief.<turn|>\n<|turn>user\n")
     ids = tokenizer("<|channel>thought\nok<channel|>done", add_special_tokens=False)["input_ids"]
     assert ids[0] == CHANNEL_OPEN_ID and CHANNEL_CLOSE_ID in ids
+
+
+def test_builtin_guide_names_every_family_with_examples_outside_the_eval_set():
+    from prompts.builtin_guide import GUIDE, guide_markdown
+    from prompts.paraphrase_eval import eval_prompts
+
+    text = guide_markdown()
+    assert all(f.title in text and f.examples for f in GUIDE)
+    assert all(e in text for f in GUIDE for e in f.examples)
+    assert not {e for f in GUIDE for e in f.examples} & eval_prompts()
