@@ -34,7 +34,7 @@ GUIDE: tuple[Family, ...] = (
            ("Why is the sky blue? Answer in exactly three sentences.",
             "Write a haiku about rain, then explain its 5-7-5 syllable structure.")),
     Family("Everyday English", "describe, explain in one sentence, a short poem: animals, places, food, ideas",
-           ("Describe the moon.", "Explain photosynthesis in one sentence.", "Write a short poem about coffee.")),
+           ("Describe the moon.", "Explain gravity in one sentence.", "Write a short poem about autumn.")),
     Family("Python's documentation", "glossary terms and FAQ questions",
            ("What is a generator in Python?", "Explain duck-typing in one sentence.")),
 )

@@ -263,11 +263,11 @@ _STORY_FRAMES = {
 
 
 def _operands(rng: random.Random, op: str) -> tuple[int, int, int]:
-    if op == "add":
-        a, b = rng.randint(1, 60), rng.randint(1, 60)
+    if op == "add":  # operands up to 50: every sum is a fact the small model must hold
+        a, b = rng.randint(1, 50), rng.randint(1, 50)
         return a, b, a + b
     if op == "sub":
-        a = rng.randint(2, 80)
+        a = rng.randint(2, 60)
         b = rng.randint(1, a - 1)
         return a, b, a - b
     if op == "mul":
