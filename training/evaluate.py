@@ -2,10 +2,14 @@
 
 Generation goes through the project's `TransformersBackend` (the real `model.generate`
 sampler, captured step by step) with the checkpoint's default settings; only the seed is set.
-Prints three tables: the targets (valid JSON, acrostic initials, arithmetic, doctests, EOS),
-every family, and the demo prompts' denoising (steps, tokens per step, tau_b).
+Prints the template score and the paraphrase score side by side (JSON, arithmetic, acrostics:
+held-out template prompts against the separately written visitor set of
+prompts/paraphrase_eval.py), then the targets (valid JSON, acrostic initials, arithmetic,
+doctests, EOS), every family, the demo prompts' denoising (steps, tokens per step, tau_b) and,
+with --off-family, answers to 20 prompts outside every family.
 
     python -m training.evaluate                                   # the shipped model, CPU
+    python -m training.evaluate --families json math acrostic --paraphrases 60 --off-family
     python -m training.evaluate --per-family 10 --families json math
     python -m training.evaluate --workers 8 --threads 2 --json eval.json
 
