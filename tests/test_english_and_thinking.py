@@ -76,7 +76,7 @@ def test_chat_template_switches_thinking_on_with_gemma4_markers():
 
 def test_builtin_guide_names_every_family_with_examples_outside_the_eval_set():
     from prompts.builtin_guide import GUIDE, guide_markdown
-    from prompts.paraphrase_eval import eval_prompts
+    from prompts.tasks.paraphrase_eval import eval_prompts
 
     text = guide_markdown()
     assert all(f.title in text and f.examples for f in GUIDE)

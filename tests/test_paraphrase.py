@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from prompts.paraphrase_eval import FAMILIES as EVAL_FAMILIES
-from prompts.paraphrase_eval import PER_FAMILY, SCORED_AS, paraphrase_eval_set
+from prompts.tasks.paraphrase_eval import FAMILIES as EVAL_FAMILIES
+from prompts.tasks.paraphrase_eval import PER_FAMILY, SCORED_AS, paraphrase_eval_set
 from prompts.tasks import HELDOUT, PARAPHRASE_FAMILIES, check_task, sample_tasks, split_of
 from prompts.tasks.grammar import expand
 from prompts.tasks.paraphrase import CHECKED_AS, GENERATORS, number_words

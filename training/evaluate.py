@@ -4,7 +4,7 @@ Generation goes through the project's `TransformersBackend` (the real `model.gen
 sampler, captured step by step) with the checkpoint's default settings; only the seed is set.
 Prints the template score and the paraphrase score side by side (JSON, arithmetic, acrostics:
 held-out template prompts against the separately written visitor set of
-prompts/paraphrase_eval.py), then the targets (valid JSON, acrostic initials, arithmetic,
+prompts/tasks/paraphrase_eval.py), then the targets (valid JSON, acrostic initials, arithmetic,
 doctests, EOS), every family, the demo prompts' denoising (steps, tokens per step, tau_b) and,
 with --off-family, answers to 20 prompts outside every family.
 
@@ -40,7 +40,7 @@ SCORED = {  # metric name -> (family, target share or None)
     "arithmetic answer correct": ("math", 0.90),
     "doctests pass when run": ("doctest_function", None),
 }
-# The same three checks on the visitor-phrased evaluation set (prompts/paraphrase_eval.py): family -> target.
+# The same three checks on the visitor-phrased evaluation set (prompts/tasks/paraphrase_eval.py): family -> target.
 PARAPHRASE_TARGETS = {"json": 0.85, "math": 0.80, "acrostic": 0.85}
 EOS_TARGET = None  # reported, no target set by the issue
 OTHER_FAMILY_SHARE = 0.4  # families without a target get this fraction of --per-family items
@@ -85,7 +85,7 @@ def _run_item(item: dict) -> dict:
 def evaluation_items(families, per_family: int, *, demo_seeds: int, seed: int, paraphrases: int = 0,
                      off_family: bool = False) -> list[dict]:
     from prompts.demos import DEMO_NAMES
-    from prompts.paraphrase_eval import OFF_FAMILY_PROMPTS, SCORED_AS, paraphrase_eval_set
+    from prompts.tasks.paraphrase_eval import OFF_FAMILY_PROMPTS, SCORED_AS, paraphrase_eval_set
     from prompts.tasks import heldout_tasks
     from prompts.tasks.demo_families import demo_task
 
@@ -269,7 +269,7 @@ def main(argv=None) -> None:
     parser.add_argument("--per-family", type=int, default=50, help="held-out items of each scored family")
     parser.add_argument("--demo-seeds", type=int, default=3, help="seeds per demo prompt (0: skip the demos)")
     parser.add_argument("--paraphrases", type=int, default=60,
-                        help="visitor-phrased items per scored family (prompts/paraphrase_eval.py; 0: skip)")
+                        help="visitor-phrased items per scored family (prompts/tasks/paraphrase_eval.py; 0: skip)")
     parser.add_argument("--off-family", action="store_true", help="also print answers to 20 prompts outside the families")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", help="cpu (the shipped experience, float32) or cuda")

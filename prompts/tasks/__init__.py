@@ -53,7 +53,7 @@ def _demo_prompts() -> frozenset[str]:
 
 @functools.cache
 def _paraphrase_eval_prompts() -> frozenset[str]:
-    from prompts.paraphrase_eval import eval_prompts
+    from .paraphrase_eval import eval_prompts
 
     return eval_prompts()
 

@@ -11,7 +11,7 @@ so a paraphrase teaches the task and not a new answer style.
 
     task = make_json_paraphrase(random.Random(0))      # Task(family="json_paraphrase", ...)
 
-The evaluation set of visitor phrasings (prompts/paraphrase_eval.py) is written separately
+The evaluation set of visitor phrasings (prompts/tasks/paraphrase_eval.py) is written separately
 and never trained on.
 """
 

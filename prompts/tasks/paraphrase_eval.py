@@ -3,7 +3,7 @@
 Written apart from the training generators (prompts/tasks/paraphrase.py) on purpose: its own
 sentence frames, its own key names and entities, its own topics, no shared helpers beyond the
 answer checkers.  It is never trained on: `prompts.tasks.split_of` puts every prompt here in the
-held-out split, and tests/test_paraphrase_eval.py checks that none turns up in the training
+held-out split, and tests/test_paraphrase.py checks that none turns up in the training
 stream.  The list is fixed (one seed), so scores compare across models and machines.
 
     items = paraphrase_eval_set()                    # list[Task], 60 per family
@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import random
 
-from prompts.tasks.types import Task
+from .types import Task
 
 PER_FAMILY = 60
 _SEED = 314159
