@@ -21,6 +21,7 @@ import gradio as gr
 from backends import BackendError, ModelChoice, default_model, model_choices
 from backends.cache import LoadedModels
 from backends.mlx_backend import SAMPLER_NOTES
+from prompts.builtin_guide import guide_markdown
 from prompts.demos import DEMOS
 from visualizer.animation import AnimationError, AnimationOptions, parse_blocks
 from visualizer.charts import commit_panel_html, token_details
@@ -348,6 +349,8 @@ def build_app(initial_model: str | None = None) -> gr.Blocks:
                 )
                 model_info = gr.Markdown()
                 demo_picker = gr.Dropdown(choices=[d.title for d in DEMOS], value=None, label="Demo prompt")
+                with gr.Accordion("What the built-in model knows", open=False, elem_id="dv-builtin-guide"):
+                    gr.Markdown(guide_markdown())
                 watch_for = gr.Markdown()
                 prompt = gr.Textbox(label="Prompt", lines=4, value=DEMOS[0].prompt)
                 with gr.Accordion("Knobs (defaults: the checkpoint's generation config)", open=False):

@@ -11,6 +11,7 @@ from prompts.demos import DEMOS
 from prompts.probes import REGIMES, ProbePrompt, check_answer, probe_suite
 from prompts.tasks import (
     DEMO_FAMILIES,
+    ENGLISH_FAMILIES,
     FAMILIES,
     GENERATORS,
     HELDOUT,
@@ -46,7 +47,7 @@ def test_mix_covers_every_family():
 def test_reference_responses_pass_their_checker(family):
     for task in iter_tasks_list(family, 25):
         verdict = check_task(task, task.response)
-        assert verdict is (None if family == "open" else True), (task.prompt, task.response)
+        assert verdict is (None if family in ("open", *ENGLISH_FAMILIES) else True), (task.prompt, task.response)
 
 
 def iter_tasks_list(family, count, split=TRAIN):

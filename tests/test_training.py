@@ -73,8 +73,13 @@ def test_examples_use_the_inference_prompt_and_end_the_turn(tokenizer):
     tasks = sample_tasks(40, seed=2)
     assert prompt_ids_batch(tokenizer, [t.prompt for t in tasks]) == [chat_prompt_ids(tokenizer, t.prompt)
                                                                         for t in tasks]
+    tasks += sample_tasks(3, seed=2, families=["thinking"])  # asked with enable_thinking: <|think|> in a system turn
     for task, example in zip(tasks, encode_tasks(tokenizer, tasks)):
-        assert example.context.tolist() == chat_prompt_ids(tokenizer, task.prompt)
+        if task.thinking:
+            assert example.context.tolist() == prompt_ids_batch(tokenizer, [task.prompt], enable_thinking=True)[0]
+            assert 98 in example.context.tolist() and example.block.tolist()[0] == 100  # <|think|>, <|channel>
+        else:
+            assert example.context.tolist() == chat_prompt_ids(tokenizer, task.prompt)
         assert example.block[-1] == END_TURN_ID
         assert tokenizer.decode(example.block[:-1].tolist()) == task.response
 

@@ -23,13 +23,22 @@ import numpy as np
 
 from backends.small_models import CANVAS_LENGTH
 from prompts.demos import DEMOS
-from prompts.tasks import Task, sample_tasks
+from prompts.tasks import FAMILIES, TEMPLATE_FAMILIES, Task, sample_tasks
 
 from .tokenizer import END_TURN_ID, EOS_ID, PAD_ID, train_tokenizer
 
 # How often each family appears in the training mix (1 = average); the scored families get more.
-# The shipped model's task mix (families left out weigh 1): more of the families with checked answers.
-FAMILY_WEIGHTS = {"math": 2.5, "acrostic": 2.5, "json": 2.0, "doctest_function": 1.25, "open": 0.75, "story": 0.75}
+# The first stage's task mix (families left out weigh 1, "docs" is the Python-documentation corpus).
+BASE_FAMILY_WEIGHTS = {"math": 2.5, "acrostic": 2.5, "json": 2.0, "doctest_function": 1.25, "open": 0.75, "story": 0.75}
+# The visitor-phrasing fine-tune (issue 14): paraphrases, open-ended English, the docs corpus and
+# think-then-answer, with the template families kept in so their scores hold.
+FAMILY_WEIGHTS = {
+    "math": 2.0, "acrostic": 1.5, "json": 2.0, "json_paraphrase": 5.0, "math_paraphrase": 4.0,
+    "acrostic_paraphrase": 4.0, "describe": 1.5, "explain": 1.0, "poem": 1.5, "docs": 1.0, "thinking": 0.75,
+    "sentences": 0.4, "doctest_function": 0.5, "fact_list": 0.4, "story": 0.4, "haiku": 0.4, "code_function": 0.3,
+    "code_task": 0.5, "factual": 0.5, "open": 0.4,
+}
+DOCS = "docs"  # the corpus's name in a weights table
 # The mix the shipped tokenizer was trained on (kept apart so the tokenizer rebuilds byte for byte).
 TOKENIZER_FAMILY_WEIGHTS = {"math": 2.0, "acrostic": 1.5, "json": 1.5, "doctest_function": 1.25}
 TOKENIZER_TEXTS = 40_000  # tasks the BPE is trained on
@@ -47,15 +56,18 @@ def build_tokenizer(
     *, seed: int = 0, count: int = TOKENIZER_TEXTS, vocab_size: int = VOCAB_SIZE, isolate_capitals: bool = True
 ):
     """Train the byte-level BPE on prompts and responses of the training mix (and the demo prompts)."""
-    tasks = sample_tasks(count, seed=seed, weights=TOKENIZER_FAMILY_WEIGHTS)
+    tasks = sample_tasks(count, seed=seed, weights=TOKENIZER_FAMILY_WEIGHTS, families=TEMPLATE_FAMILIES)
     texts = [t.prompt for t in tasks] + [t.response for t in tasks] + [d.prompt for d in DEMOS]
     return train_tokenizer(texts, vocab_size=vocab_size, isolate_capitals=isolate_capitals)
 
 
-def prompt_ids_batch(tokenizer, prompts: list[str]) -> list[list[int]]:
+def prompt_ids_batch(tokenizer, prompts: list[str], *, enable_thinking: bool = False) -> list[list[int]]:
     """Chat-template ids of many user prompts, generation prompt added (as the backend does)."""
+    if not prompts:
+        return []
     conversations = [[{"role": "user", "content": p}] for p in prompts]
-    out = tokenizer.apply_chat_template(conversations, add_generation_prompt=True, tokenize=True)
+    out = tokenizer.apply_chat_template(conversations, add_generation_prompt=True, tokenize=True,
+                                        enable_thinking=enable_thinking)
     if hasattr(out, "keys"):
         out = out["input_ids"]
     return [list(map(int, ids)) for ids in out]
@@ -63,7 +75,10 @@ def prompt_ids_batch(tokenizer, prompts: list[str]) -> list[list[int]]:
 
 def encode_tasks(tokenizer, tasks: list[Task], *, canvas_length: int = CANVAS_LENGTH) -> list[Example]:
     """One Example per canvas-length block of each response; block k sees blocks < k as clean context."""
-    prompts = prompt_ids_batch(tokenizer, [t.prompt for t in tasks])
+    thinking = prompt_ids_batch(tokenizer, [t.prompt for t in tasks if t.thinking], enable_thinking=True)
+    plain = prompt_ids_batch(tokenizer, [t.prompt for t in tasks if not t.thinking])
+    thinking, plain = iter(thinking), iter(plain)
+    prompts = [next(thinking) if t.thinking else next(plain) for t in tasks]
     responses = tokenizer([t.response for t in tasks], add_special_tokens=False)["input_ids"]
     examples = []
     for prompt, response in zip(prompts, responses):
@@ -77,25 +92,39 @@ def encode_tasks(tokenizer, tasks: list[Task], *, canvas_length: int = CANVAS_LE
     return examples
 
 
+def training_tasks(count: int, *, seed: int, weights: dict[str, float], corpus: str | None = None) -> list[Task]:
+    """`count` training tasks mixed by `weights`; the "docs" share comes from the documentation corpus."""
+    docs_weight = weights.get(DOCS, 0.0)
+    families = [f for f in FAMILIES if weights.get(f, 1.0) > 0]
+    total = docs_weight + sum(weights.get(f, 1.0) for f in families)
+    n_docs = round(count * docs_weight / total)
+    tasks = sample_tasks(count - n_docs, seed=seed, weights=weights, families=families)
+    if n_docs:
+        from .corpus import DEFAULT_CORPUS, corpus_tasks, load_corpus
+
+        tasks += corpus_tasks(load_corpus(corpus or str(DEFAULT_CORPUS)), n_docs, seed=seed)
+    return tasks
+
+
 def _encode_chunk(job) -> list[Example]:
-    tokenizer_dir, count, seed, canvas_length, weights = job
+    tokenizer_dir, count, seed, canvas_length, weights, corpus = job
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
-    tasks = sample_tasks(count, seed=seed, weights=weights)
+    tasks = training_tasks(count, seed=seed, weights=weights, corpus=corpus)
     return encode_tasks(tokenizer, tasks, canvas_length=canvas_length)
 
 
 def build_examples(
     tokenizer_dir: str | Path, count: int, *, seed: int, canvas_length: int = CANVAS_LENGTH, workers: int | None = None,
-    weights: dict[str, float] | None = None,
+    weights: dict[str, float] | None = None, corpus: str | None = None,
 ) -> list[Example]:
     """`count` training tasks encoded as examples; chunk i is drawn with seed (seed, i), so the result
     does not depend on the number of workers.  `weights` overrides FAMILY_WEIGHTS (family -> weight)."""
     jobs = []
     for i, start in enumerate(range(0, count, _CHUNK)):
         jobs.append((str(tokenizer_dir), min(_CHUNK, count - start), seed * 100_003 + i, canvas_length,
-                     FAMILY_WEIGHTS if weights is None else weights))
+                     FAMILY_WEIGHTS if weights is None else weights, corpus))
     workers = workers or min(len(jobs), os.cpu_count() or 1)
     if workers <= 1:
         chunks = [_encode_chunk(job) for job in jobs]

@@ -3,9 +3,10 @@
 The real checkpoint's tokenizer has 262,144 entries; our small models use a BPE trained on the
 project's own text, but keep the ids that the model code and the sampler rely on:
 
-    0 <pad>   1 <eos>   2 <bos>   3 <unk>   4 <mask>   50 <|tool_response>   105 <|turn>   106 <turn|>
+    0 <pad>   1 <eos>   2 <bos>   3 <unk>   4 <mask>   50 <|tool_response>
+    98 <|think|>   100 <|channel>   101 <channel|>   105 <|turn>   106 <turn|>
 
-(ids 5..104 are unused placeholders so the turn tokens land on Gemma 4's ids).  A chat turn is
+(the other ids 5..104 are unused placeholders so these land on Gemma 4's ids).  A chat turn is
 
     <bos><|turn>user\n{prompt}<turn|>\n<|turn>model\n{response}<turn|>
 
@@ -21,14 +22,25 @@ from collections.abc import Iterable
 
 PAD, EOS, BOS, UNK, MASK = "<pad>", "<eos>", "<bos>", "<unk>", "<mask>"
 TOOL_RESPONSE, START_TURN, END_TURN = "<|tool_response>", "<|turn>", "<turn|>"
+THINK, CHANNEL_OPEN, CHANNEL_CLOSE = "<|think|>", "<|channel>", "<channel|>"  # Gemma 4's thinking markers
 PAD_ID, EOS_ID, BOS_ID, START_TURN_ID, END_TURN_ID = 0, 1, 2, 105, 106
+THINK_ID, CHANNEL_OPEN_ID, CHANNEL_CLOSE_ID = 98, 100, 101
 EOS_TOKEN_IDS = [EOS_ID, END_TURN_ID]  # what ends a generation (Gemma 4 also stops at 50)
 
+# Gemma 4's turn format.  With enable_thinking=True a system turn opens with <|think|> (a system
+# message's text follows it), and the model answers "<|channel>thought\n...<channel|>answer";
+# without it the rendering is exactly the earlier template's, so old prompts keep their ids.
 CHAT_TEMPLATE = (
     "{{ bos_token }}"
+    "{% set thinking = enable_thinking is defined and enable_thinking %}"
+    "{% if thinking %}{{ '<|turn>system\n<|think|>' }}"
+    "{% if messages[0]['role'] == 'system' %}{{ messages[0]['content'] | trim }}{% endif %}"
+    "{{ '<turn|>\n' }}{% endif %}"
     "{% for message in messages %}"
+    "{% if not (thinking and loop.first and message['role'] == 'system') %}"
     "{% set role = 'model' if message['role'] == 'assistant' else message['role'] %}"
     "{{ '<|turn>' + role + '\n' + message['content'] | trim + '<turn|>\n' }}"
+    "{% endif %}"
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|turn>model\n' }}{% endif %}"
 )
@@ -37,7 +49,9 @@ CHAT_TEMPLATE = (
 def special_tokens() -> list[str]:
     """Special tokens in id order: position i gets id i."""
     tokens = [f"<unused{i}>" for i in range(107)]
-    for token_id, token in {0: PAD, 1: EOS, 2: BOS, 3: UNK, 4: MASK, 50: TOOL_RESPONSE, 105: START_TURN, 106: END_TURN}.items():
+    named = {0: PAD, 1: EOS, 2: BOS, 3: UNK, 4: MASK, 50: TOOL_RESPONSE, THINK_ID: THINK, CHANNEL_OPEN_ID: CHANNEL_OPEN,
+             CHANNEL_CLOSE_ID: CHANNEL_CLOSE, 105: START_TURN, 106: END_TURN}
+    for token_id, token in named.items():
         tokens[token_id] = token
     return tokens
 
@@ -77,7 +91,7 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 2048, *, isolate_cap
         pad_token=PAD,
         unk_token=UNK,
         mask_token=MASK,
-        additional_special_tokens=[START_TURN, END_TURN, TOOL_RESPONSE],
+        additional_special_tokens=[START_TURN, END_TURN, TOOL_RESPONSE, THINK, CHANNEL_OPEN, CHANNEL_CLOSE],
         clean_up_tokenization_spaces=False,
     )
     tokenizer.chat_template = CHAT_TEMPLATE

@@ -59,6 +59,7 @@ class TrainConfig:
     workers: int | None = None  # processes that build the examples (default: all cores)
     init_from: str | None = None  # continue from a saved model folder (its weights and its tokenizer)
     family_weights: str | None = None  # "math=3,json=3": the task mix (default: data.FAMILY_WEIGHTS)
+    corpus: str | None = None  # the "docs" corpus file (default: runs/corpus/python_docs.jsonl, built if missing)
 
 
 def learning_rate(step: int, total: int, config: TrainConfig) -> float:
@@ -74,11 +75,14 @@ def parse_weights(text: str | None) -> dict[str, float] | None:
         return None
     from prompts.tasks import FAMILIES
 
+    from .data import DOCS
+
+    known = (*FAMILIES, DOCS)
     weights = {}
     for part in text.split(","):
         name, _, value = part.partition("=")
-        if name.strip() not in FAMILIES:
-            raise ValueError(f"unknown family {name.strip()!r} in --family-weights; choose from: {', '.join(FAMILIES)}")
+        if name.strip() not in known:
+            raise ValueError(f"unknown family {name.strip()!r} in --family-weights; choose from: {', '.join(known)}")
         try:
             weights[name.strip()] = float(value)
         except ValueError:
@@ -141,7 +145,7 @@ def train(config: TrainConfig) -> Path:
 
     started = time.perf_counter()
     examples = build_examples(tokenizer_dir, config.examples, seed=config.seed, workers=config.workers,
-                              weights=parse_weights(config.family_weights))
+                              weights=parse_weights(config.family_weights), corpus=config.corpus)
     print(f"built {len(examples):,} examples from {config.examples:,} tasks in {time.perf_counter() - started:.0f} s",
           flush=True)
 

@@ -1,8 +1,11 @@
-"""Instruction/response pairs for training and evaluating the built-in model: 12 families.
+"""Instruction/response pairs for training and evaluating the built-in model.
 
-Six demo families (acrostic, sentences, doctest_function, fact_list, story, haiku: the shapes
-of prompts/demos.py) and six probe regimes (math, code_function, code_task, factual, open,
-json: the study's regimes).  Everything is generated from the project's own word lists and
+Twelve template families: six demo families (acrostic, sentences, doctest_function, fact_list,
+story, haiku: the shapes of prompts/demos.py) and six probe regimes (math, code_function,
+code_task, factual, open, json: the study's regimes).  Three paraphrase families
+(`paraphrase.py`) ask json, math and acrostic tasks the way visitors do, built compositionally;
+three open-ended English families (`open_english.py`: describe, explain, poem) and a
+think-then-answer family (`thinking.py`, asked with `enable_thinking`) complete the mix.  Everything is generated from the project's own word lists and
 fact tables (`bank.py`), deterministically from a seed.
 
 Every prompt belongs to one split, fixed by a hash of its text: "heldout" (1 in 8 prompts) or
@@ -17,18 +20,24 @@ Every prompt belongs to one split, fixed by a hash of its text: "heldout" (1 in 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 import zlib
 from collections.abc import Iterator, Sequence
 
-from . import demo_families, probe_families
+from . import demo_families, open_english, paraphrase, probe_families, thinking
 from .types import Task
 
 DEMO_FAMILIES = tuple(demo_families.GENERATORS)
 PROBE_REGIMES = tuple(probe_families.GENERATORS)
-FAMILIES = DEMO_FAMILIES + PROBE_REGIMES
-GENERATORS = {**demo_families.GENERATORS, **probe_families.GENERATORS}
+TEMPLATE_FAMILIES = DEMO_FAMILIES + PROBE_REGIMES  # the original twelve (the tokenizer was trained on these)
+PARAPHRASE_FAMILIES = tuple(paraphrase.GENERATORS)  # visitor-style phrasings of json, math and acrostic
+ENGLISH_FAMILIES = tuple(open_english.GENERATORS)  # describe X, explain Y in one sentence, a poem about Z
+THINKING_FAMILIES = tuple(thinking.GENERATORS)  # think-then-answer in Gemma 4's thought channel
+FAMILIES = TEMPLATE_FAMILIES + PARAPHRASE_FAMILIES + ENGLISH_FAMILIES + THINKING_FAMILIES
+GENERATORS = {**demo_families.GENERATORS, **probe_families.GENERATORS, **paraphrase.GENERATORS,
+              **open_english.GENERATORS, **thinking.GENERATORS}
 
 HELDOUT_ONE_IN = 8
 TRAIN, HELDOUT = "train", "heldout"
@@ -42,10 +51,20 @@ def _demo_prompts() -> frozenset[str]:
     return frozenset(d.prompt for d in DEMOS)
 
 
+@functools.cache
+def _paraphrase_eval_prompts() -> frozenset[str]:
+    from .paraphrase_eval import eval_prompts
+
+    return eval_prompts()
+
+
 def split_of(prompt: str) -> str:
-    """'train' or 'heldout', from a hash of the prompt text alone."""
+    """'train' or 'heldout', from a hash of the prompt text alone (the paraphrase evaluation set
+    is always held out)."""
     if prompt in _demo_prompts():
         return TRAIN
+    if prompt in _paraphrase_eval_prompts():
+        return HELDOUT
     digest = hashlib.sha256(prompt.encode("utf-8")).digest()
     return HELDOUT if int.from_bytes(digest[:4], "big") % HELDOUT_ONE_IN == 0 else TRAIN
 
@@ -100,12 +119,19 @@ def sample_tasks(
 
 def check_task(task: Task, response: str) -> bool | None:
     """Does `response` satisfy the task?  None for families without a checker (open)."""
+    if task.family in open_english.GENERATORS:
+        return None
+    if task.family in thinking.GENERATORS:
+        return thinking.check_thinking(task, response, check_task)
+    if task.family in paraphrase.CHECKED_AS:
+        task = Task(paraphrase.CHECKED_AS[task.family], task.prompt, task.response, task.answer)
     if task.family in demo_families.GENERATORS:
         return demo_families.check_demo_family(task, response)
     return probe_families.check_probe_regime(task, response)
 
 
 __all__ = [
-    "DEMO_FAMILIES", "PROBE_REGIMES", "FAMILIES", "Task", "split_of", "iter_tasks", "heldout_tasks", "sample_tasks",
+    "DEMO_FAMILIES", "PROBE_REGIMES", "TEMPLATE_FAMILIES", "PARAPHRASE_FAMILIES", "ENGLISH_FAMILIES",
+    "THINKING_FAMILIES", "FAMILIES", "Task", "split_of", "iter_tasks", "heldout_tasks", "sample_tasks",
     "check_task", "TRAIN", "HELDOUT",
 ]

@@ -11,3 +11,4 @@ class Task:
     prompt: str  # the user message
     response: str  # a correct model answer, without the closing <turn|>
     answer: object  # what the checker needs (letters, a number, a schema...); None when the response is enough
+    thinking: bool = False  # asked with enable_thinking: the response opens with a <|channel>thought ... <channel|> block
