@@ -2,6 +2,7 @@
 
     python app.py                      # the built-in model, on http://127.0.0.1:7860
     python app.py --model FOLDER_OR_ID --port 7861
+    python app.py --hosted             # as on a public Space (automatic where SPACE_ID is set)
 
 Thin on purpose: the backend yields step records, `visualizer` turns them into frames; the
 handlers here only adapt between the two and Gradio.  Each browser session keeps its own run in
@@ -15,10 +16,12 @@ import argparse
 import tempfile
 import threading
 
+import hosting  # first: on ZeroGPU it imports `spaces` before anything imports torch
 import gradio as gr
 
-from backends import BackendError, ModelChoice, default_model, model_choices
-from backends.cache import LoadedModels
+from backends import BackendError, ModelChoice, default_model
+from hosting import MODELS, Hosting, generate_validator
+from sessions import SessionRegistry
 from backends.mlx_backend import SAMPLER_NOTES
 from prompts.demos import DEMOS
 from visualizer.animation import AnimationError, AnimationOptions, parse_blocks
@@ -34,7 +37,9 @@ from visualizer.states import frame_refs, frame_state
 from visualizer.replay import example_traces, load_upload, save_download
 from visualizer.trace import Trace, TraceError
 
-MODELS = LoadedModels(keep=2)
+HOSTING = Hosting.from_environment()  # build_app(hosting=...) replaces it; see hosting.py
+SESSIONS = SessionRegistry()  # frees a session's run and files when its tab closes
+SESSION_TTL_S = 3 * 3600  # an idle session's state is dropped after this (Gradio's time_to_live)
 
 CSS = """
 .dv-frame { max-height: 72vh; overflow: auto; }
@@ -60,13 +65,21 @@ class RunSession:
     def __deepcopy__(self, memo):  # gr.State deep-copies initial values; each session gets a fresh one
         return RunSession()
 
+    def close(self) -> None:
+        """The session ended: stop its run, drop its traces and delete its downloads folder."""
+        self.stop.set()
+        self.trace, self.compare = None, [None, None]
+        self.files.cleanup()
+
 
 # ---- pure helpers (no Gradio) --------------------------------------------------------------------
 def choice_for(label_or_source: str) -> ModelChoice:
-    for choice in model_choices():
-        if label_or_source in (choice.label, choice.source):
-            return choice
-    return ModelChoice(label_or_source, label_or_source, "auto", False)  # a hub id or folder typed by the user
+    """The picker entry (or, outside hosted mode, a typed hub id or folder); BackendError when this
+    server will not load it, said in under 2 s (hosting.py)."""
+    problem = HOSTING.model_problem(label_or_source)
+    if problem:
+        raise BackendError(problem)
+    return HOSTING.choice_for(label_or_source)
 
 
 def model_info_markdown(info) -> str:
@@ -133,9 +146,8 @@ N_KNOBS = 8  # what knob_updates returns
 
 def select_model(label: str, previous: str):
     """Load the picked model; on failure say why and keep the previous one."""
-    choice = choice_for(label)
     try:
-        backend = MODELS.get(choice.source)
+        backend = MODELS.get(choice_for(label).source)
     except BackendError as exc:
         fallback = choice_for(previous) if previous and previous != label else choice_for(default_model())
         try:
@@ -159,7 +171,10 @@ def generate(
 ):
     """Run the model, yielding a frame per step: (canvas, status, slider, text, message, panel, session)."""
     try:
-        backend = MODELS.get(choice_for(model_label).source)
+        choice = choice_for(model_label)
+        if not MODELS.loaded(choice.source):
+            yield gr.skip(), f"Loading {choice.label} (once for everyone; later runs start at once)...", *[gr.skip()] * 4, session
+        backend = MODELS.get(choice.source)
         mlx = backend.info.backend == "mlx"
         settings = GenerationSettings(
             max_new_tokens=_int(max_new_tokens, "max new tokens"),
@@ -171,7 +186,10 @@ def generate(
             sampler=sampler if mlx else None,
             temperature=_float(temperature, "temperature") if mlx else None,
         )
-        records = backend.generate(prompt, settings, session.stop)
+        problem = HOSTING.limits.tokens_problem(settings.max_new_tokens) or HOSTING.limits.steps_problem(settings.max_denoising_steps)
+        if problem:
+            raise ValueError(problem)
+        records = hosting.generation_records(backend, choice.source, prompt, settings, session.stop)
         first = next(records)  # validation happens here: a bad request raises before any state changes
     except (BackendError, ValueError) as exc:
         yield gr.skip(), gr.skip(), gr.skip(), gr.skip(), str(exc), gr.skip(), session
@@ -234,6 +252,9 @@ def export_run(session: RunSession, formats, blocks, frame_ms, hold_ms, width, w
             blocks=parse_blocks(blocks), frame_ms=_int(frame_ms, "frame duration"), hold_ms=_int(hold_ms, "hold"),
             width=_int(width, "width") if width else None, palette=palette, layout=layout_kind, prompt=bool(with_prompt),
         )
+        too_many = HOSTING.limits.export_problem(trace, options.blocks)
+        if too_many:
+            return None, None, too_many
         result = export_to_folder(
             trace, options, session.files.name, formats=tuple(formats) or ("gif",),
             progress=lambda done, total: progress((done, total), desc="Encoding"),
@@ -307,26 +328,33 @@ def export_compare(palette, layout_kind, session: RunSession, progress=gr.Progre
 
 
 # ---- the UI --------------------------------------------------------------------------------------
-def build_app(initial_model: str | None = None) -> gr.Blocks:
-    choices = model_choices()
+def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = None) -> gr.Blocks:
+    global HOSTING
+    HOSTING = hosting_mode or HOSTING
+    choices, limits = HOSTING.choices, HOSTING.limits
     initial = choice_for(initial_model) if initial_model else choices[0]
-    with gr.Blocks(title="DiffusionGemma denoising visualizer", fill_width=True) as demo_app:
-        session = gr.State(RunSession)
+    # Hosted: Gradio deletes its copies of uploads and downloads an hour after they were made.
+    delete_cache = (900, 3600) if HOSTING.hosted else None
+    with gr.Blocks(title="DiffusionGemma denoising visualizer", fill_width=True, delete_cache=delete_cache) as demo_app:
+        session = gr.State(RunSession, time_to_live=SESSION_TTL_S, delete_callback=RunSession.close)
         current_model = gr.State(initial.label)
         gr.Markdown(INTRO)
+        if HOSTING.hosted:
+            gr.Markdown(hosting.hosted_note(limits), elem_id="dv-hosted-note")
         with gr.Row():
             with gr.Column(scale=1, min_width=320):
                 model_picker = gr.Dropdown(
                     choices=[c.label for c in choices], value=initial.label, label="Model",
-                    info="Pick one, or type a hub id or a local folder.", allow_custom_value=True,
+                    info="The models this server offers." if HOSTING.hosted else "Pick one, or type a hub id or a local folder.",
+                    allow_custom_value=not HOSTING.hosted,
                 )
                 model_info = gr.Markdown()
                 demo_picker = gr.Dropdown(choices=[d.title for d in DEMOS], value=None, label="Demo prompt")
                 watch_for = gr.Markdown()
                 prompt = gr.Textbox(label="Prompt", lines=4, value=DEMOS[0].prompt)
                 with gr.Accordion("Knobs (defaults: the checkpoint's generation config)", open=False):
-                    max_new_tokens = gr.Slider(1, 2048, value=256, step=1, label="Max new tokens")
-                    steps = gr.Slider(1, 256, value=48, step=1, label="Max denoising steps per block")
+                    max_new_tokens = gr.Slider(1, limits.max_new_tokens or 2048, value=256, step=1, label="Max new tokens")
+                    steps = gr.Slider(1, limits.max_denoising_steps or 256, value=48, step=1, label="Max denoising steps per block")
                     entropy_bound = gr.Number(value=0.1, label="Entropy bound (nats accepted per step)")
                     with gr.Row():
                         t_min = gr.Number(value=0.4, label="t_min (last step)")
@@ -391,7 +419,9 @@ def build_app(initial_model: str | None = None) -> gr.Blocks:
             concurrency_limit=1,
             concurrency_id="model",
             show_progress="minimal",
+            validator=generate_validator(HOSTING, SESSIONS.register),  # outside the queue: a bad model id never waits in it
         )
+        demo_app.unload(SESSIONS.release)
         stop_btn.click(stop_run, session, message, api_name="stop", concurrency_limit=None)
         replay_inputs = [frame_slider, palette, layout_kind, session]
         frame_slider.input(
@@ -424,9 +454,16 @@ def main(argv=None) -> None:
     parser.add_argument("--model", help="hub id or local folder to preselect (default: the best one here)")
     parser.add_argument("--host", default=None, help="e.g. 0.0.0.0 to serve the local network")
     parser.add_argument("--port", type=int, default=None)
+    parser.add_argument("--hosted", action="store_true", help="public-server mode: model allowlist and caps (see README)")
     args = parser.parse_args(argv)
-    build_app(args.model).queue(default_concurrency_limit=1).launch(
-        server_name=args.host, server_port=args.port, css=CSS, theme=gr.themes.Soft()
+    mode = Hosting.from_environment(flag=args.hosted)
+    if mode.hosted and args.model and mode.choice_for(args.model) is None:
+        parser.error(f"--model {args.model} is not in the hosted allowlist; add it with {hosting.EXTRA_MODELS_ENV}")
+    demo_app = build_app(args.model, mode)
+    hosting.preload_for_zero_gpu(choice_for(args.model).source if args.model else mode.choices[0].source)
+    demo_app.queue(default_concurrency_limit=1).launch(
+        server_name=args.host, server_port=args.port, css=CSS, theme=gr.themes.Soft(),
+        max_file_size=mode.limits.max_file_size,  # Gradio refuses a bigger upload before anything reads it
     )
 
 
