@@ -68,7 +68,8 @@ def _hub_problem(repo_id: str, timeout: float) -> str | None:
     if constants.is_offline_mode() or os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
         return f"{repo_id} is not in the local model cache and the Hugging Face Hub is switched off here (HF_HUB_OFFLINE)."
     try:
-        url = hf_hub_url(repo_id, "config.json", endpoint=constants.ENDPOINT)
+        endpoint = os.environ.get("HF_ENDPOINT") or constants.ENDPOINT  # a mirror, where one is configured
+        url = hf_hub_url(repo_id, "config.json", endpoint=endpoint)
         get_hf_file_metadata(url, timeout=timeout, retry_on_errors=False)  # one HEAD, no retries
     except GatedRepoError:
         return f"{repo_id} is gated on the Hugging Face Hub: accept its licence and log in (hf auth login) first."

@@ -244,7 +244,8 @@ def _load_model(source: str, local: Path):
 
     try:
         folder = get_model_path(str(local) if local.is_dir() else source)  # downloads a hub id once
-        model, processor = load(str(folder))
+        # Said explicitly: mlx-vlm's Gemma processors default to trusting a checkpoint's own code.
+        model, processor = load(str(folder), trust_remote_code=False)
     except Exception as exc:  # any load failure is the user's to act on: say what and how
         raise BackendError(_load_failure_message(source, exc, is_folder=local.is_dir())) from None
     config = model.config
