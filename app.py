@@ -13,6 +13,7 @@ shown); replaying a recorded step never touches the model.
 from __future__ import annotations
 
 import argparse
+import math
 import tempfile
 import threading
 
@@ -29,7 +30,7 @@ from visualizer.charts import commit_panel_html, token_details
 from visualizer.compare import align, build_compare_animation, compare_html
 from visualizer.export import ExportError, export_to_folder, save_gif
 from visualizer.layout import grid_layout, text_layout
-from visualizer.palette import get_palette
+from visualizer.palette import PALETTES, get_palette
 from visualizer.records import BlockRecord, RunEnd, StepRecord
 from visualizer.render_html import frame_caption, render_frame_html
 from visualizer.settings import SAMPLER_ENTROPY_BOUND, SAMPLERS, GenerationSettings
@@ -98,11 +99,18 @@ def layout_for(trace: Trace, kind: str):
     return grid_layout(trace.max_blocks, trace.canvas_length)
 
 
+def view_options(palette, layout_kind) -> tuple[str, str]:
+    """The palette and layout to draw with; a value the radios cannot hold (an API caller's None
+    or typo) falls back to the default rather than failing a replay."""
+    return (palette if palette in PALETTES else "standard", layout_kind if layout_kind in ("grid", "text") else "grid")
+
+
 def render_view(trace: Trace, index: int, palette: str, layout_kind: str) -> tuple[str, str, str]:
     """(canvas HTML, status line, commit-order panel) for frame `index` of a trace."""
     refs = frame_refs(trace)
     if not refs:
         return "", "Waiting for the first step...", ""
+    palette, layout_kind = view_options(palette, layout_kind)
     index = max(0, min(int(index), len(refs) - 1))
     frame = frame_state(trace, index, refs)
     details = token_details(trace, index, refs=refs)  # commit step, settle step, re-masks in each tooltip
@@ -227,18 +235,23 @@ def show_frame(index, palette, layout_kind, session: RunSession):
 
 
 def _int(value, name: str) -> int:
-    if value is None or value == "":
-        raise ValueError(f"{name} is empty")
-    number = float(value)
+    number = _float(value, name)
     if number != int(number):
         raise ValueError(f"{name} must be a whole number (got {value})")
     return int(number)
 
 
 def _float(value, name: str) -> float:
+    """A knob's value as a finite float, or ValueError with a message (API callers send anything)."""
     if value is None or value == "":
         raise ValueError(f"{name} is empty")
-    return float(value)
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{name} must be a number (got {str(value)[:40]!r})") from None
+    if not math.isfinite(number):
+        raise ValueError(f"{name} must be a finite number (got {value})")
+    return number
 
 
 # ---- export, save, load, compare -----------------------------------------------------------------
@@ -308,6 +321,7 @@ def show_compare(step, palette, layout_kind, session: RunSession):
     if a is None or b is None:
         return "", gr.skip()
     last = len(align(a, b)) - 1
+    palette, layout_kind = view_options(palette, layout_kind)
     html = compare_html(a, b, step, palette=palette, layout=layout_kind)
     return html, gr.Slider(maximum=max(last, 1), value=min(int(step), last), interactive=True)
 
