@@ -208,3 +208,38 @@ def test_offline_means_no_network_at_all(monkeypatch):
     assert "No model folder" in source_problem("/no/such/folder")
     assert "neither a model folder" in source_problem("not a valid id!")
     forget_answers()
+
+
+# ---- ZeroGPU ------------------------------------------------------------------------------------
+def test_on_zero_gpu_records_cross_a_process_boundary_and_stop_works_from_here(monkeypatch, no_eos_backend):
+    """On ZeroGPU the run happens in `spaces.GPU`'s forked worker: its arguments and records are
+    pickled, and it cannot see this process's stop event.  Simulated here with a pickling round trip."""
+    import pickle
+
+    from backends.base import BackendError
+    from visualizer.records import RunEnd, StepRecord
+    from visualizer.settings import GenerationSettings
+    from visualizer.trace import Trace
+
+    monkeypatch.setenv("SPACES_ZERO_GPU", "true")
+    monkeypatch.setattr(hosting, "MODELS", hosting.LoadedModels(load=lambda source: no_eos_backend))
+    worker = hosting._generate_on_gpu
+
+    def through_the_worker(*args):
+        for record in worker(*pickle.loads(pickle.dumps(args))):
+            yield pickle.loads(pickle.dumps(record))
+
+    monkeypatch.setattr(hosting, "_generate_on_gpu", through_the_worker)
+    settings = GenerationSettings(max_new_tokens=512, max_denoising_steps=8)
+    stop = threading.Event()
+    trace = Trace(model=no_eos_backend.info, prompt="Tell me a story.")
+    for record in hosting.generation_records(no_eos_backend, "the-model", "Tell me a story.", settings, stop):
+        trace.append(record)
+        if isinstance(record, StepRecord) and record.step == 2:
+            stop.set()  # Stop pressed: the stream is closed and the run ends here
+    assert isinstance(trace.end, RunEnd) and trace.end.finish_reason == "cancelled"
+    assert 3 <= len(trace.steps) < 16  # the steps recorded before Stop are kept; the worker ran no further
+    with pytest.raises(BackendError, match="empty"):  # a bad request is refused here, not in the worker
+        hosting.generation_records(no_eos_backend, "the-model", " ", settings, stop)
+    with pytest.raises(BackendError, match="torch.compile"):
+        hosting.generation_records(no_eos_backend, "the-model", "hi", settings.replace(compiled=True), stop)
