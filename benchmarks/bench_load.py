@@ -8,7 +8,9 @@ at the same moment.  Reports, all from this one run:
 - queue positions seen by the clients while they waited (the model runs one request at a time);
 - p50 / p95 latency from submit to the last frame;
 - the server's RSS before the load, after it, and after a minute idle with every client gone
-  (sessions are released on unload; see sessions.py), and the session folders left on disk.
+  (sessions are released on unload; see sessions.py), and the session folders left on disk;
+- while the load runs, how long the app takes to refuse requests for a folder path or an unknown
+  model id (they are checked before the model queue, so they never wait behind the runs).
 
     python benchmarks/bench_load.py                          # 16 clients x 3 runs
     python benchmarks/bench_load.py --clients 4 --runs 2 --idle 10
@@ -47,6 +49,7 @@ class LoadResult:
     failures: list[str] = field(default_factory=list)
     latencies_s: list[float] = field(default_factory=list)
     queue_ranks: set[int] = field(default_factory=set)
+    refusals_s: list[float] = field(default_factory=list)  # hostile requests, each refused (never run)
     rss_mb: dict[str, float] = field(default_factory=dict)
     session_folders: dict[str, int] = field(default_factory=dict)
 
@@ -59,6 +62,7 @@ class LoadResult:
             f"runs {self.runs}, mismatches {self.mismatches}, failures {len(self.failures)}",
             f"queue positions seen: {sorted(self.queue_ranks) or 'none'}",
             f"latency p50 {self.percentile(0.5):.2f} s, p95 {self.percentile(0.95):.2f} s, max {max(self.latencies_s, default=0):.2f} s",
+            f"hostile requests during the load: {len(self.refusals_s)} refused, slowest in {max(self.refusals_s, default=0):.2f} s",
             "server RSS (MB): " + ", ".join(f"{k} {v:.0f}" for k, v in self.rss_mb.items()),
             "session folders on disk: " + ", ".join(f"{k} {v}" for k, v in self.session_folders.items()),
         ])
@@ -98,7 +102,6 @@ def run_load(url: str, clients: int, runs: int, *, model: str = BUILTIN_LABEL, s
     solo.close()
     rss("before")
 
-    start = threading.Barrier(clients)
     lock = threading.Lock()
 
     def visitor(k: int):
@@ -126,7 +129,24 @@ def run_load(url: str, clients: int, runs: int, *, model: str = BUILTIN_LABEL, s
                 result.mismatches += text != reference[index]
         client.close()  # ends the session: the server releases its run and files
 
-    threads = [threading.Thread(target=visitor, args=(k,)) for k in range(clients)]
+    def hostile():
+        client = Client(url, verbose=False)
+        start.wait()
+        time.sleep(1.0)  # the queue is full by now
+        for model in ("/etc", "../../secrets", "someone/no-such-model", str(ROOT)):
+            began = time.perf_counter()
+            try:
+                client.submit("hi", model, *batch[0][2:], api_name="/generate").result()
+            except Exception:  # refused: by the validator (422) or by the picker's own check (400)
+                with lock:
+                    result.refusals_s.append(time.perf_counter() - began)
+            else:
+                with lock:
+                    result.failures.append(f"hostile model {model!r} was run")
+        client.close()
+
+    start = threading.Barrier(clients + 1)
+    threads = [threading.Thread(target=visitor, args=(k,)) for k in range(clients)] + [threading.Thread(target=hostile)]
     for t in threads:
         t.start()
     for t in threads:

@@ -37,6 +37,7 @@ def test_four_clients_two_runs_each_match_their_solo_runs(served):
     assert result.failures == [] and result.runs == 8
     assert result.mismatches == 0
     assert result.queue_ranks  # with one model slot, some clients waited in line
+    assert len(result.refusals_s) == 4  # paths and unknown ids sent during the load were all refused
     for _ in range(300):  # each client closed its session: the server releases its folder
         if not list(Path(tmp).glob("dv-session-*")):
             break
