@@ -425,15 +425,19 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
         model_picker.change(select_model, [model_picker, current_model], model_outputs, api_visibility="private")
         demo_picker.change(pick_demo, demo_picker, [prompt, watch_for], api_visibility="private")
         sampler.change(lambda name: SAMPLER_NOTES.get(name, ""), sampler, sampler_note, api_visibility="private")
+        generate_inputs = [prompt, model_picker, *knobs, seed, palette, layout_kind, sampler, temperature, session]
         generate_btn.click(
             generate,
-            [prompt, model_picker, *knobs, seed, palette, layout_kind, sampler, temperature, session],
+            generate_inputs,
             [canvas, status, frame_slider, final_text, message, panel, session],
             api_name="generate",
             concurrency_limit=1,
             concurrency_id="model",
             show_progress="minimal",
-            validator=generate_validator(HOSTING, SESSIONS.register),  # outside the queue: a bad model id never waits in it
+            validator=generate_validator(  # outside the queue: a bad model id never waits in it
+                HOSTING, SESSIONS.register, generate_inputs, model=model_picker, max_new_tokens=max_new_tokens, steps=steps,
+                session=session,
+            ),
         )
         demo_app.unload(SESSIONS.release)
         stop_btn.click(stop_run, session, message, api_name="stop", concurrency_limit=None)

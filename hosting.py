@@ -20,6 +20,7 @@ elsewhere `on_gpu` is a no-op.
 
 from __future__ import annotations
 
+import inspect
 import os
 import time
 
@@ -210,24 +211,33 @@ class Hosting:
 
 
 # ---- checks before the model queue ----------------------------------------------------------------
-def generate_validator(hosting: Hosting, register_session):
-    """Gradio's event validator for the generate event: runs outside the queue, with the same
+def generate_validator(hosting: Hosting, register_session, inputs: list, *, model, max_new_tokens, steps, session):
+    """Gradio's event validator for the generate event: it runs outside the queue, with the same
     inputs as the handler, and refuses a request before it can wait for the model.
 
-    Returns a validator whose signature mirrors `app.generate`'s inputs (Gradio pairs each
-    returned `gr.validate` with an input by position)."""
+    `inputs` is the event's input list; `model`, `max_new_tokens`, `steps` and `session` are the
+    components among them to check.  Gradio pairs each returned `gr.validate` with an input by
+    position and hands a `gr.Request` to a parameter annotated with it, so the validator's
+    signature is built to match: one positional parameter per input, then the request.
+    """
+    where = {name: inputs.index(component) for name, component in
+             (("model", model), ("tokens", max_new_tokens), ("steps", steps), ("session", session))}
 
-    def validate(
-        prompt, model_label, max_new_tokens, steps, entropy_bound, t_min, t_max, seed, palette, layout_kind,
-        sampler, temperature, session, request: gr.Request,
-    ):
-        register_session(request, session)
-        problems = [None] * 13  # one per input, in the handler's order
-        problems[1] = hosting.model_problem(model_label)
-        problems[2] = hosting.limits.tokens_problem(max_new_tokens)
-        problems[3] = hosting.limits.steps_problem(steps)
+    def validate(*values):
+        *values, request = values
+        register_session(request, values[where["session"]])
+        problems = [None] * len(values)
+        problems[where["model"]] = hosting.model_problem(values[where["model"]])
+        problems[where["tokens"]] = hosting.limits.tokens_problem(values[where["tokens"]])
+        problems[where["steps"]] = hosting.limits.steps_problem(values[where["steps"]])
         return [gr.validate(problem is None, problem or "") for problem in problems]
 
+    positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    validate.__signature__ = inspect.Signature(
+        [inspect.Parameter(f"input_{i}", positional) for i in range(len(inputs))]
+        + [inspect.Parameter("request", positional, annotation=gr.Request)]
+    )
+    validate.__annotations__ = {"request": gr.Request}
     return validate
 
 
