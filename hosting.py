@@ -46,7 +46,12 @@ from backends.cache import LoadedModels
 from backends.lookup import source_problem
 from visualizer.records import FINISH_CANCELLED, BlockRecord, RunEnd, frozen_array
 from visualizer.states import frame_refs
-from visualizer.trace import MAX_TRACE_BYTES, Trace
+from visualizer.trace import Trace
+
+try:  # main has split the trace format into its own module; this branch predates the split
+    from visualizer.trace_format import MAX_TRACE_BYTES
+except ImportError:
+    from visualizer.trace import MAX_TRACE_BYTES
 
 HOSTED_ENV = "DV_HOSTED"
 EXTRA_MODELS_ENV = "DV_EXTRA_MODELS"  # "label=source, source, ...": the Space owner's additions
