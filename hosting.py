@@ -90,7 +90,7 @@ class Limits:
 
     max_new_tokens: int | None = None
     max_denoising_steps: int | None = None
-    max_upload_mb: int = MAX_TRACE_BYTES // 1_000_000  # Gradio refuses bigger uploads before reading them
+    max_upload_mb: int = MAX_TRACE_BYTES // 2**20  # Gradio refuses bigger uploads before reading them ("mb" is MiB there)
     max_export_frames: int | None = None
 
     @classmethod
