@@ -2,6 +2,7 @@
 
     python app.py                      # the built-in model, on http://127.0.0.1:7860
     python app.py --model FOLDER_OR_ID --port 7861
+    python app.py --hosted             # as on a public Space (automatic where SPACE_ID is set)
 
 Thin on purpose: the backend yields step records, `visualizer` turns them into frames; the
 handlers here only adapt between the two and Gradio.  Each browser session keeps its own run in
@@ -12,14 +13,17 @@ shown); replaying a recorded step never touches the model.
 from __future__ import annotations
 
 import argparse
+import math
 import tempfile
 import threading
 from pathlib import Path
 
+import hosting  # first: on ZeroGPU it imports `spaces` before anything imports torch
 import gradio as gr
 
-from backends import BackendError, ModelChoice, default_model, model_choices
-from backends.cache import LoadedModels
+from backends import BackendError, ModelChoice, default_model
+from hosting import MODELS, Hosting, generate_validator
+from sessions import SessionRegistry
 from backends.mlx_backend import SAMPLER_NOTES
 from prompts.builtin_guide import guide_markdown
 from prompts.demos import DEMOS
@@ -29,16 +33,18 @@ from visualizer.compare import align, build_compare_animation, compare_html
 from visualizer.export import ExportError, export_to_folder, save_gif
 from visualizer.layout import grid_layout, text_layout
 from visualizer.live_stream import LiveEncoder, LiveRing, batches, replay_value
-from visualizer.palette import get_palette
+from visualizer.palette import PALETTES, get_palette
 from visualizer.render_html import frame_caption, render_frame_html
 from visualizer.settings import SAMPLER_ENTROPY_BOUND, SAMPLERS, GenerationSettings
 from visualizer.states import frame_refs, frame_state
 from visualizer.replay import example_traces, load_upload, save_download
 from visualizer.trace import Trace, TraceError
 
-MODELS = LoadedModels(keep=2)
 LIVE_MIN_INTERVAL_S = 0.05  # at most 20 live updates a second: faster steps are grouped (each update costs Gradio ~ms)
 LIVE_VIEW_JS = (Path(__file__).resolve().parent / "visualizer" / "static" / "live_view.js").read_text(encoding="utf-8")
+HOSTING = Hosting.from_environment()  # build_app(hosting=...) replaces it; see hosting.py
+SESSIONS = SessionRegistry()  # frees a session's run and files when its tab closes
+SESSION_TTL_S = 3 * 3600  # an idle session's state is dropped after this (Gradio's time_to_live)
 
 CSS = """
 .dv-frame { max-height: 72vh; overflow: auto; }
@@ -65,13 +71,21 @@ class RunSession:
     def __deepcopy__(self, memo):  # gr.State deep-copies initial values; each session gets a fresh one
         return RunSession()
 
+    def close(self) -> None:
+        """The session ended: stop its run, drop its traces and delete its downloads folder."""
+        self.stop.set()
+        self.trace, self.compare = None, [None, None]
+        self.files.cleanup()
+
 
 # ---- pure helpers (no Gradio) --------------------------------------------------------------------
 def choice_for(label_or_source: str) -> ModelChoice:
-    for choice in model_choices():
-        if label_or_source in (choice.label, choice.source):
-            return choice
-    return ModelChoice(label_or_source, label_or_source, "auto", False)  # a hub id or folder typed by the user
+    """The picker entry (or, outside hosted mode, a typed hub id or folder); BackendError when this
+    server will not load it, said in under 2 s (hosting.py)."""
+    problem = HOSTING.model_problem(label_or_source)
+    if problem:
+        raise BackendError(problem)
+    return HOSTING.choice_for(label_or_source)
 
 
 def model_info_markdown(info) -> str:
@@ -90,11 +104,18 @@ def layout_for(trace: Trace, kind: str):
     return grid_layout(trace.max_blocks, trace.canvas_length)
 
 
+def view_options(palette, layout_kind) -> tuple[str, str]:
+    """The palette and layout to draw with; a value the radios cannot hold (an API caller's None
+    or typo) falls back to the default rather than failing a replay."""
+    return (palette if palette in PALETTES else "standard", layout_kind if layout_kind in ("grid", "text") else "grid")
+
+
 def render_view(trace: Trace, index: int, palette: str, layout_kind: str) -> tuple[str, str, str]:
     """(canvas HTML, status line, commit-order panel) for frame `index` of a trace."""
     refs = frame_refs(trace)
     if not refs:
         return "", "Waiting for the first step...", ""
+    palette, layout_kind = view_options(palette, layout_kind)
     index = max(0, min(int(index), len(refs) - 1))
     frame = frame_state(trace, index, refs)
     details = token_details(trace, index, refs=refs)  # commit step, settle step, re-masks in each tooltip
@@ -138,9 +159,8 @@ N_KNOBS = 8  # what knob_updates returns
 
 def select_model(label: str, previous: str):
     """Load the picked model; on failure say why and keep the previous one."""
-    choice = choice_for(label)
     try:
-        backend = MODELS.get(choice.source)
+        backend = MODELS.get(choice_for(label).source)
     except BackendError as exc:
         fallback = choice_for(previous) if previous and previous != label else choice_for(default_model())
         try:
@@ -171,7 +191,10 @@ def generate(
     """
     session.error = ""
     try:
-        backend = MODELS.get(choice_for(model_label).source)
+        choice = choice_for(model_label)
+        if not MODELS.loaded(choice.source):
+            gr.Info(f"Loading {choice.label} (once for everyone; later runs start at once)...")
+        backend = MODELS.get(choice.source)
         mlx = backend.info.backend == "mlx"
         settings = GenerationSettings(
             max_new_tokens=_int(max_new_tokens, "max new tokens"),
@@ -183,7 +206,10 @@ def generate(
             sampler=sampler if mlx else None,
             temperature=_float(temperature, "temperature") if mlx else None,
         )
-        records = backend.generate(prompt, settings, session.stop)
+        problem = HOSTING.limits.tokens_problem(settings.max_new_tokens) or HOSTING.limits.steps_problem(settings.max_denoising_steps)
+        if problem:
+            raise ValueError(problem)
+        records = hosting.generation_records(backend, choice.source, prompt, settings, session.stop)
         first = next(records)  # validation happens here: a bad request raises before any state changes
     except (BackendError, ValueError) as exc:
         session.error = str(exc)
@@ -235,22 +261,31 @@ def show_frame(index, palette, layout_kind, session: RunSession):
     browser replays from the log it already has): (canvas HTML, status line, panel HTML)."""
     if session.trace is None or not session.trace.steps:
         return gr.skip(), "No run yet: press Generate.", gr.skip()
+    try:
+        index = _int(index, "frame")
+    except ValueError as exc:
+        return gr.skip(), str(exc), gr.skip()
     return render_view(session.trace, index, palette, layout_kind)
 
 
 def _int(value, name: str) -> int:
-    if value is None or value == "":
-        raise ValueError(f"{name} is empty")
-    number = float(value)
+    number = _float(value, name)
     if number != int(number):
         raise ValueError(f"{name} must be a whole number (got {value})")
     return int(number)
 
 
 def _float(value, name: str) -> float:
+    """A knob's value as a finite float, or ValueError with a message (API callers send anything)."""
     if value is None or value == "":
         raise ValueError(f"{name} is empty")
-    return float(value)
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{name} must be a number (got {str(value)[:40]!r})") from None
+    if not math.isfinite(number):
+        raise ValueError(f"{name} must be a finite number (got {value})")
+    return number
 
 
 # ---- export, save, load, compare -----------------------------------------------------------------
@@ -264,6 +299,9 @@ def export_run(session: RunSession, formats, blocks, frame_ms, hold_ms, width, w
             blocks=parse_blocks(blocks), frame_ms=_int(frame_ms, "frame duration"), hold_ms=_int(hold_ms, "hold"),
             width=_int(width, "width") if width else None, palette=palette, layout=layout_kind, prompt=bool(with_prompt),
         )
+        too_many = HOSTING.limits.export_problem(trace, options.blocks)
+        if too_many:
+            return None, None, too_many
         result = export_to_folder(
             trace, options, session.files.name, formats=tuple(formats) or ("gif",),
             progress=lambda done, total: progress((done, total), desc="Encoding"),
@@ -314,6 +352,7 @@ def show_compare(step, palette, layout_kind, session: RunSession):
     if a is None or b is None:
         return "", gr.skip()
     last = len(align(a, b)) - 1
+    palette, layout_kind = view_options(palette, layout_kind)
     html = compare_html(a, b, step, palette=palette, layout=layout_kind)
     return html, gr.Slider(maximum=max(last, 1), value=min(int(step), last), interactive=True)
 
@@ -334,18 +373,25 @@ def export_compare(palette, layout_kind, session: RunSession, progress=gr.Progre
 
 
 # ---- the UI --------------------------------------------------------------------------------------
-def build_app(initial_model: str | None = None) -> gr.Blocks:
-    choices = model_choices()
+def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = None) -> gr.Blocks:
+    global HOSTING
+    HOSTING = hosting_mode or HOSTING
+    choices, limits = HOSTING.choices, HOSTING.limits
     initial = choice_for(initial_model) if initial_model else choices[0]
-    with gr.Blocks(title="DiffusionGemma denoising visualizer", fill_width=True) as demo_app:
-        session = gr.State(RunSession)
+    # Hosted: Gradio deletes its copies of uploads and downloads an hour after they were made.
+    delete_cache = (900, 3600) if HOSTING.hosted else None
+    with gr.Blocks(title="DiffusionGemma denoising visualizer", fill_width=True, delete_cache=delete_cache) as demo_app:
+        session = gr.State(RunSession, time_to_live=SESSION_TTL_S, delete_callback=RunSession.close)
         current_model = gr.State(initial.label)
         gr.Markdown(INTRO)
+        if HOSTING.hosted:
+            gr.Markdown(hosting.hosted_note(limits), elem_id="dv-hosted-note")
         with gr.Row():
             with gr.Column(scale=1, min_width=320):
                 model_picker = gr.Dropdown(
                     choices=[c.label for c in choices], value=initial.label, label="Model",
-                    info="Pick one, or type a hub id or a local folder.", allow_custom_value=True,
+                    info="The models this server offers." if HOSTING.hosted else "Pick one, or type a hub id or a local folder.",
+                    allow_custom_value=not HOSTING.hosted,
                 )
                 model_info = gr.Markdown()
                 demo_picker = gr.Dropdown(choices=[d.title for d in DEMOS], value=None, label="Demo prompt")
@@ -354,8 +400,8 @@ def build_app(initial_model: str | None = None) -> gr.Blocks:
                 watch_for = gr.Markdown()
                 prompt = gr.Textbox(label="Prompt", lines=4, value=DEMOS[0].prompt)
                 with gr.Accordion("Knobs (defaults: the checkpoint's generation config)", open=False):
-                    max_new_tokens = gr.Slider(1, 2048, value=256, step=1, label="Max new tokens")
-                    steps = gr.Slider(1, 256, value=48, step=1, label="Max denoising steps per block")
+                    max_new_tokens = gr.Slider(1, limits.max_new_tokens or 2048, value=256, step=1, label="Max new tokens")
+                    steps = gr.Slider(1, limits.max_denoising_steps or 256, value=48, step=1, label="Max denoising steps per block")
                     entropy_bound = gr.Number(value=0.1, label="Entropy bound (nats accepted per step)")
                     with gr.Row():
                         t_min = gr.Number(value=0.4, label="t_min (last step)")
@@ -420,16 +466,22 @@ def build_app(initial_model: str | None = None) -> gr.Blocks:
         model_picker.change(select_model, [model_picker, current_model], model_outputs, api_visibility="private")
         demo_picker.change(pick_demo, demo_picker, [prompt, watch_for], api_visibility="private")
         sampler.change(lambda name: SAMPLER_NOTES.get(name, ""), sampler, sampler_note, api_visibility="private")
+        generate_inputs = [prompt, model_picker, *knobs, seed, sampler, temperature, session]
         generate_btn.click(
             generate,
-            [prompt, model_picker, *knobs, seed, sampler, temperature, session],
+            generate_inputs,
             live,
             api_name="generate",
             concurrency_limit=1,
             concurrency_id="model",
             show_progress="minimal",
+            validator=generate_validator(  # outside the queue: a bad model id never waits in it
+                HOSTING, SESSIONS.register, generate_inputs, model=model_picker, max_new_tokens=max_new_tokens, steps=steps,
+                session=session,
+            ),
         ).then(finish_run, session, [final_text, message], api_name="run_message", concurrency_limit=None, show_progress="hidden")
         live.need_frames(all_frames, session, live, api_visibility="private", concurrency_limit=None, show_progress="hidden")
+        demo_app.unload(SESSIONS.release)
         stop_btn.click(stop_run, session, message, api_name="stop", concurrency_limit=None)
         api_button.click(
             show_frame, [api_frame, palette, layout_kind, session], [api_canvas, api_status, api_panel],
@@ -462,9 +514,16 @@ def main(argv=None) -> None:
     parser.add_argument("--model", help="hub id or local folder to preselect (default: the best one here)")
     parser.add_argument("--host", default=None, help="e.g. 0.0.0.0 to serve the local network")
     parser.add_argument("--port", type=int, default=None)
+    parser.add_argument("--hosted", action="store_true", help="public-server mode: model allowlist and caps (see README)")
     args = parser.parse_args(argv)
-    build_app(args.model).queue(default_concurrency_limit=1).launch(
-        server_name=args.host, server_port=args.port, css=CSS, theme=gr.themes.Soft()
+    mode = Hosting.from_environment(flag=args.hosted)
+    if mode.hosted and args.model and mode.choice_for(args.model) is None:
+        parser.error(f"--model {args.model} is not in the hosted allowlist; add it with {hosting.EXTRA_MODELS_ENV}")
+    demo_app = build_app(args.model, mode)
+    hosting.preload_for_zero_gpu(choice_for(args.model).source if args.model else mode.choices[0].source)
+    demo_app.queue(default_concurrency_limit=1).launch(
+        server_name=args.host, server_port=args.port, css=CSS, theme=gr.themes.Soft(),
+        max_file_size=mode.limits.max_file_size,  # Gradio refuses a bigger upload before anything reads it
     )
 
 

@@ -3,8 +3,9 @@
     models = LoadedModels(keep=2)
     backend = models.get("assets/models/diffusiongemma-tiny-demo")
 
-Loading is serialized by a lock (two sessions asking for the 26B model must not load it twice);
-beyond `keep` models, the least recently used one is closed to free its memory.
+Two sessions asking for the same model wait for one load (a lock per model); a session asking for a
+model that is already loaded never waits for another model's load.  Beyond `keep` models, the least
+recently used one is closed to free its memory (a run still using it keeps its own reference).
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from .base import Backend
 
 
 class LoadedModels:
-    def __init__(self, keep: int = 2):
+    def __init__(self, keep: int = 2, load=load_backend):
         self.keep = keep
+        self._load = load
         self._models: OrderedDict[str, Backend] = OrderedDict()
-        self._lock = threading.Lock()
+        self._loading: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()  # guards the two dicts only; never held while loading
 
     def get(self, source: str) -> Backend:
         """The loaded backend for `source`, loading it if needed (raises BackendError)."""
@@ -28,12 +31,21 @@ class LoadedModels:
             if source in self._models:
                 self._models.move_to_end(source)
                 return self._models[source]
-            backend = load_backend(source)
-            self._models[source] = backend
-            while len(self._models) > self.keep:
-                _, old = self._models.popitem(last=False)
-                old.close()
-            return backend
+            loading = self._loading.setdefault(source, threading.Lock())
+        with loading:
+            with self._lock:
+                if source in self._models:  # loaded by the session we waited for
+                    return self._models[source]
+            backend = self._load(source)
+            with self._lock:
+                self._models[source] = backend
+                self._loading.pop(source, None)
+                evicted = []
+                while len(self._models) > self.keep:
+                    evicted.append(self._models.popitem(last=False)[1])
+        for old in evicted:
+            old.close()
+        return backend
 
     def loaded(self, source: str) -> bool:
         return source in self._models

@@ -124,11 +124,11 @@ class MLXBackend(Backend):
         schedule = _schedule(g)
         sampler_config = g.get("sampler_config") if isinstance(g.get("sampler_config"), dict) else {}
         return GenerationSettings(
-            max_new_tokens=int(g.get("max_new_tokens") or DEFAULT_MAX_NEW_TOKENS),
-            max_denoising_steps=int(g.get("max_denoising_steps") or DEFAULT_MAX_DENOISING_STEPS),
-            entropy_bound=float(sampler_config.get("entropy_bound", DEFAULT_ENTROPY_BOUND)),
-            t_min=float(schedule.get("t_min", DEFAULT_T_MIN)),
-            t_max=float(schedule.get("t_max", DEFAULT_T_MAX)),
+            max_new_tokens=int(_configured(g, "max_new_tokens", DEFAULT_MAX_NEW_TOKENS)),
+            max_denoising_steps=int(_configured(g, "max_denoising_steps", DEFAULT_MAX_DENOISING_STEPS)),
+            entropy_bound=float(_configured(sampler_config, "entropy_bound", DEFAULT_ENTROPY_BOUND)),
+            t_min=float(_configured(schedule, "t_min", DEFAULT_T_MIN)),
+            t_max=float(_configured(schedule, "t_max", DEFAULT_T_MAX)),
             seed=0,
             sampler=SAMPLER_ENTROPY_BOUND,
             temperature=DEFAULT_TEMPERATURE,
@@ -245,7 +245,8 @@ def _load_model(source: str, local: Path):
 
     try:
         folder = get_model_path(str(local) if local.is_dir() else source)  # downloads a hub id once
-        model, processor = load(str(folder))
+        # Said explicitly: mlx-vlm's Gemma processors default to trusting a checkpoint's own code.
+        model, processor = load(str(folder), trust_remote_code=False)
     except Exception as exc:  # any load failure is the user's to act on: say what and how
         raise BackendError(_load_failure_message(source, exc, is_folder=local.is_dir())) from None
     config = model.config
@@ -292,18 +293,26 @@ def _count_parameters(model) -> int:
 
 
 # ---- what mlx-vlm's engine reads from the generation config -------------------------------
+def _configured(config: dict, key: str, default):
+    """config[key], or `default` when it is missing or an explicit null: transformers' own rule
+    (save_pretrained writes null for every knob a freshly built model leaves unset)."""
+    value = config.get(key)
+    return default if value is None else value
+
+
 def _schedule(g: dict) -> dict:
     schedule = g.get("linear_temperature_schedule_config")
     if isinstance(schedule, dict) and schedule:
         return schedule
-    return {"t_min": g.get("t_min", DEFAULT_T_MIN), "t_max": g.get("t_max", DEFAULT_T_MAX)}
+    return {"t_min": _configured(g, "t_min", DEFAULT_T_MIN), "t_max": _configured(g, "t_max", DEFAULT_T_MAX)}
 
 
 def _stopping(g: dict) -> dict | None:
+    """The engine's early-stop thresholds; a null one is left out, so the engine uses its own default."""
     stopping = g.get("diffusion_stopping_config")
-    if isinstance(stopping, dict) and stopping:
-        return stopping
-    stopping = {key: g[key] for key in ("confidence_threshold", "stability_threshold") if key in g}
+    if not (isinstance(stopping, dict) and stopping):
+        stopping = g
+    stopping = {key: stopping[key] for key in ("confidence_threshold", "stability_threshold") if stopping.get(key) is not None}
     return stopping or None
 
 

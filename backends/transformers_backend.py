@@ -83,20 +83,24 @@ class TransformersBackend(Backend):
         is_local = local.is_dir()
         if not is_local and (os.sep in source and not source.count("/") == 1 or source.startswith((".", "~", "/"))):
             raise BackendError(f"No model folder at {source}.")
-        if source == REAL_CHECKPOINT:
+        # ZeroGPU (a Space sets SPACES_ZERO_GPU): the GPU exists only inside `spaces.GPU` calls; the
+        # model is placed with a plain .to("cuda") at start-up, which ZeroGPU records and replays.
+        zero_gpu = os.environ.get("SPACES_ZERO_GPU", "").lower() in ("1", "true")
+        if source == REAL_CHECKPOINT and not zero_gpu:  # a ZeroGPU slice has 70 GB; it cannot be asked before a call
             _check_room_for_real_checkpoint(device)
+        device_map = device if device.startswith("cuda") and not zero_gpu else None
         try:
             self.tokenizer = _load_tokenizer(str(local) if is_local else source)
             self.model = DiffusionGemmaForBlockDiffusion.from_pretrained(
                 str(local) if is_local else source,
                 dtype=torch_dtype,
-                device_map=device if device.startswith("cuda") else None,
+                device_map=device_map,
             ).eval()
         except torch.cuda.OutOfMemoryError:
             raise BackendError(f"Out of GPU memory while loading {source}.") from None
         except (OSError, ValueError, KeyError, ImportError) as exc:
             raise BackendError(_load_failure_message(source, exc)) from None
-        if not device.startswith("cuda"):
+        if device_map is None:
             self.model.to(device)
         text_config = self.model.config.text_config
         generation = self.model.generation_config

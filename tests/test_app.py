@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import time
 
+import httpx
 import pytest
 from gradio_client import Client
-from gradio_client.exceptions import AppError
+from gradio_client.exceptions import ValidationError
 
 import app as app_module
 from visualizer.live_stream import RING, LiveState
@@ -95,15 +96,18 @@ def test_bad_input_gets_a_message_and_keeps_the_recorded_run(served):
         (("hi", model), {"t_min": 0.9, "t_max": 0.1}, "t_max must be larger"),
         (("hi", model), {"entropy_bound": -2}, "entropy bound"),
         (("word " * 3000, model), {}, "context"),
-        (("hi", "/no/such/model/folder"), {}, "No model folder"),
     ]
     for (prompt, source), overrides, expected in cases:
         generate(client, prompt, source, **overrides).result()
         message = run_message(client)[1]
         assert expected in message, (prompt[:20], overrides, message)
-    # sliders refuse out-of-range values themselves, with Gradio's own message
-    with pytest.raises(AppError, match="less than minimum"):
+    # a model that cannot load is refused before the request joins the model queue
+    with pytest.raises(ValidationError, match="No model folder"):
+        generate(client, "hi", "/no/such/model/folder").result()
+    # sliders refuse out-of-range values themselves, with Gradio's own message, also before the queue
+    with pytest.raises(httpx.HTTPStatusError) as refused:
         generate(client, "hi", model, steps=0).result()
+    assert "less than minimum" in refused.value.response.json()["detail"]
     assert client.predict(2, "standard", "grid", api_name="/show_frame") == before
 
 
@@ -146,7 +150,12 @@ def test_one_generation_at_a_time_and_the_queue_position_is_reported(served):
         status = job_b.status()
         if status.code == Status.IN_QUEUE and status.rank is not None:
             seen_queued = True
-        assert not job_b.outputs(), "the second run started while the first was still generating"
+        if job_b.outputs():  # B's first update may reach B before A's last one reaches A: give it 2 s
+            for _ in range(40):
+                if job_a.done():
+                    break
+                time.sleep(0.05)
+            assert job_a.done(), "the second run started while the first was still generating"
         time.sleep(0.05)
     job_b.result()
     assert seen_queued

@@ -352,3 +352,28 @@ def test_the_librarys_confidence_threshold_is_mlx_vlms():
     from visualizer.settings import CONFIDENCE_THRESHOLD
 
     assert CONFIDENCE_THRESHOLD == DEFAULT_DIFFUSION_CONFIDENCE_THRESHOLD
+
+def test_explicit_nulls_in_the_generation_config_mean_the_defaults(mlx_models, tmp_path):
+    """save_pretrained writes null for every knob a fresh model leaves unset; transformers reads null
+    as "use the default", and so must the MLX backend: the CLI records a run from such a folder."""
+    import json
+    import shutil
+
+    folder = tmp_path / "nulls"
+    shutil.copytree(mlx_models["float32"], folder)
+    config_path = folder / "generation_config.json"
+    config = json.loads(config_path.read_text())
+    for key in ("t_min", "t_max", "max_new_tokens", "max_denoising_steps", "confidence_threshold", "stability_threshold"):
+        config[key] = None
+    config["sampler_config"] = {"_cls_name": "EntropyBoundSamplerConfig", "entropy_bound": None}
+    config_path.write_text(json.dumps(config))
+
+    out_file = tmp_path / "run.json"
+    out = subprocess.run(
+        [sys.executable, "-m", "visualizer", "record", "--backend", "mlx", "--model", str(folder), "--prompt", "hi",
+         "--steps", "3", "--out", str(out_file), "--quiet"],
+        capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert out.returncode == 0, out.stderr
+    settings = Trace.load(out_file).settings
+    assert (settings.t_min, settings.t_max, settings.entropy_bound, settings.max_new_tokens) == (0.4, 0.8, 0.1, 256)

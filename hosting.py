@@ -1,0 +1,299 @@
+"""Hosted mode: what a public deployment (a Hugging Face Space) lets a visitor do.
+
+    hosting = Hosting.from_environment(flag=args.hosted)    # on by itself where SPACE_ID is set
+    hosting.choices                                         # the model picker's entries
+    hosting.model_problem("/etc")                           # "Hosted mode: pick a model from the list ..."
+
+Hosted mode is on with `--hosted`, with DV_HOSTED=1, or wherever SPACE_ID is set (every Space
+sets it).  There a visitor picks from an allowlist only (the built-in model, the random model,
+and the real checkpoint where this hardware can run it; the Space owner adds more with
+DV_EXTRA_MODELS) and runs under caps (tokens, steps per block, upload size, frames per export).
+Outside hosted mode the picker also takes any hub id or folder, as on a trusted desktop.
+
+Every request for a generation is checked here *before* it joins the shared model queue
+(`generate_validator`, run by Gradio's event validator): an unknown id, a path, or a value over a
+cap is answered at once with one line and never waits for, or holds up, anyone's run.
+
+On ZeroGPU hardware (SPACES_ZERO_GPU set by the Space) generation runs inside `spaces.GPU`;
+elsewhere `on_gpu` is a no-op.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import time
+
+try:  # ZeroGPU: `spaces` must be imported before torch (it prepares CUDA for the lent GPU)
+    import spaces
+except ImportError:
+    spaces = None
+from dataclasses import dataclass, field
+
+import gradio as gr
+import numpy as np
+
+from backends import (
+    REAL_CHECKPOINT,
+    REAL_CHECKPOINT_MLX,
+    ModelChoice,
+    cuda_memory_gb,
+    model_choices,
+    pick_backend_kind,
+)
+from backends.base import BackendError
+from backends.cache import LoadedModels
+from backends.lookup import source_problem
+from visualizer.records import FINISH_CANCELLED, BlockRecord, RunEnd, frozen_array
+from visualizer.states import frame_refs
+from visualizer.trace import Trace
+
+try:  # main has split the trace format into its own module; this branch predates the split
+    from visualizer.trace_format import MAX_TRACE_BYTES
+except ImportError:
+    from visualizer.trace import MAX_TRACE_BYTES
+
+HOSTED_ENV = "DV_HOSTED"
+EXTRA_MODELS_ENV = "DV_EXTRA_MODELS"  # "label=source, source, ...": the Space owner's additions
+GPU_SECONDS_ENV = "DV_GPU_SECONDS"
+REAL_CHECKPOINT_GPU_GB = 70  # what the 26B checkpoint needs in bf16, with room for activations
+
+MODELS = LoadedModels(keep=2)  # every session's loaded models (module level: ZeroGPU's worker finds them here)
+
+
+def env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def on_zero_gpu() -> bool:
+    """A ZeroGPU Space: the GPU is lent per call through `spaces.GPU`."""
+    return env_flag("SPACES_ZERO_GPU")
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise SystemExit(f"error: {name} must be a whole number (got {value!r})") from None
+    if number < 1:
+        raise SystemExit(f"error: {name} must be at least 1 (got {number})")
+    return number
+
+
+# ---- caps --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Limits:
+    """What one request may ask for; None is "no cap beyond the library's own limits"."""
+
+    max_new_tokens: int | None = None
+    max_denoising_steps: int | None = None
+    max_upload_mb: int = MAX_TRACE_BYTES // 2**20  # Gradio refuses bigger uploads before reading them ("mb" is MiB there)
+    max_export_frames: int | None = None
+
+    @classmethod
+    def hosted(cls) -> "Limits":
+        """The hosted caps, each changeable by the Space owner through an environment variable."""
+        return cls(
+            max_new_tokens=_env_int("DV_MAX_NEW_TOKENS", 1024),
+            max_denoising_steps=_env_int("DV_MAX_STEPS", 64),
+            max_upload_mb=_env_int("DV_MAX_UPLOAD_MB", 20),
+            max_export_frames=_env_int("DV_MAX_EXPORT_FRAMES", 600),
+        )
+
+    @property
+    def max_file_size(self) -> str:
+        """For `launch(max_file_size=...)`: Gradio's own upload limit."""
+        return f"{self.max_upload_mb}mb"
+
+    def tokens_problem(self, max_new_tokens) -> str | None:
+        if self.max_new_tokens is not None and _number(max_new_tokens) > self.max_new_tokens:
+            return f"This server caps max new tokens at {self.max_new_tokens} (asked: {max_new_tokens})."
+        return None
+
+    def steps_problem(self, steps) -> str | None:
+        if self.max_denoising_steps is not None and _number(steps) > self.max_denoising_steps:
+            return f"This server caps denoising steps per block at {self.max_denoising_steps} (asked: {steps})."
+        return None
+
+    def export_problem(self, trace: Trace, blocks: tuple[int, ...] | None) -> str | None:
+        """A message when exporting these blocks of the trace would encode more frames than allowed."""
+        if self.max_export_frames is None:
+            return None
+        frames = sum(1 for ref in frame_refs(trace) if blocks is None or ref.block in blocks)
+        if frames <= self.max_export_frames:
+            return None
+        return (
+            f"This server exports at most {self.max_export_frames} frames; the run has {frames}. "
+            "Pick fewer blocks (e.g. 1,2)."
+        )
+
+
+def hosted_note(limits: Limits) -> str:
+    """One line under the app's title saying what this server allows."""
+    return (
+        f"*Public server: the models in the list, up to {limits.max_new_tokens} new tokens and "
+        f"{limits.max_denoising_steps} denoising steps per block, trace uploads up to {limits.max_upload_mb} MB, "
+        f"exports up to {limits.max_export_frames} frames. Run it on your own machine for more.*"
+    )
+
+
+def _number(value) -> float:
+    """A knob value as a number for comparing with a cap; anything else compares as 0 (the
+    generation handler gives the exact message for it)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return number if np.isfinite(number) else float("inf") if number > 0 else 0.0
+
+
+# ---- the allowlist -----------------------------------------------------------------------------
+def real_checkpoint_runs_here() -> bool:
+    """Apple silicon with MLX, a GPU with room for the bf16 weights, or a ZeroGPU slice (70 GB)."""
+    return pick_backend_kind() == "mlx" or on_zero_gpu() or cuda_memory_gb() >= REAL_CHECKPOINT_GPU_GB
+
+
+def extra_models(text: str | None = None) -> list[ModelChoice]:
+    """The Space owner's additions: comma-separated `source` or `label=source` entries."""
+    text = os.environ.get(EXTRA_MODELS_ENV, "") if text is None else text
+    extras = []
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        label, _, source = entry.rpartition("=")
+        source = source.strip()
+        backend = "mlx" if source.startswith("mlx-community/") else "transformers"
+        extras.append(ModelChoice(label.strip() or source, source, backend, False))
+    return extras
+
+
+def hosted_choices() -> list[ModelChoice]:
+    """The allowlist, the preselected model first."""
+    allowed = []
+    for choice in model_choices():
+        real = choice.source in (REAL_CHECKPOINT, REAL_CHECKPOINT_MLX)
+        if not real or real_checkpoint_runs_here():
+            allowed.append(choice)
+    known = {c.source for c in allowed}
+    return allowed + [c for c in extra_models() if c.source not in known]
+
+
+@dataclass(frozen=True)
+class Hosting:
+    hosted: bool
+    limits: Limits = field(default_factory=Limits)
+    choices: tuple[ModelChoice, ...] = ()
+
+    @classmethod
+    def from_environment(cls, flag: bool = False) -> "Hosting":
+        hosted = flag or env_flag(HOSTED_ENV) or bool(os.environ.get("SPACE_ID"))
+        if hosted:
+            return cls(True, Limits.hosted(), tuple(hosted_choices()))
+        return cls(False, Limits(), tuple(model_choices() + extra_models()))
+
+    def choice_for(self, label_or_source) -> ModelChoice | None:
+        """The picker entry with this label or source; outside hosted mode any other text is taken
+        as a hub id or folder; in hosted mode it is None."""
+        if not isinstance(label_or_source, str):
+            return None
+        for choice in self.choices:
+            if label_or_source in (choice.label, choice.source):
+                return choice
+        if self.hosted or not label_or_source.strip():
+            return None
+        return ModelChoice(label_or_source, label_or_source.strip(), "auto", False)
+
+    def model_problem(self, label_or_source) -> str | None:
+        """One line when the model cannot be used here; None when it can (answered in under 2 s)."""
+        choice = self.choice_for(label_or_source)
+        if choice is None:
+            shown = str(label_or_source)[:80] if label_or_source else "nothing"
+            return f"This server runs only the models in its list (got {shown!r}): pick one of them."
+        if choice.builtin or MODELS.loaded(choice.source):
+            return None  # built here (the random model is built on first use) or already in memory
+        return source_problem(choice.source)
+
+
+# ---- checks before the model queue ----------------------------------------------------------------
+def generate_validator(hosting: Hosting, register_session, inputs: list, *, model, max_new_tokens, steps, session):
+    """Gradio's event validator for the generate event: it runs outside the queue, with the same
+    inputs as the handler, and refuses a request before it can wait for the model.
+
+    `inputs` is the event's input list; `model`, `max_new_tokens`, `steps` and `session` are the
+    components among them to check.  Gradio pairs each returned `gr.validate` with an input by
+    position and hands a `gr.Request` to a parameter annotated with it, so the validator's
+    signature is built to match: one positional parameter per input, then the request.
+    """
+    where = {name: inputs.index(component) for name, component in
+             (("model", model), ("tokens", max_new_tokens), ("steps", steps), ("session", session))}
+
+    def validate(*values):
+        *values, request = values
+        register_session(request, values[where["session"]])
+        problems = [None] * len(values)
+        problems[where["model"]] = hosting.model_problem(values[where["model"]])
+        problems[where["tokens"]] = hosting.limits.tokens_problem(values[where["tokens"]])
+        problems[where["steps"]] = hosting.limits.steps_problem(values[where["steps"]])
+        return [gr.validate(problem is None, problem or "") for problem in problems]
+
+    positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    validate.__signature__ = inspect.Signature(
+        [inspect.Parameter(f"input_{i}", positional) for i in range(len(inputs))]
+        + [inspect.Parameter("request", positional, annotation=gr.Request)]
+    )
+    validate.__annotations__ = {"request": gr.Request}
+    return validate
+
+
+# ---- ZeroGPU --------------------------------------------------------------------------------------
+def on_gpu(duration: int):
+    """`spaces.GPU(duration=...)` where the `spaces` package is installed (it is a no-op itself off
+    ZeroGPU hardware); a plain pass-through elsewhere."""
+    if spaces is None:
+        return lambda fn: fn
+    return spaces.GPU(duration=duration)
+
+
+@on_gpu(duration=_env_int(GPU_SECONDS_ENV, 120))
+def _generate_on_gpu(source: str, prompt: str, settings):
+    """The records of one run, computed where the GPU is (ZeroGPU: a forked worker that inherits
+    the model already moved to CUDA at start-up; arguments and records travel pickled)."""
+    yield from MODELS.get(source).generate(prompt, settings)
+
+
+def generation_records(backend, source: str, prompt: str, settings, stop):
+    """The records of one run: directly from the backend, or on ZeroGPU through `spaces.GPU`.
+
+    ZeroGPU's worker cannot see this process's stop event, so there Stop closes the stream (which
+    ends the worker's run) and the run ends here as cancelled, keeping every recorded step.
+    """
+    if settings.compiled:
+        raise BackendError("torch.compile is off in the app (ZeroGPU forbids it).")
+    if not on_zero_gpu():
+        return backend.generate(prompt, settings, stop)
+    backend.check(prompt, settings)  # a bad request gets its message here, not from the GPU worker
+    return _stop_from_here(backend, _generate_on_gpu(source, prompt, settings), stop)
+
+
+def _stop_from_here(backend, records, stop):
+    started, blocks = time.perf_counter(), []
+    for record in records:
+        yield record
+        if isinstance(record, BlockRecord):
+            blocks.append(record.tokens)
+        if stop.is_set() and not isinstance(record, RunEnd):
+            records.close()
+            sequence = np.concatenate(blocks) if blocks else np.zeros(0, np.int32)
+            yield RunEnd(
+                finish_reason=FINISH_CANCELLED, sequence=frozen_array(sequence, np.int32),
+                text=backend.decode(sequence), wall_time_s=time.perf_counter() - started, error=None,
+            )
+            return
+
+
+def preload_for_zero_gpu(source: str) -> None:
+    """ZeroGPU's rule: the model goes to CUDA at start-up (the worker forks with it in place)."""
+    if on_zero_gpu():
+        MODELS.get(source)
+

@@ -1,0 +1,23 @@
+"""How the tests drive the app's API as a client does: the generate event's inputs in order, and
+the run's outcome, which the chained `/run_message` event reports after the stream ends."""
+
+from __future__ import annotations
+
+KNOBS = dict(entropy_bound=0.1, t_min=0.4, t_max=0.8, seed=0, sampler="entropy-bound", temperature=1.0)
+
+
+def submit_generate(client, prompt, model, max_new_tokens=256, steps=4, **overrides):
+    """Start a run; the job yields the live view's values (`visualizer.live_stream.LiveRing`)."""
+    knobs = {**KNOBS, **overrides}
+    return client.submit(prompt, model, max_new_tokens, steps, *knobs.values(), api_name="/generate")
+
+
+def run_message(client) -> tuple[str, str]:
+    """(committed text, message) of this client's last run, as the page shows them after it."""
+    return tuple(client.predict(api_name="/run_message"))
+
+
+def finished_run(client, job, timeout=None) -> tuple[str, str]:
+    """Wait for a run's stream to end, then its (committed text, message)."""
+    job.result(timeout=timeout)
+    return run_message(client)

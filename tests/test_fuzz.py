@@ -1,0 +1,264 @@
+"""Hostile input, fuzzed with hypothesis: every API endpoint of a launched app, and trace uploads
+mutated from a valid trace.  Each input gets a clear message (or works), nothing crashes, no call
+takes more than 10 s, nothing is written outside the session's folder, and download names are safe.
+
+Bounded: a fixed number of examples per property, no deadline per example (the 10 s bound is each
+call's own timeout), derandomized so CI sees the same inputs every time.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+import httpx
+import pytest
+from gradio_client import Client, handle_file
+from gradio_client.exceptions import AppError, ValidationError
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import app as app_module
+import hosting
+from backends import ModelChoice
+from visualizer.replay import load_upload
+from visualizer.trace import TraceError
+
+ROOT = Path(__file__).resolve().parent.parent
+VALID_TRACE = ROOT / "assets" / "traces" / "sky.json"
+CALL_TIMEOUT_S = 10
+FUZZ = settings(max_examples=25, deadline=None, derandomize=True,
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+# Text a visitor can send: control characters, NUL, right-to-left marks, HTML, paths, huge and empty.
+HOSTILE_TEXT = st.one_of(
+    st.text(max_size=40),
+    st.text(alphabet=st.sampled_from("\x00\x01\x1b\x7f\u202e\u202d\u200f\u2066\ufeff\ud7ff<>&\"'/\\.%\n\r\t"), max_size=40),
+    st.sampled_from(["", " ", "\x00", "../../../etc/passwd", "<script>alert(1)</script>", "\u202eevil.json",
+                     "x" * 100_000, "word " * 5000, "%s%n{0}", "CON", "/dev/zero"]),
+)
+# JSON has no NaN or infinity (a browser sends null): over the API they come as text, and the
+# handlers get the float values themselves in test_non_finite_knobs_reach_the_handlers.
+HOSTILE_NUMBER = st.one_of(
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([0, -1, 1e308, -1e308, 2**63, "nan", "inf", "-inf", "1e999", "0x10", "1_000"]),
+)
+NON_FINITE = st.sampled_from([float("nan"), float("inf"), float("-inf")])
+WRONG_TYPE = st.one_of(st.none(), st.booleans(), st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+ANY_VALUE = st.one_of(HOSTILE_TEXT, HOSTILE_NUMBER, WRONG_TYPE)
+GENERIC_ERROR = "has not enabled verbose error reporting"  # gradio_client's text for an exception
+
+
+@pytest.fixture(scope="module")
+def served(no_eos_model_dir, tmp_path_factory):
+    # A private temporary folder for this app (the machine's /tmp is shared), Gradio's cache apart.
+    tempfile.tempdir = str(tmp_path_factory.mktemp("app-tmp"))
+    os.environ["GRADIO_TEMP_DIR"] = str(tmp_path_factory.mktemp("gradio-cache"))
+    label = "Test model"
+    mode = hosting.Hosting(True, hosting.Limits(max_new_tokens=256, max_denoising_steps=4, max_upload_mb=2, max_export_frames=40),
+                           (ModelChoice(label, str(no_eos_model_dir), "transformers", True),))
+    demo = app_module.build_app(hosting_mode=mode)
+    demo.queue(default_concurrency_limit=1).launch(prevent_thread_lock=True, quiet=True, max_file_size=mode.limits.max_file_size)
+    client = Client(demo.local_url, verbose=False)
+    client.submit("Name a colour.", label, 256, 4, 0.1, 0.4, 0.8, 0, "entropy-bound", 1.0,
+                  api_name="/generate").result(timeout=120)  # a recorded run, so replay and export have work to do
+    yield client, label
+    demo.close()
+    app_module.HOSTING = hosting.Hosting.from_environment()
+    tempfile.tempdir = None
+    del os.environ["GRADIO_TEMP_DIR"]
+
+
+@FUZZ
+@given(knob=NON_FINITE, which=st.integers(0, 5))
+def test_non_finite_knobs_reach_the_handlers(served, knob, which):
+    """NaN and infinity, handed to the handlers as Python floats (what no JSON client can send)."""
+    _, label = served
+    knobs = [256, 4, 0.1, 0.4, 0.8, 0]
+    knobs[which] = knob
+    session = app_module.RunSession()
+    list(app_module.generate("hi", label, *knobs, "entropy-bound", 1.0, session))
+    message = app_module.finish_run(session)[1]
+    assert isinstance(message, str) and message and "\n" not in message
+    session.trace = load_upload(VALID_TRACE)
+    files, _, message = app_module.export_run(session, ["gif"], "", knob, knob, knob, True, "standard", "grid",
+                                              progress=lambda *a, **k: None)
+    assert files is None and message
+    session.close()
+
+
+def outcome(job) -> str:
+    """The message a call ends with: the app's message field, or the refusal Gradio or the app's
+    validator sent back.  A handler that raised (a crash) fails the test."""
+    try:
+        result = job.result(timeout=CALL_TIMEOUT_S)
+    except ValidationError as exc:
+        return str(exc)
+    except httpx.HTTPStatusError as exc:
+        return exc.response.json()["detail"]
+    except AppError as exc:
+        return str(exc)
+    return result
+
+
+def assert_no_app_crash(capfd) -> None:
+    """No traceback the server printed passes through the project's code: the only ones allowed
+    are Gradio refusing a value in its own component (gr.Error with its message, or a wrongly typed
+    value answered with Gradio's generic error) before any handler of the app ran."""
+    printed = capfd.readouterr().err
+    assert f'File "{ROOT}' not in printed, printed[-3000:]
+
+
+def assert_clear(message) -> None:
+    text = message if isinstance(message, str) else json.dumps(message, default=str)
+    assert "Traceback" not in text and 'File "' not in text
+
+
+def files_outside_sessions(before: set[str]) -> set[str]:
+    """New entries in the app's temporary folder that are neither a session's folder nor Gradio's
+    cache (a folder named by the content hash of each file Gradio serves or receives)."""
+    now = set(os.listdir(tempfile.gettempdir()))
+    return {name for name in now - before
+            if not name.startswith(("dv-session-", "gradio")) and not re.fullmatch(r"[0-9a-f]{40,64}", name)}
+
+
+@FUZZ
+@given(prompt=HOSTILE_TEXT, model=ANY_VALUE, tokens=st.one_of(HOSTILE_NUMBER, WRONG_TYPE, st.integers(1, 256)),
+       steps=st.one_of(HOSTILE_NUMBER, WRONG_TYPE, st.integers(1, 4)), knob=st.one_of(HOSTILE_NUMBER, WRONG_TYPE),
+       seed=st.one_of(HOSTILE_NUMBER, WRONG_TYPE), choice=ANY_VALUE)
+def test_generate(served, capfd, prompt, model, tokens, steps, knob, seed, choice):
+    client, label = served
+    model = label if isinstance(model, int) else model  # some examples reach the model with hostile knobs
+    before = set(os.listdir(tempfile.gettempdir()))
+    result = outcome(client.submit(prompt, model, tokens, steps, knob, 0.4, knob, seed, choice, knob,
+                                   api_name="/generate"))
+    assert_clear(result)
+    if not isinstance(result, str):  # the run was accepted: its outcome is one line
+        _, message = outcome(client.submit(api_name="/run_message"))
+        assert isinstance(message, str) and "\n" not in message.strip()
+    assert not files_outside_sessions(before)
+    assert_no_app_crash(capfd)
+
+
+@FUZZ
+@given(index=ANY_VALUE, palette=ANY_VALUE, layout=ANY_VALUE, model=ANY_VALUE)
+def test_replay_compare_and_model_endpoints(served, capfd, index, palette, layout, model):
+    client, _ = served
+    for args, api in (((index, palette, layout), "/show_frame"), ((index, palette, layout), "/compare_step"),
+                      ((palette, layout), "/pin_a"), ((model,), "/load_model"), ((), "/stop")):
+        assert_clear(outcome(client.submit(*args, api_name=api)))
+    assert_no_app_crash(capfd)
+
+
+@FUZZ
+@given(formats=st.one_of(st.lists(st.sampled_from(["gif", "mp4", "webp", "exe", "../x", ""]), max_size=4), ANY_VALUE),
+       blocks=ANY_VALUE, frame_ms=ANY_VALUE, hold_ms=ANY_VALUE, width=ANY_VALUE, with_prompt=ANY_VALUE)
+def test_export_and_save(served, capfd, formats, blocks, frame_ms, hold_ms, width, with_prompt):
+    client, _ = served
+    before = set(os.listdir(tempfile.gettempdir()))
+    result = outcome(client.submit(formats, blocks, frame_ms, hold_ms, width, with_prompt, "standard", "grid", api_name="/export"))
+    assert_clear(result)
+    if isinstance(result, (list, tuple)) and result[0]:
+        assert all(re.fullmatch(r"[\w.-]+\.(gif|mp4|webp)", Path(f).name) for f in result[0])
+    saved = outcome(client.submit(api_name="/save_trace"))
+    assert_clear(saved)
+    if isinstance(saved, (list, tuple)) and saved[0]:
+        assert re.fullmatch(r"trace-[a-z0-9-]+\.json", Path(saved[0][0]).name)
+    assert not files_outside_sessions(before)
+    assert_no_app_crash(capfd)
+
+
+def test_download_names_are_sanitized(served):
+    client, label = served
+    for prompt in ("../../etc/passwd", "\u202eevil\x00.exe", "<b>bold</b> /tmp/x", "CON"):
+        client.submit(prompt, label, 256, 2, 0.1, 0.4, 0.8, 0, "entropy-bound", 1.0,
+                      api_name="/generate").result(timeout=60)
+        saved, message = client.predict(api_name="/save_trace")
+        assert message == "" and re.fullmatch(r"trace-[a-z0-9-]+\.json", Path(saved[0]).name), saved
+
+
+# ---- trace uploads mutated from a valid trace ----------------------------------------------------
+def json_paths(value, prefix=()):
+    """Every key path of a JSON value (the first two items of each list)."""
+    yield prefix
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from json_paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value[:2]):
+            yield from json_paths(item, (*prefix, i))
+
+
+VALID = json.loads(VALID_TRACE.read_text())
+PATHS = [p for p in json_paths(VALID) if p]
+REPLACEMENT = st.one_of(ANY_VALUE, NON_FINITE, st.lists(HOSTILE_NUMBER, max_size=300), st.just([0] * 256))
+
+
+@st.composite
+def mutated_trace(draw) -> bytes:
+    kind = draw(st.sampled_from(["replace", "delete", "truncate", "flip"]))
+    if kind in ("truncate", "flip"):
+        data = bytearray(VALID_TRACE.read_bytes())
+        at = draw(st.integers(0, len(data) - 1))
+        if kind == "truncate":
+            return bytes(data[:at])
+        data[at] = draw(st.integers(0, 255))
+        return bytes(data)
+    trace = copy.deepcopy(VALID)
+    path = draw(st.sampled_from(PATHS))
+    owner = trace
+    for key in path[:-1]:
+        owner = owner[key]
+    if kind == "delete":
+        del owner[path[-1]]
+    else:
+        owner[path[-1]] = draw(REPLACEMENT)
+    return json.dumps(trace, allow_nan=True).encode()
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(data=mutated_trace())
+def test_mutated_traces_load_or_say_why_and_replay_if_loaded(data):
+    try:
+        trace = load_upload(data)
+    except TraceError as exc:
+        message = str(exc)
+        assert message and "\n" not in message and "Traceback" not in message
+        return
+    for index in (0, -1):  # a trace that loads must also replay
+        html, status, panel = app_module.render_view(trace, index if index >= 0 else 10**6, "standard", "grid")
+        assert isinstance(html, str) and isinstance(status, str)
+
+
+@FUZZ
+@given(data=mutated_trace())
+def test_mutated_trace_uploads_through_the_app(served, capfd, data, tmp_path_factory):
+    client, _ = served
+    path = tmp_path_factory.mktemp("upload") / "upload.json"
+    path.write_bytes(data)
+    result = outcome(client.submit(handle_file(str(path)), api_name="/load_trace"))
+    assert_clear(result)
+    if isinstance(result, (list, tuple)):
+        assert isinstance(result[2], str) and "\n" not in result[2]
+    assert_no_app_crash(capfd)
+
+
+def repository_status() -> list[str]:
+    """What git sees in the folders a hostile input might reach (a developer's own edits included)."""
+    status = subprocess.run(["git", "status", "--porcelain", "--ignored", "--", "assets", "visualizer", "backends"],
+                            cwd=ROOT, capture_output=True, text=True).stdout
+    return [line for line in status.splitlines() if "__pycache__" not in line]
+
+
+STATUS_BEFORE_FUZZING = repository_status()  # taken when this module is collected, before any test runs
+
+
+def test_the_repository_is_untouched_by_the_fuzzing():
+    assert repository_status() == STATUS_BEFORE_FUZZING
+

@@ -1,0 +1,244 @@
+"""Hosted mode, launched for real and driven through gradio_client as a visitor would: the
+allowlist, the caps, the check that runs before the model queue, and the end of a session."""
+
+from __future__ import annotations
+
+import http.server
+import os
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from gradio_client import Client, handle_file
+from gradio_client.exceptions import AppError, ValidationError
+
+import app as app_module
+import hosting
+from backends import REAL_CHECKPOINT, ModelChoice
+from backends.lookup import forget_answers, source_problem
+from tests.app_api import finished_run, submit_generate
+
+LIMITS = hosting.Limits(max_new_tokens=512, max_denoising_steps=8, max_upload_mb=1, max_export_frames=5)
+
+
+def generate(client, prompt, model, max_new_tokens=256, steps=4):
+    return submit_generate(client, prompt, model, max_new_tokens, steps)
+
+
+def refusal(job) -> str:
+    """The message of a request refused before the queue: by the app's validator (HTTP 422) or by
+    Gradio's own component checks (HTTP 400: a dropdown value not in its choices, a slider over its
+    maximum)."""
+    try:
+        job.result()
+    except ValidationError as exc:
+        return str(exc)
+    except httpx.HTTPStatusError as exc:
+        assert exc.response.status_code == 400
+        return exc.response.json()["detail"]
+    raise AssertionError("the request was not refused")
+
+
+@pytest.fixture(scope="module")
+def hosted(no_eos_model_dir):
+    os.environ["GRADIO_HEARTBEAT_INTERVAL"] = "0.5"  # a closed client is noticed in a second, not 15 s
+    label = "Test model (built in)"
+    mode = hosting.Hosting(True, LIMITS, (ModelChoice(label, str(no_eos_model_dir), "transformers", True),))
+    demo = app_module.build_app(hosting_mode=mode)
+    demo.queue(default_concurrency_limit=1).launch(prevent_thread_lock=True, quiet=True, max_file_size=LIMITS.max_file_size)
+    yield demo.local_url, label
+    demo.close()
+    del os.environ["GRADIO_HEARTBEAT_INTERVAL"]
+    app_module.HOSTING = hosting.Hosting.from_environment()
+
+
+def test_paths_and_unknown_ids_are_refused_at_once_while_a_valid_run_goes_on(hosted, tmp_path):
+    url, label = hosted
+    visitor, attacker = Client(url, verbose=False), Client(url, verbose=False)
+    running = generate(visitor, "Tell me a long story.", label, max_new_tokens=512, steps=8)
+    while not running.outputs():
+        time.sleep(0.02)
+    for hostile in ("/etc", str(tmp_path), "../../secrets", "google/gemma-2b", "someone/400B-model", "", "x" * 5000):
+        assert "not in the list of choices" in refusal(generate(attacker, "hi", hostile))
+        assert not running.done()  # refused without waiting for the model queue, which the run holds
+    text, message = finished_run(visitor, running)
+    assert message == "" and text
+
+
+def test_the_picker_offers_only_the_allowlist(hosted):
+    url, label = hosted
+    client = Client(url, verbose=False)
+    with pytest.raises(AppError, match="not in the list of choices"):  # Gradio's own dropdown check
+        client.predict("/etc/passwd", api_name="/load_model")
+    assert "runs only the models in its list" in app_module.select_model("/etc/passwd", label)[2]  # the app's own
+    assert client.predict(label, api_name="/load_model")[2] == ""
+
+
+def test_caps_are_refused_with_a_message(hosted):
+    url, label = hosted
+    client = Client(url, verbose=False)
+    for tokens, steps, number in ((4096, 4, "512"), (256, 200, "8")):  # the sliders' maximum is the cap
+        assert f"maximum value {number}" in refusal(generate(client, "hi", label, max_new_tokens=tokens, steps=steps))
+    list(generate(client, "Name a colour.", label, max_new_tokens=256, steps=8))  # 8 steps: more than 5 frames
+    files, preview, message = client.predict(["gif"], "", 150, 2500, None, True, "standard", "grid", api_name="/export")
+    assert files is None and "at most 5 frames" in message
+    list(generate(client, "Name a colour.", label, max_new_tokens=256, steps=3))
+    files, preview, message = client.predict(["gif"], "", 150, 2500, None, True, "standard", "grid", api_name="/export")
+    assert message == "" and files[0].endswith(".gif")
+
+
+def test_uploads_over_the_limit_are_refused_by_gradio(hosted, tmp_path):
+    url, _ = hosted
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * (LIMITS.max_upload_mb * 1024 * 1024 + 10))  # Gradio counts "1mb" as 1 MiB
+    with pytest.raises(Exception, match="(?i)file size|too large|413|exceeds"):
+        Client(url, verbose=False).predict(handle_file(str(big)), "standard", "grid", api_name="/load_trace")
+
+
+def test_a_closed_session_frees_its_run_and_folder(hosted):
+    url, label = hosted
+    client = Client(url, verbose=False)
+    list(generate(client, "Name a colour.", label))
+    client.predict(api_name="/save_trace")
+    sessions = dict(app_module.SESSIONS._sessions)
+    session = sessions[client.session_hash]
+    folder = Path(session.files.name)
+    assert session.trace is not None and any(folder.iterdir())
+    client.close()  # ends the heartbeat: Gradio runs demo.unload
+    for _ in range(600):
+        if not folder.exists():
+            break
+        time.sleep(0.05)
+    assert not folder.exists() and session.trace is None
+    assert client.session_hash not in app_module.SESSIONS._sessions
+
+
+# ---- the mode itself ---------------------------------------------------------------------------
+def test_hosted_mode_turns_on_on_a_space_and_takes_the_owners_models(monkeypatch):
+    monkeypatch.delenv("DV_HOSTED", raising=False)
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    assert not hosting.Hosting.from_environment().hosted
+    monkeypatch.setenv("SPACE_ID", "someone/diffusion-visualizer")
+    monkeypatch.setenv("DV_EXTRA_MODELS", "My fine-tune=someone/dg-finetune, other/model")
+    mode = hosting.Hosting.from_environment()
+    assert mode.hosted and mode.limits.max_new_tokens == 1024
+    labels = {c.label: c.source for c in mode.choices}
+    assert labels["My fine-tune"] == "someone/dg-finetune" and labels["other/model"] == "other/model"
+    assert REAL_CHECKPOINT not in labels.values()  # this machine (no 70 GB GPU) cannot run it
+    assert mode.choice_for("/etc") is None and mode.choice_for("third/party") is None
+    monkeypatch.setenv("DV_MAX_NEW_TOKENS", "lots")
+    with pytest.raises(SystemExit, match="DV_MAX_NEW_TOKENS"):
+        hosting.Limits.hosted()
+
+
+def test_trust_remote_code_is_never_passed(monkeypatch, random_model_dir, mlx_models):
+    """Every from_pretrained / mlx-vlm load the backends make goes through these entry points."""
+    import mlx_vlm.utils
+    import transformers
+
+    from backends import load_backend
+
+    calls = []
+
+    def spy(owner, name):
+        original = getattr(owner, name)
+
+        def recording(*args, **kwargs):
+            calls.append((name, kwargs))
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, recording)
+
+    for owner in (transformers.AutoTokenizer, transformers.AutoProcessor, transformers.DiffusionGemmaForBlockDiffusion,
+                  transformers.AutoConfig):
+        spy(owner, "from_pretrained")
+    spy(mlx_vlm.utils, "load_processor")
+    load_backend(str(random_model_dir))
+    load_backend(str(mlx_models["float32"])).close()
+    assert {name for name, _ in calls} >= {"from_pretrained", "load_processor"}
+    assert not any(kwargs.get("trust_remote_code") for _, kwargs in calls), calls
+    source = "\n".join(p.read_text() for p in Path(__file__).resolve().parent.parent.glob("backends/*.py"))
+    assert source.count("trust_remote_code") == source.count("trust_remote_code=False")
+
+
+# ---- the model check before the queue ----------------------------------------------------------
+class CountingHub(http.server.BaseHTTPRequestHandler):
+    """A stand-in Hugging Face Hub: every repo is unknown; counts the requests it gets."""
+
+    requests: list[str] = []
+
+    def do_HEAD(self):  # noqa: N802
+        CountingHub.requests.append(self.path)
+        self.send_response(404)
+        self.send_header("X-Error-Code", "RepoNotFound")
+        self.send_header("X-Error-Message", "Repository not found")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_an_unknown_hub_id_costs_one_head_request_and_is_remembered(monkeypatch):
+    from huggingface_hub import constants
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), CountingHub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_port}")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    forget_answers()
+    CountingHub.requests.clear()
+    try:
+        for _ in range(8):  # a burst of the same bad request
+            assert "No model nobody/nothing" in source_problem("nobody/nothing")
+        assert len(CountingHub.requests) == 1 and CountingHub.requests[0].endswith("/config.json")
+    finally:
+        server.shutdown()
+        forget_answers()
+
+
+def test_offline_means_no_network_at_all(monkeypatch):
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # would refuse, if it were asked
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    forget_answers()
+    assert "HF_HUB_OFFLINE" in source_problem("someone/uncached-model")
+    assert "No model folder" in source_problem("/no/such/folder")
+    assert "neither a model folder" in source_problem("not a valid id!")
+    forget_answers()
+
+
+# ---- ZeroGPU ------------------------------------------------------------------------------------
+def test_on_zero_gpu_records_cross_a_process_boundary_and_stop_works_from_here(monkeypatch, no_eos_backend):
+    """On ZeroGPU the run happens in `spaces.GPU`'s forked worker: its arguments and records are
+    pickled, and it cannot see this process's stop event.  Simulated here with a pickling round trip."""
+    import pickle
+
+    from backends.base import BackendError
+    from visualizer.records import RunEnd, StepRecord
+    from visualizer.settings import GenerationSettings
+    from visualizer.trace import Trace
+
+    monkeypatch.setenv("SPACES_ZERO_GPU", "true")
+    monkeypatch.setattr(hosting, "MODELS", hosting.LoadedModels(load=lambda source: no_eos_backend))
+    worker = hosting._generate_on_gpu
+
+    def through_the_worker(*args):
+        for record in worker(*pickle.loads(pickle.dumps(args))):
+            yield pickle.loads(pickle.dumps(record))
+
+    monkeypatch.setattr(hosting, "_generate_on_gpu", through_the_worker)
+    settings = GenerationSettings(max_new_tokens=512, max_denoising_steps=8)
+    stop = threading.Event()
+    trace = Trace(model=no_eos_backend.info, prompt="Tell me a story.")
+    for record in hosting.generation_records(no_eos_backend, "the-model", "Tell me a story.", settings, stop):
+        trace.append(record)
+        if isinstance(record, StepRecord) and record.step == 2:
+            stop.set()  # Stop pressed: the stream is closed and the run ends here
+    assert isinstance(trace.end, RunEnd) and trace.end.finish_reason == "cancelled"
+    assert 3 <= len(trace.steps) < 16  # the steps recorded before Stop are kept; the worker ran no further
+    with pytest.raises(BackendError, match="empty"):  # a bad request is refused here, not in the worker
+        hosting.generation_records(no_eos_backend, "the-model", " ", settings, stop)
+    with pytest.raises(BackendError, match="torch.compile"):
+        hosting.generation_records(no_eos_backend, "the-model", "hi", settings.replace(compiled=True), stop)

@@ -1,0 +1,45 @@
+"""The load benchmark, small (4 clients x 2 runs on the built-in model): no cross-talk between
+sessions, the queue really queues, and every session's folder is gone once its client leaves."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+import app as app_module
+import hosting
+from backends import BUILTIN_MODEL_DIR
+from benchmarks.bench_load import BUILTIN_LABEL, run_load
+
+
+@pytest.fixture()
+def served(tmp_path):
+    if not (BUILTIN_MODEL_DIR / "config.json").exists():
+        pytest.skip("the built-in model is not in this checkout")
+    tempfile.tempdir = str(tmp_path)  # the sessions' folders land here, where the test can count them
+    os.environ["GRADIO_HEARTBEAT_INTERVAL"] = "0.5"
+    demo = app_module.build_app(hosting_mode=hosting.Hosting(True, hosting.Limits.hosted(), tuple(hosting.hosted_choices())))
+    demo.queue(default_concurrency_limit=1).launch(prevent_thread_lock=True, quiet=True)
+    yield demo.local_url, tmp_path
+    demo.close()
+    tempfile.tempdir = None
+    del os.environ["GRADIO_HEARTBEAT_INTERVAL"]
+    app_module.HOSTING = hosting.Hosting.from_environment()
+
+
+def test_four_clients_two_runs_each_match_their_solo_runs(served):
+    url, tmp = served
+    result = run_load(url, clients=4, runs=2, model=BUILTIN_LABEL, steps=4, distinct=4, idle_s=0, tmp=tmp)
+    assert result.failures == [] and result.runs == 8
+    assert result.mismatches == 0
+    assert result.queue_ranks  # with one model slot, some clients waited in line
+    assert len(result.refusals_s) == 4  # paths and unknown ids sent during the load were all refused
+    for _ in range(300):  # each client closed its session: the server releases its folder
+        if not list(Path(tmp).glob("dv-session-*")):
+            break
+        time.sleep(0.1)
+    assert not list(Path(tmp).glob("dv-session-*"))
