@@ -1,0 +1,118 @@
+"""The app's "why" views through gradio_client: a token's alternatives, a step's accept budget,
+structure first, and the thinking and top-k knobs, with a one-line answer to any bad request."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from gradio_client import Client
+from gradio_client.exceptions import AppError
+
+import app as app_module
+from tests.test_app import GENERATE_ARGS, frames_of, run_message
+
+
+@pytest.fixture(scope="module")
+def served(no_eos_model_dir):
+    demo = app_module.build_app(str(no_eos_model_dir))
+    demo.queue(default_concurrency_limit=1).launch(prevent_thread_lock=True, quiet=True)
+    yield demo.local_url, str(no_eos_model_dir)
+    demo.close()
+
+
+def run(client, model, *, thinking=False, topk=3, prompt="Write a short poem.", steps=6):
+    args = {**GENERATE_ARGS, "max_new_tokens": 256, "steps": steps}
+    outputs = list(client.submit(prompt, model, *args.values(), thinking, topk, api_name="/generate"))
+    return frames_of(*outputs)
+
+
+def refused(client, model, *, thinking=False, topk=3):
+    args = {**GENERATE_ARGS, "max_new_tokens": 256, "steps": 6}
+    client.submit("hi", model, *args.values(), thinking, topk, api_name="/generate").result()
+
+
+def alternatives(client, frame, position) -> str:
+    return client.predict(frame, position, api_name="/alternatives")
+
+
+def budget(client, frame) -> str:
+    return client.predict(frame, api_name="/accept_budget")
+
+
+def test_a_run_with_candidates_answers_for_any_token_and_step(served):
+    url, model = served
+    client = Client(url, verbose=False)
+    frames = run(client, model, topk=3)
+    last = len(frames) - 1
+    panel = alternatives(client, 1, 7)
+    assert "position 7 of block 1" in panel and "step 2" in panel
+    assert "commit step" in panel and "the token it almost chose" in panel
+    assert panel.count("<tr") == 2 * 3  # three candidates at the step viewed and at the commit step
+    assert "commit step" in alternatives(client, last, 0)  # the commit frame shows the block's last step
+    # the accept budget of a step: the sampler's rule replayed, and it differs from step to step
+    first, second = budget(client, 0), budget(client, 1)
+    assert first.startswith("<svg") and "fit the entropy bound of 0.1 nats" in first
+    assert "Block 1, step 1:" in first and "Block 1, step 2:" in second
+    # structure first, once the run is complete, also in the live view's end line
+    assert "Structure first" in client.predict(api_name="/structure_first")
+
+
+def test_bad_requests_get_one_line_and_keep_the_run(served):
+    url, model = served
+    client = Client(url, verbose=False)
+    assert "No run yet" in alternatives(client, 0, 0) and "No run yet" in budget(client, 0)
+    assert "No run yet" in client.predict(api_name="/structure_first")
+    frames = run(client, model, topk=2)
+    good = alternatives(client, 2, 5)
+    cases = [
+        ((len(frames) + 5, 0), f"outside 0..{len(frames) - 1}"),
+        ((-1, 0), "outside"),
+        ((0, 256), "outside the canvas (0 to 255)"),
+        (("abc", 0), "frame must be a number"),
+        ((0, "1.5"), "position must be a whole number"),
+        ((0, ""), "position is empty"),
+        ((0, "nan"), "whole number"),
+    ]
+    for args, expected in cases:
+        answer = alternatives(client, *args)
+        assert expected in answer and answer.count("<div") == 1, (args, answer)
+    assert "outside" in budget(client, 10_000) and "frame must be a number" in budget(client, "x")
+    assert alternatives(client, 2, 5) == good  # nothing recorded was touched
+
+
+def test_a_run_without_candidates_says_so_in_one_line(served):
+    url, model = served
+    client = Client(url, verbose=False)
+    run(client, model, topk=0)
+    answer = alternatives(client, 1, 3)
+    assert "recorded no candidates" in answer and "<table" not in answer
+    assert "fit the entropy bound" in budget(client, 1)  # the budget needs no candidates
+
+
+def test_a_saved_trace_loaded_again_answers_the_same(served, tmp_path):
+    url, model = served
+    client = Client(url, verbose=False)
+    run(client, model, topk=2)
+    before = alternatives(client, 3, 9), budget(client, 3)
+    (saved,), _ = client.predict(api_name="/save_trace")
+    other = Client(url, verbose=False)
+    from gradio_client import handle_file
+
+    value, _, message = other.predict(handle_file(saved), api_name="/load_trace")
+    assert message == "" and json.loads(value[1])["structure_svg"].startswith("<svg")
+    assert (alternatives(other, 3, 9), budget(other, 3)) == before
+
+
+def test_thinking_and_top_k_knobs(served):
+    url, model = served
+    client = Client(url, verbose=False)
+    loaded = client.predict(model, api_name="/load_model")
+    thinking = loaded[11]
+    assert thinking["interactive"] is False and "no thinking channel" in thinking["info"]
+    refused(client, model, thinking=True)
+    assert "no thinking mode" in run_message(client)[1]  # refused before any step, with the reason
+    with pytest.raises(AppError, match="greater than maximum value 32"):  # the slider refuses it itself
+        refused(client, model, topk=40)
+    frames = run(client, model, topk=1)  # one candidate: the favourite, nothing else to compare
+    assert frames and alternatives(client, 2, 4).count("<tr") == 2
