@@ -55,6 +55,7 @@ Hover a token for its entropy; click it for the alternatives the model weighed t
 and press *Generate*."""
 
 INSPECTOR_HINT = "Click a token on the canvas (or rest the pointer on one) for the alternatives the model weighed there."
+WHY_CHART_WIDTH = 720  # the accept-budget and structure-first charts: wide enough for their one-line titles
 BUDGET_HINT = "Move the replay slider: the step on screen's accept budget appears here."
 THINKING_NOTE = "Renders the chat template with `enable_thinking`: the model thinks in its own channel before answering."
 NO_THINKING_NOTE = "This model's chat template has no thinking channel (`enable_thinking`)."
@@ -283,7 +284,7 @@ def step_budget_view(frame, session: RunSession) -> str:
         frame = _int(frame, "frame")
     except (TypeError, ValueError) as exc:
         return _message_html(str(exc))
-    return accept_budget_svg(session.trace, frame)
+    return accept_budget_svg(session.trace, frame, width=WHY_CHART_WIDTH)
 
 
 def structure_view(session: RunSession) -> str:
@@ -292,7 +293,7 @@ def structure_view(session: RunSession) -> str:
         return _message_html(no_trace_message(session))
     if session.running or not session.trace.finished:
         return _message_html("Structure first is measured once the run has finished.")
-    return structure_first_svg(session.trace)
+    return structure_first_svg(session.trace, width=WHY_CHART_WIDTH)
 
 
 def _event_view(view, names):

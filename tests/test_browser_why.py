@@ -62,7 +62,7 @@ def test_clicking_a_token_shows_its_alternatives_and_the_budget_follows_the_slid
 
 
 def test_thought_tokens_are_tinted_and_banded_as_the_renderers_draw_them(page, tmp_path):
-    trace = trace_from_text([THINKING], [[0, 0, 1, 1, 2, 2, 3, 3, 3, 4, 4]], topk=3)
+    trace = trace_from_text([THINKING], [[0, 0, 1, 1, 2, 2, 3, 3, 3, 4, 4]], topk=3)  # no entropy bound recorded
     path = tmp_path / "thinking.json"
     trace.save(path)
     page.get_by_text("Save, load and export").click()
@@ -78,3 +78,4 @@ def test_thought_tokens_are_tinted_and_banded_as_the_renderers_draw_them(page, t
     # a hand-built trace's candidates answer too: the answer token right after the channel
     page.locator('.dv-canvas span[data-i="6"]').click()
     page.wait_for_function(f"() => document.querySelector('{INSPECTOR}').textContent.includes('position 6 of block 1')", timeout=30_000)
+    page.wait_for_function(f"() => document.querySelector('{BUDGET}').textContent.includes('did not record its entropy bound')")

@@ -47,20 +47,25 @@ def accept_budget_svg(trace: Trace, frame: int, *, width: int = 560, height: int
 
 
 def _entropy_svg(plot: Plot, b: EntropyBudget) -> str:
-    shown = min(b.order.size, max(b.fits + 8, 16), MAX_BARS)
+    # Up to MAX_BARS bars: all from the lowest when few fit, else the window around the boundary
+    # (the last that fit and the first left out), where the decision was made.
+    total = b.order.size
+    shown = min(total, max(b.fits + 8, 16), MAX_BARS)
+    lo = max(0, min(b.fits + 8, total) - shown)
+    ranks = range(lo, lo + shown)
     spent_after = b.spent_before + b.entropy  # cumulative entropy through each position
-    first_missed = b.fits if b.fits < b.order.size else None
-    top = max(b.bound * 1.6, float(b.spent_before[min(b.fits, b.order.size - 1)]) * 1.15, 1e-6)
+    first_missed = b.fits if b.fits < total else None
+    top = max(b.bound * 1.6, float(b.spent_before[min(b.fits, total - 1)]) * 1.15, 1e-6)
     y = lambda v: plot.y1 - min(v, top) / top * plot.h  # noqa: E731
     bar_w = plot.w / shown
     parts = [title_text(plot, budget_sentence(b))]
     for value in (0, b.bound):
         parts.append(svg_text(plot.x0 - 4, y(value) + 3, f"{value:g}", anchor="end", size=9))
     parts.append(hline(plot, plot.y1, opacity=0.4))
-    for rank in range(shown):
+    for k, rank in enumerate(ranks):
         color = FIT_COLOR if rank < b.fits else MISSED_COLOR if rank == first_missed else OTHER_COLOR
         height = plot.y1 - y(float(b.entropy[rank]))
-        x = plot.x0 + rank * bar_w
+        x = plot.x0 + k * bar_w
         parts.append(bar(x + bar_w * 0.15, plot.y1 - height, bar_w * 0.7, max(height, 0.5), color, opacity=0.85))
         if b.entropy[rank] > top:
             parts.append(svg_text(x + bar_w / 2, plot.y0 + 8, "▲", anchor="middle", size=8, fill=color))
@@ -72,14 +77,15 @@ def _entropy_svg(plot: Plot, b: EntropyBudget) -> str:
                f"{b.spent_before[rank]:.4g} nats; {verdict}; the sampler: {recorded}")
         parts.append(hover_rect(x, plot.y0, bar_w, plot.h, tip))
     # the budget spent before each position (the sampler's left-hand side), against the bound
-    points = " ".join(f"{plot.x0 + (r + 0.5) * bar_w:.1f},{y(float(b.spent_before[r])):.1f}" for r in range(shown))
+    points = " ".join(f"{plot.x0 + (k + 0.5) * bar_w:.1f},{y(float(b.spent_before[r])):.1f}" for k, r in enumerate(ranks))
     parts.append(f'<polyline points="{points}" fill="none" stroke="currentColor" stroke-width="1.2" stroke-dasharray="2 2"/>')
     parts.append(f'<line x1="{plot.x0}" x2="{plot.x1}" y1="{y(b.bound):.1f}" y2="{y(b.bound):.1f}" stroke="{BOUND_COLOR}" stroke-width="1.5"/>')
     parts.append(svg_text(plot.x1 - 2, y(b.bound) - 4, f"bound {b.bound:g} nats", anchor="end", size=9, fill=BOUND_COLOR))
-    legend = (f"bars: entropy of each position, lowest first ({shown} of {b.order.size}); dotted: entropy spent "
+    which = f"#{lo + 1} to #{lo + shown} lowest of {total}" if lo else f"{shown} of {total}"
+    legend = (f"bars: entropy of each position, lowest first ({which}); dotted: entropy spent "
               f"before it; green fit, red just missed")
     parts.append(svg_text(plot.x0, plot.y1 + 14, legend, size=9))
-    parts.append(svg_text(plot.x0, plot.y1 + 27, f"tallest shown: {float(spent_after[shown - 1]):.3g} nats spent through #{shown}", size=9))
+    parts.append(svg_text(plot.x0, plot.y1 + 27, f"spent through #{lo + shown}: {float(spent_after[lo + shown - 1]):.3g} nats", size=9))
     return plot.svg(parts, label=budget_sentence(b))
 
 

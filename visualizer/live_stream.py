@@ -160,7 +160,7 @@ class LiveEncoder:
             layout = text_layout(trace)
             message["text_layout"] = layout_message(layout)
             # the structure-first figure of the finished run (server-made SVG, its text escaped)
-            message["structure_svg"] = structure_first_svg(trace)
+            message["structure_svg"] = structure_first_svg(trace, width=720)  # wide enough for its title
         return _dumps(message)
 
     # ---- one frame -------------------------------------------------------------------------
