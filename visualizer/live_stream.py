@@ -206,13 +206,17 @@ class LiveEncoder:
             message["tokens"] = {str(t): token_entry(trace, t) for t in fresh}
             self.sent_tokens.update(fresh)
         message["caption"] = frame_caption(trace, frame)
-        message.update(self._panel(index, refs))
+        thoughts = int(frame.thought[ref.block].sum()) if frame.thought is not None else 0
+        message.update(self._panel(index, refs, thoughts))
         return _dumps(message)
 
-    def _panel(self, index: int, refs: list[FrameRef]) -> dict:
-        """The commit-order panel's numbers at one frame: readout values and one chart point."""
+    def _panel(self, index: int, refs: list[FrameRef], thoughts: int = 0) -> dict:
+        """The commit-order panel's numbers at one frame: readout values and one chart point.
+        `thoughts`: thinking-channel tokens shown in the block, which the readout says it includes."""
         r = live_readout(self.trace, index, refs=refs)
         where, status = readout_heading(r)
+        if thoughts:
+            status += f" · measured over every content token, {thoughts} of the thinking channel included"
         point = [_number(r.tau_b), _number(r.control_tau_b), r.committed, r.content_length, r.new_commits, r.remasked_now]
         return {
             "readout": {"where": where, "status": status, "tau": fmt(r.tau_b), "control": fmt(r.control_tau_b),
