@@ -458,9 +458,9 @@ def build_app(initial_model: str | None = None) -> gr.Blocks:
                     [], html_template='<div class="dv-live"></div>', elem_id="dv-live", palette="standard",
                     js_on_load=LIVE_VIEW_JS + "\nwindow.dvLiveView.mount(element, props, watch, trigger);",
                 )
-                with gr.Row(equal_height=False):  # the "why" views, asked for by the live view
-                    inspector = gr.HTML(_message_html(INSPECTOR_HINT), label="Token inspector", elem_id="dv-inspector", padding=True, scale=2)
-                    budget = gr.HTML(_message_html(BUDGET_HINT), label="Accept budget", elem_id="dv-budget", padding=True, scale=3)
+                # the "why" views, asked for by the live view (full width: the chart's text stays legible)
+                inspector = gr.HTML(_message_html(INSPECTOR_HINT), label="Token inspector", elem_id="dv-inspector", padding=True)
+                budget = gr.HTML(_message_html(BUDGET_HINT), label="Accept budget", elem_id="dv-budget", padding=True)
                 final_text = gr.Textbox(label="Committed text", lines=6, interactive=False)
                 with gr.Row(visible=False):  # server-side frames for API clients (`/show_frame`)
                     api_frame = gr.Number(0, precision=0)

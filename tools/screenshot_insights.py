@@ -1,6 +1,6 @@
 """Screenshots of the app's "why" views, in a real headless browser (for the README's "Why" section).
 
-    python tools/screenshot_insights.py --out assets/insights [--model FOLDER] [--demo acrostic] [--step 3] [--position 9]
+    python tools/screenshot_insights.py --out assets/insights [--model FOLDER] [--demo acrostic] [--step 3] [--inspect-step 1] [--position 9]
 
 Launches the app, runs a demo prompt on the model (the built-in one by default) with candidates
 recorded, moves the replay slider to a step, clicks a token and photographs: the token inspector
@@ -40,7 +40,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default="assets/insights")
     parser.add_argument("--model", default=None)
     parser.add_argument("--demo", default="acrostic")
-    parser.add_argument("--step", type=int, default=3, help="the step (from 1) to show")
+    parser.add_argument("--step", type=int, default=3, help="the step (from 1) whose accept budget to show")
+    parser.add_argument("--inspect-step", type=int, default=1, help="the step (from 1) at which to inspect the token")
     parser.add_argument("--position", type=int, default=9, help="the canvas position to click")
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     args = parser.parse_args(argv)
@@ -65,14 +66,17 @@ def main(argv=None) -> int:
             page.wait_for_function("() => { const s = window.dvLiveView.stats(); return s && s.ended; }", timeout=300_000)
             page.locator(".dv-structure svg").wait_for(timeout=30_000)
 
-            frame = args.step - 1
-            page.locator("input.dv-replay").fill(str(frame))
-            page.wait_for_function(f"() => window.dvLiveView.stats().shownIndex === {frame}")
-            page.wait_for_function(f"() => document.querySelector('#dv-budget').textContent.includes('step {args.step}:')", timeout=30_000)
+            def show_step(step):
+                page.locator("input.dv-replay").fill(str(step - 1))
+                page.wait_for_function(f"() => window.dvLiveView.stats().shownIndex === {step - 1}")
+                page.wait_for_function(f"() => document.querySelector('#dv-budget').textContent.includes('step {step}:')", timeout=30_000)
+
+            show_step(args.inspect_step)
             page.locator(f'.dv-canvas span[data-i="{args.position}"]').click()
             page.wait_for_function(
-                f"() => document.querySelector('#dv-inspector').textContent.includes('position {args.position} of block')", timeout=30_000)
+                f"() => document.querySelector('#dv-inspector').textContent.includes('step {args.inspect_step} ·')", timeout=30_000)
             page.locator("#dv-inspector").screenshot(path=out / "alternatives.png")
+            show_step(args.step)
             page.locator("#dv-budget").screenshot(path=out / "accept_budget.png")
             page.locator(".dv-structure").screenshot(path=out / "structure_first.png")
             print(page.locator("#dv-inspector").text_content())

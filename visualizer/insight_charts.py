@@ -80,7 +80,8 @@ def _entropy_svg(plot: Plot, b: EntropyBudget) -> str:
     points = " ".join(f"{plot.x0 + (k + 0.5) * bar_w:.1f},{y(float(b.spent_before[r])):.1f}" for k, r in enumerate(ranks))
     parts.append(f'<polyline points="{points}" fill="none" stroke="currentColor" stroke-width="1.2" stroke-dasharray="2 2"/>')
     parts.append(f'<line x1="{plot.x0}" x2="{plot.x1}" y1="{y(b.bound):.1f}" y2="{y(b.bound):.1f}" stroke="{BOUND_COLOR}" stroke-width="1.5"/>')
-    parts.append(svg_text(plot.x1 - 2, y(b.bound) - 4, f"bound {b.bound:g} nats", anchor="end", size=9, fill=BOUND_COLOR))
+    # labelled at the left, where the bars are lowest, so the tall ones on the right never hide it
+    parts.append(svg_text(plot.x0 + 2, y(b.bound) - 4, f"bound {b.bound:g} nats", size=9, fill=BOUND_COLOR))
     which = f"#{lo + 1} to #{lo + shown} lowest of {total}" if lo else f"{shown} of {total}"
     legend = (f"bars: entropy of each position, lowest first ({which}); dotted: entropy spent "
               f"before it; green fit, red just missed")
