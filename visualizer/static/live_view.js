@@ -443,6 +443,7 @@
       if (!target || !target.dataset || target.dataset.i === undefined || !this.start) return;
       const i = Number(target.dataset.i);
       if (this.spans[this.picked]) this.spans[this.picked].style.outline = "";
+      if (i === this.picked) { this.picked = -1; return; }  // clicked again: unpicked, hovering answers again
       this.picked = i;
       target.style.outline = `2px solid ${CURSOR_COLOR}`;
       this.askToken(i);
