@@ -516,6 +516,10 @@ def build_app(initial_model: str | None = None) -> gr.Blocks:
         quiet = dict(api_visibility="private", concurrency_limit=None, show_progress="hidden")
         live.inspect(_event_view(inspect_token, ("frame", "position")), session, inspector, **quiet)
         live.budget(_event_view(step_budget_view, ("frame",)), session, budget, **quiet)
+        # a new run or trace: the panels go back to their hints, never showing the previous run's answers
+        hints = lambda: (_message_html(INSPECTOR_HINT), _message_html(BUDGET_HINT))  # noqa: E731
+        for starts in (generate_btn.click, trace_upload.change):
+            starts(hints, None, [inspector, budget], api_visibility="private", concurrency_limit=None, show_progress="hidden")
         why = dict(concurrency_limit=None, show_progress="hidden")
         api_alternatives_button.click(inspect_token, [api_at_frame, api_at_position, session], api_alternatives, api_name="alternatives", **why)
         api_budget_button.click(step_budget_view, [api_at_frame, session], api_budget, api_name="accept_budget", **why)
