@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import json
 import xml.etree.ElementTree as ET
 
@@ -243,7 +245,9 @@ def test_structure_first_is_undefined_with_a_reason_when_a_class_is_empty():
     trace = trace_from_text([["alpha", " beta", " gamma"]], [[0, 1, 2]], prompt="Name three letters in sentences")
     result = structure_first(trace, family="sentences")
     assert isinstance(result.difference, Undefined) and "no structural token" in result.difference.reason
-    assert "no structural token" in structure_first_svg(trace, family="sentences")
+    svg = structure_first_svg(trace, family="sentences")
+    shown = re.sub(r"<title>.*?</title>", "", svg)  # on the chart itself, not only in a tooltip
+    assert "free − structural = undefined: no structural token" in shown.replace("&#x27;", "'")
 
 
 def test_difference_ci_resamples_prompts_with_scipy_bootstrap():

@@ -126,7 +126,9 @@ def structure_first_svg(trace: Trace, *, family: str | None = None, include_thou
 
 def structure_first_chart(result: StructureFirst, *, width: int = 560, height: int = 190) -> str:
     plot = Plot(width, height, left=70, right=14, top=22, bottom=40)
-    title = f"Structure first ({result.family} rules, {result.measured}): free − structural = {_fmt(result.difference, 2)} steps, AUROC {_fmt(result.auroc)}"
+    title = (f"Structure first ({result.family} rules, {result.measured}): free − structural = "
+             + (f"{result.difference:.2f} steps, AUROC {_fmt(result.auroc)}" if not isinstance(result.difference, Undefined)
+                else f"undefined: {result.difference.reason}"))
     if not result.blocks:
         return _message(plot, "structure first", str(result.difference.reason))
     steps = [v for blk in result.blocks for v in (blk.mean_step_structural, blk.mean_step_free) if not isinstance(v, Undefined)]
@@ -141,6 +143,9 @@ def structure_first_chart(result: StructureFirst, *, width: int = 560, height: i
         values = [(blk.mean_step_structural, STRUCTURAL_COLOR, f"structural ({blk.structural})"),
                   (blk.mean_step_free, FREE_COLOR, f"free ({blk.free})")]
         defined = [(v, c, n) for v, c, n in values if not isinstance(v, Undefined)]
+        if len(defined) < 2:  # a class is empty in this block: say so on the chart, not only in the tooltip
+            parts.append(svg_text(plot.x1, cy - 8, f"undefined: {getattr(blk.difference, 'reason', 'a class is empty')}",
+                                  anchor="end", size=9))
         if len(defined) == 2:
             parts.append(f'<line x1="{x(defined[0][0]):.1f}" x2="{x(defined[1][0]):.1f}" y1="{cy:.1f}" y2="{cy:.1f}" stroke="currentColor" stroke-width="2" stroke-opacity="0.5"/>')
         for value, color, name in defined:
@@ -150,7 +155,7 @@ def structure_first_chart(result: StructureFirst, *, width: int = 560, height: i
                + (f" ({blk.difference.reason})" if isinstance(blk.difference, Undefined) else ""))
         parts.append(hover_rect(plot.x0, cy - row_h / 2, plot.w, row_h, tip))
     for value in np.linspace(0, top, 5):
-        parts.append(svg_text(x(value), plot.y1 + 12, f"{value + 1:.0f}", anchor="middle", size=9))
+        parts.append(svg_text(x(value), plot.y1 + 12, f"{value + 1:.0f}" if top >= 8 else f"{value + 1:.1f}", anchor="middle", size=9))
     parts.append(svg_text(plot.x1, plot.y1 + 24, "mean commit step (first acceptance)", anchor="end", size=9))
     parts.append(f'<circle cx="{plot.x0 + 4}" cy="{plot.y1 + 30}" r="4" fill="{STRUCTURAL_COLOR}"/>')
     parts.append(svg_text(plot.x0 + 12, plot.y1 + 33, "structural", size=9))
