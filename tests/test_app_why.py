@@ -116,3 +116,22 @@ def test_thinking_and_top_k_knobs(served):
         refused(client, model, topk=40)
     frames = run(client, model, topk=1)  # one candidate: the favourite, nothing else to compare
     assert frames and alternatives(client, 2, 4).count("<tr") == 2
+
+
+def test_the_views_answer_during_a_live_run_without_waiting_for_the_model(served):
+    import time
+
+    url, model = served
+    client = Client(url, verbose=False)
+    args = {**GENERATE_ARGS, "max_new_tokens": 768, "steps": 48}
+    job = client.submit("Tell me a long story.", model, *args.values(), False, 2, api_name="/generate")
+    while len(job.outputs()) < 3:
+        time.sleep(0.05)
+    answer, chart = alternatives(client, 1, 3), budget(client, 1)
+    structure = client.predict(api_name="/structure_first")
+    still_running = not job.done()
+    client.predict(api_name="/stop")
+    job.result()
+    assert still_running, "the run ended before the views were asked"
+    assert "position 3 of block 1" in answer and "Block 1, step 2:" in chart
+    assert "once the run has finished" in structure
