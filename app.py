@@ -13,6 +13,7 @@ shown); replaying a recorded step never touches the model.
 from __future__ import annotations
 
 import argparse
+import html
 import math
 import tempfile
 import threading
@@ -30,12 +31,14 @@ from prompts.demos import DEMOS
 from visualizer.animation import AnimationError, AnimationOptions, parse_blocks
 from visualizer.charts import commit_panel_html, token_details
 from visualizer.compare import align, build_compare_animation, compare_html
+from visualizer.alternatives import alternatives_html
 from visualizer.export import ExportError, export_to_folder, save_gif
+from visualizer.insight_charts import accept_budget_svg, structure_first_svg
 from visualizer.layout import grid_layout, text_layout
 from visualizer.live_stream import LiveEncoder, LiveRing, batches, replay_value
 from visualizer.palette import PALETTES, get_palette
 from visualizer.render_html import frame_caption, render_frame_html
-from visualizer.settings import SAMPLER_ENTROPY_BOUND, SAMPLERS, GenerationSettings
+from visualizer.settings import DEFAULT_RECORD_TOPK, MAX_RECORD_TOPK, SAMPLER_ENTROPY_BOUND, SAMPLERS, GenerationSettings
 from visualizer.states import frame_refs, frame_state
 from visualizer.replay import example_traces, load_upload, save_download
 from visualizer.trace import Trace, TraceError
@@ -54,7 +57,15 @@ CSS = """
 INTRO = """# Watch DiffusionGemma denoise
 Each frame is one denoising step of a 256-token canvas: **gray** noise, **green** accepted this step,
 **purple** kept draft (accepted before and now), gray with an **orange bar** remasked, **white** committed.
-Hover a token for its entropy. Pick a demo prompt and press *Generate*."""
+Hover a token for its entropy; click it for the alternatives the model weighed there. Pick a demo prompt
+and press *Generate*."""
+
+INSPECTOR_HINT = "Click a token on the canvas (or rest the pointer on one) for the alternatives the model weighed there."
+WHY_CHART_WIDTH = 720  # the accept-budget and structure-first charts: wide enough for their one-line titles
+BUDGET_HINT = "Move the replay slider: the step on screen's accept budget appears here."
+THINKING_NOTE = "Renders the chat template with `enable_thinking`: the model thinks in its own channel before answering."
+NO_THINKING_NOTE = "This model's chat template has no thinking channel (`enable_thinking`)."
+
 
 
 class RunSession:
@@ -139,8 +150,10 @@ def end_message(trace: Trace) -> str:
 
 # ---- handlers ------------------------------------------------------------------------------------
 def knob_updates(backend):
-    """The knobs at the model's defaults; the sampler and temperature exist only on MLX."""
+    """The knobs at the model's defaults; the sampler and temperature exist only on MLX; thinking
+    only where the chat template has the switch."""
     settings, mlx = backend.default_settings(), backend.info.backend == "mlx"
+    thinks = backend.supports_thinking()
     sampler = settings.sampler or SAMPLER_ENTROPY_BOUND
     return (
         gr.Slider(value=settings.max_new_tokens),
@@ -151,10 +164,11 @@ def knob_updates(backend):
         gr.Dropdown(value=sampler, visible=mlx),
         gr.Slider(value=settings.temperature if settings.temperature is not None else 1.0, visible=mlx),
         gr.Markdown(SAMPLER_NOTES[sampler], visible=mlx),
+        gr.Checkbox(value=False, interactive=thinks, info=THINKING_NOTE if thinks else NO_THINKING_NOTE),
     )
 
 
-N_KNOBS = 8  # what knob_updates returns
+N_KNOBS = 9  # what knob_updates returns
 
 
 def select_model(label: str, previous: str):
@@ -180,7 +194,7 @@ def pick_demo(title: str):
 
 def generate(
     prompt, model_label, max_new_tokens, steps, entropy_bound, t_min, t_max, seed, sampler, temperature,
-    session: RunSession,
+    session: RunSession, thinking=False, record_topk=DEFAULT_RECORD_TOPK,
 ):
     """Run the model, streaming step deltas (`visualizer.live_stream`) to the live view.
 
@@ -205,6 +219,8 @@ def generate(
             seed=_int(seed, "seed"),
             sampler=sampler if mlx else None,
             temperature=_float(temperature, "temperature") if mlx else None,
+            record_topk=_int(record_topk, "record candidates (top-k)"),
+            thinking=bool(thinking),
         )
         problem = HOSTING.limits.tokens_problem(settings.max_new_tokens) or HOSTING.limits.steps_problem(settings.max_denoising_steps)
         if problem:
@@ -266,6 +282,56 @@ def show_frame(index, palette, layout_kind, session: RunSession):
     except ValueError as exc:
         return gr.skip(), str(exc), gr.skip()
     return render_view(session.trace, index, palette, layout_kind)
+
+
+# ---- the "why" views: answered from the session's trace, never in the model's queue -------------
+def no_trace_message(session: RunSession) -> str:
+    if session.trace is None or not session.trace.steps:
+        return "No run yet: press Generate or load a trace."
+    return ""
+
+
+def _message_html(text: str) -> str:
+    return f'<div class="dv-why-message" style="font-size:13px;opacity:.8">{html.escape(text)}</div>'
+
+
+def inspect_token(frame, position, session: RunSession) -> str:
+    """A token's alternatives at the step of frame `frame` and at its commit step (HTML)."""
+    if no_trace_message(session):
+        return _message_html(no_trace_message(session))
+    try:
+        frame, position = _int(frame, "frame"), _int(position, "position")
+    except (TypeError, ValueError) as exc:
+        return _message_html(str(exc))
+    return alternatives_html(session.trace, frame, position)
+
+
+def step_budget_view(frame, session: RunSession) -> str:
+    """Why the step of frame `frame` accepted what it did: the sampler's rule, drawn (SVG)."""
+    if no_trace_message(session):
+        return _message_html(no_trace_message(session))
+    try:
+        frame = _int(frame, "frame")
+    except (TypeError, ValueError) as exc:
+        return _message_html(str(exc))
+    return accept_budget_svg(session.trace, frame, width=WHY_CHART_WIDTH)
+
+
+def structure_view(session: RunSession) -> str:
+    """The structure-first figure of the session's finished run (SVG)."""
+    if no_trace_message(session):
+        return _message_html(no_trace_message(session))
+    if session.running or not session.trace.finished:
+        return _message_html("Structure first is measured once the run has finished.")
+    return structure_first_svg(session.trace, width=WHY_CHART_WIDTH)
+
+
+def _event_view(view, names):
+    """A handler for the live view's custom events: their data (`trigger(name, {...})`) as arguments."""
+    def handler(session: RunSession, event: gr.EventData):
+        data = getattr(event, "_data", None) or {}
+        return view(*(data.get(n) for n in names), session)
+    return handler
 
 
 def _int(value, name: str) -> int:
@@ -410,6 +476,11 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
                     sampler = gr.Dropdown(list(SAMPLERS), value=SAMPLER_ENTROPY_BOUND, label="Sampler (MLX)", visible=False)
                     temperature = gr.Slider(0, 2, value=1.0, step=0.05, label="Temperature (MLX)", visible=False)
                     sampler_note = gr.Markdown(visible=False)
+                    thinking = gr.Checkbox(False, label="Thinking channel", interactive=False, info=NO_THINKING_NOTE)
+                    record_topk = gr.Slider(
+                        0, MAX_RECORD_TOPK, value=DEFAULT_RECORD_TOPK, step=1, label="Record candidates (top-k)",
+                        info="Candidates kept per position and step, for the token inspector; 0: off",
+                    )
                 with gr.Row():
                     palette = gr.Radio(["standard", "colorblind"], value="standard", label="Palette")
                     layout_kind = gr.Radio(
@@ -429,11 +500,18 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
                     [], html_template='<div class="dv-live"></div>', elem_id="dv-live", palette="standard",
                     js_on_load=LIVE_VIEW_JS + "\nwindow.dvLiveView.mount(element, props, watch, trigger);",
                 )
+                # the "why" views, asked for by the live view (full width: the chart's text stays legible)
+                inspector = gr.HTML(_message_html(INSPECTOR_HINT), label="Token inspector", elem_id="dv-inspector", padding=True)
+                budget = gr.HTML(_message_html(BUDGET_HINT), label="Accept budget", elem_id="dv-budget", padding=True)
                 final_text = gr.Textbox(label="Committed text", lines=6, interactive=False)
                 with gr.Row(visible=False):  # server-side frames for API clients (`/show_frame`)
                     api_frame = gr.Number(0, precision=0)
                     api_canvas, api_status, api_panel = gr.HTML(), gr.Markdown(), gr.HTML()
                     api_button = gr.Button()
+                    # the "why" views for API clients; text inputs so that any input gets a one-line answer
+                    api_at_frame, api_at_position = gr.Textbox(), gr.Textbox()
+                    api_alternatives, api_budget, api_structure = gr.HTML(), gr.HTML(), gr.HTML()
+                    api_alternatives_button, api_budget_button, api_structure_button = gr.Button(), gr.Button(), gr.Button()
                 with gr.Accordion("Save, load and export", open=False):
                     with gr.Row():
                         trace_upload = gr.File(label="Load a trace (.json)", file_types=[".json"], type="filepath")
@@ -461,12 +539,12 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
                     compare_btn = gr.Button("Export comparison GIF")
 
         knobs = [max_new_tokens, steps, entropy_bound, t_min, t_max]
-        model_outputs = [model_picker, model_info, message, *knobs, sampler, temperature, sampler_note, current_model]
+        model_outputs = [model_picker, model_info, message, *knobs, sampler, temperature, sampler_note, thinking, current_model]
         demo_app.load(select_model, [model_picker, current_model], model_outputs, api_name="load_model")
         model_picker.change(select_model, [model_picker, current_model], model_outputs, api_visibility="private")
         demo_picker.change(pick_demo, demo_picker, [prompt, watch_for], api_visibility="private")
         sampler.change(lambda name: SAMPLER_NOTES.get(name, ""), sampler, sampler_note, api_visibility="private")
-        generate_inputs = [prompt, model_picker, *knobs, seed, sampler, temperature, session]
+        generate_inputs = [prompt, model_picker, *knobs, seed, sampler, temperature, session, thinking, record_topk]
         generate_btn.click(
             generate,
             generate_inputs,
@@ -482,6 +560,18 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
         ).then(finish_run, session, [final_text, message], api_name="run_message", concurrency_limit=None, show_progress="hidden")
         live.need_frames(all_frames, session, live, api_visibility="private", concurrency_limit=None, show_progress="hidden")
         demo_app.unload(SESSIONS.release)
+        # the live view asks (`trigger("inspect"/"budget", {...})`); answered outside the model's queue
+        quiet = dict(api_visibility="private", concurrency_limit=None, show_progress="hidden")
+        live.inspect(_event_view(inspect_token, ("frame", "position")), session, inspector, **quiet)
+        live.budget(_event_view(step_budget_view, ("frame",)), session, budget, **quiet)
+        # a new run or trace: the panels go back to their hints, never showing the previous run's answers
+        hints = lambda: (_message_html(INSPECTOR_HINT), _message_html(BUDGET_HINT))  # noqa: E731
+        for starts in (generate_btn.click, trace_upload.change):
+            starts(hints, None, [inspector, budget], api_visibility="private", concurrency_limit=None, show_progress="hidden")
+        why = dict(concurrency_limit=None, show_progress="hidden")
+        api_alternatives_button.click(inspect_token, [api_at_frame, api_at_position, session], api_alternatives, api_name="alternatives", **why)
+        api_budget_button.click(step_budget_view, [api_at_frame, session], api_budget, api_name="accept_budget", **why)
+        api_structure_button.click(structure_view, session, api_structure, api_name="structure_first", **why)
         stop_btn.click(stop_run, session, message, api_name="stop", concurrency_limit=None)
         api_button.click(
             show_frame, [api_frame, palette, layout_kind, session], [api_canvas, api_status, api_panel],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import json
 import xml.etree.ElementTree as ET
 
@@ -96,6 +98,20 @@ def test_entropy_budget_replays_the_samplers_rule():
     tips = titles(svg)
     assert len(tips) == 6 and sum("fits" in t for t in tips) == 4 and sum("missed:" in t for t in tips) == 2
     assert any("position 3" in t and "entropy 2 nats" in t for t in tips)
+    del trace.start.settings["entropy_bound"]  # a trace that did not record its bound: a reason, not a crash
+    with pytest.raises(BudgetError, match="did not record its entropy bound"):
+        accept_budget(trace, 0, 0)
+    assert "did not record its entropy bound" in accept_budget_svg(trace, 0)
+
+
+def test_entropy_budget_chart_shows_the_boundary_when_many_fit():
+    entropy = np.concatenate([np.full(80, 1e-4), [0.5], np.full(19, 0.9)]).astype(np.float32)
+    budget_trace = trace_from_masks([[np.arange(100) < 81]], entropy=[[entropy]], tokens=[np.arange(10, 110) % 80])
+    budget_trace.start.settings["entropy_bound"] = 0.1
+    assert accept_budget(budget_trace, 0, 0).fits == 81
+    tips = titles(accept_budget_svg(budget_trace, 0))
+    assert tips[0].startswith("#42 lowest") and tips[-1].startswith("#89 lowest")  # the 48 around the boundary
+    assert sum("missed:" in t for t in tips) == 8 and any(t.startswith("#82 lowest") and "missed" in t for t in tips)
 
 
 def test_entropy_budget_agrees_with_a_real_run(random_backend):
@@ -229,7 +245,9 @@ def test_structure_first_is_undefined_with_a_reason_when_a_class_is_empty():
     trace = trace_from_text([["alpha", " beta", " gamma"]], [[0, 1, 2]], prompt="Name three letters in sentences")
     result = structure_first(trace, family="sentences")
     assert isinstance(result.difference, Undefined) and "no structural token" in result.difference.reason
-    assert "no structural token" in structure_first_svg(trace, family="sentences")
+    svg = structure_first_svg(trace, family="sentences")
+    shown = re.sub(r"<title>.*?</title>", "", svg)  # on the chart itself, not only in a tooltip
+    assert "free − structural = undefined: no structural token" in shown.replace("&#x27;", "'")
 
 
 def test_difference_ci_resamples_prompts_with_scipy_bootstrap():

@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.trace_factory import trace_from_masks
+from tests.trace_factory import trace_from_masks, trace_from_text
 from visualizer.layout import grid_layout, text_layout
 from visualizer.live_stream import KEY_EVERY, RING, LiveEncoder, LiveRing, LiveState, batches, layout_message, replay_log, replay_value
 from visualizer.replay import example_traces
@@ -64,6 +64,7 @@ def test_applying_the_deltas_reproduces_every_frame(trace, key_every):
             assert np.array_equal(decoder.states, expected.states)
             assert np.array_equal(decoder.tokens, expected.token_ids)
             assert np.array_equal(decoder.changed, expected.changed)
+            assert np.array_equal(decoder.thought, np.zeros_like(decoder.changed) if expected.thought is None else expected.thought)
             # every token id the canvas shows has had its text sent
             assert set(decoder.tokens[decoder.tokens >= 0].tolist()) <= set(decoder.pieces)
     assert decoder.frames == len(frame_refs(trace))
@@ -240,3 +241,21 @@ def test_a_closed_run_value_ends_it_without_frames():
     for value in values + [closed]:
         decoder.read_value(value)
     assert decoder.frames == len(frame_refs(trace)) and decoder.ended["type"] == "end"
+
+
+THINKING = ["<|channel>", "thought", "\n", "plan", " it", "<channel|>", "O", "cean", "\n", "C", "alm"]
+
+
+def test_thought_tokens_are_flagged_per_cell_and_the_finished_run_carries_its_structure_figure():
+    trace = trace_from_text([THINKING], [[0, 0, 1, 1, 2, 2, 3, 3, 3, 4, 4]])
+    decoder = LiveState()
+    value = replay_value(trace)
+    decoder.read_value(value)
+    expected = frame_state(trace, -1)
+    assert decoder.thought[0, :6].all() and not decoder.thought[0, 6:].any()
+    assert np.array_equal(decoder.thought, expected.thought)
+    start, end = json.loads(value[0]), json.loads(value[1])
+    assert start["palettes"]["standard"]["thought"] == ["#7dd3fc", "#0ea5e9"] and start["thought_label"] == "thought"
+    assert end["structure_svg"].startswith("<svg") and "Structure first" in end["structure_svg"]
+    last = json.loads(value[-1])
+    assert "6 of the thinking channel included" in last["readout"]["status"]  # the readout says what it measured

@@ -96,6 +96,8 @@ def accept_budget(trace: Trace, block: int, step: int) -> EntropyBudget | Confid
         raise BudgetError(f"step {step + 1} is the last step: MLX samples nothing there and commits the argmax")
     if settings.sampler == SAMPLER_CONFIDENCE_THRESHOLD:
         return _confidence_budget(steps, block, step)
+    if settings.entropy_bound is None:
+        raise BudgetError("this trace did not record its entropy bound, so the step's decision cannot be replayed")
     bound = float(settings.entropy_bound)
     order = np.argsort(record.entropy_nats, kind="stable")
     entropy = record.entropy_nats[order]

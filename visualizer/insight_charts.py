@@ -47,20 +47,25 @@ def accept_budget_svg(trace: Trace, frame: int, *, width: int = 560, height: int
 
 
 def _entropy_svg(plot: Plot, b: EntropyBudget) -> str:
-    shown = min(b.order.size, max(b.fits + 8, 16), MAX_BARS)
+    # Up to MAX_BARS bars: all from the lowest when few fit, else the window around the boundary
+    # (the last that fit and the first left out), where the decision was made.
+    total = b.order.size
+    shown = min(total, max(b.fits + 8, 16), MAX_BARS)
+    lo = max(0, min(b.fits + 8, total) - shown)
+    ranks = range(lo, lo + shown)
     spent_after = b.spent_before + b.entropy  # cumulative entropy through each position
-    first_missed = b.fits if b.fits < b.order.size else None
-    top = max(b.bound * 1.6, float(b.spent_before[min(b.fits, b.order.size - 1)]) * 1.15, 1e-6)
+    first_missed = b.fits if b.fits < total else None
+    top = max(b.bound * 1.6, float(b.spent_before[min(b.fits, total - 1)]) * 1.15, 1e-6)
     y = lambda v: plot.y1 - min(v, top) / top * plot.h  # noqa: E731
     bar_w = plot.w / shown
     parts = [title_text(plot, budget_sentence(b))]
     for value in (0, b.bound):
         parts.append(svg_text(plot.x0 - 4, y(value) + 3, f"{value:g}", anchor="end", size=9))
     parts.append(hline(plot, plot.y1, opacity=0.4))
-    for rank in range(shown):
+    for k, rank in enumerate(ranks):
         color = FIT_COLOR if rank < b.fits else MISSED_COLOR if rank == first_missed else OTHER_COLOR
         height = plot.y1 - y(float(b.entropy[rank]))
-        x = plot.x0 + rank * bar_w
+        x = plot.x0 + k * bar_w
         parts.append(bar(x + bar_w * 0.15, plot.y1 - height, bar_w * 0.7, max(height, 0.5), color, opacity=0.85))
         if b.entropy[rank] > top:
             parts.append(svg_text(x + bar_w / 2, plot.y0 + 8, "▲", anchor="middle", size=8, fill=color))
@@ -72,14 +77,16 @@ def _entropy_svg(plot: Plot, b: EntropyBudget) -> str:
                f"{b.spent_before[rank]:.4g} nats; {verdict}; the sampler: {recorded}")
         parts.append(hover_rect(x, plot.y0, bar_w, plot.h, tip))
     # the budget spent before each position (the sampler's left-hand side), against the bound
-    points = " ".join(f"{plot.x0 + (r + 0.5) * bar_w:.1f},{y(float(b.spent_before[r])):.1f}" for r in range(shown))
+    points = " ".join(f"{plot.x0 + (k + 0.5) * bar_w:.1f},{y(float(b.spent_before[r])):.1f}" for k, r in enumerate(ranks))
     parts.append(f'<polyline points="{points}" fill="none" stroke="currentColor" stroke-width="1.2" stroke-dasharray="2 2"/>')
     parts.append(f'<line x1="{plot.x0}" x2="{plot.x1}" y1="{y(b.bound):.1f}" y2="{y(b.bound):.1f}" stroke="{BOUND_COLOR}" stroke-width="1.5"/>')
-    parts.append(svg_text(plot.x1 - 2, y(b.bound) - 4, f"bound {b.bound:g} nats", anchor="end", size=9, fill=BOUND_COLOR))
-    legend = (f"bars: entropy of each position, lowest first ({shown} of {b.order.size}); dotted: entropy spent "
+    # labelled at the left, where the bars are lowest, so the tall ones on the right never hide it
+    parts.append(svg_text(plot.x0 + 2, y(b.bound) - 4, f"bound {b.bound:g} nats", size=9, fill=BOUND_COLOR))
+    which = f"#{lo + 1} to #{lo + shown} lowest of {total}" if lo else f"{shown} of {total}"
+    legend = (f"bars: entropy of each position, lowest first ({which}); dotted: entropy spent "
               f"before it; green fit, red just missed")
     parts.append(svg_text(plot.x0, plot.y1 + 14, legend, size=9))
-    parts.append(svg_text(plot.x0, plot.y1 + 27, f"tallest shown: {float(spent_after[shown - 1]):.3g} nats spent through #{shown}", size=9))
+    parts.append(svg_text(plot.x0, plot.y1 + 27, f"spent through #{lo + shown}: {float(spent_after[lo + shown - 1]):.3g} nats", size=9))
     return plot.svg(parts, label=budget_sentence(b))
 
 
@@ -119,7 +126,9 @@ def structure_first_svg(trace: Trace, *, family: str | None = None, include_thou
 
 def structure_first_chart(result: StructureFirst, *, width: int = 560, height: int = 190) -> str:
     plot = Plot(width, height, left=70, right=14, top=22, bottom=40)
-    title = f"Structure first ({result.family} rules, {result.measured}): free − structural = {_fmt(result.difference, 2)} steps, AUROC {_fmt(result.auroc)}"
+    title = (f"Structure first ({result.family} rules, {result.measured}): free − structural = "
+             + (f"{result.difference:.2f} steps, AUROC {_fmt(result.auroc)}" if not isinstance(result.difference, Undefined)
+                else f"undefined: {result.difference.reason}"))
     if not result.blocks:
         return _message(plot, "structure first", str(result.difference.reason))
     steps = [v for blk in result.blocks for v in (blk.mean_step_structural, blk.mean_step_free) if not isinstance(v, Undefined)]
@@ -134,6 +143,9 @@ def structure_first_chart(result: StructureFirst, *, width: int = 560, height: i
         values = [(blk.mean_step_structural, STRUCTURAL_COLOR, f"structural ({blk.structural})"),
                   (blk.mean_step_free, FREE_COLOR, f"free ({blk.free})")]
         defined = [(v, c, n) for v, c, n in values if not isinstance(v, Undefined)]
+        if len(defined) < 2:  # a class is empty in this block: say so on the chart, not only in the tooltip
+            parts.append(svg_text(plot.x1, cy - 8, f"undefined: {getattr(blk.difference, 'reason', 'a class is empty')}",
+                                  anchor="end", size=9))
         if len(defined) == 2:
             parts.append(f'<line x1="{x(defined[0][0]):.1f}" x2="{x(defined[1][0]):.1f}" y1="{cy:.1f}" y2="{cy:.1f}" stroke="currentColor" stroke-width="2" stroke-opacity="0.5"/>')
         for value, color, name in defined:
@@ -143,7 +155,7 @@ def structure_first_chart(result: StructureFirst, *, width: int = 560, height: i
                + (f" ({blk.difference.reason})" if isinstance(blk.difference, Undefined) else ""))
         parts.append(hover_rect(plot.x0, cy - row_h / 2, plot.w, row_h, tip))
     for value in np.linspace(0, top, 5):
-        parts.append(svg_text(x(value), plot.y1 + 12, f"{value + 1:.0f}", anchor="middle", size=9))
+        parts.append(svg_text(x(value), plot.y1 + 12, f"{value + 1:.0f}" if top >= 8 else f"{value + 1:.1f}", anchor="middle", size=9))
     parts.append(svg_text(plot.x1, plot.y1 + 24, "mean commit step (first acceptance)", anchor="end", size=9))
     parts.append(f'<circle cx="{plot.x0 + 4}" cy="{plot.y1 + 30}" r="4" fill="{STRUCTURAL_COLOR}"/>')
     parts.append(svg_text(plot.x0 + 12, plot.y1 + 33, "structural", size=9))

@@ -12,8 +12,9 @@ browser (`visualizer/static/live_view.js`) keeps the canvas state and draws it:
     ring.add(encoder.end_line())             # finish, committed text, the text layout
     value = replay_value(trace)              # a saved trace: every frame in one value
 
-A frame line holds the cells whose state, token or "changed" mark differ from the previous frame
-(as flat index, state, token id, changed), the text of token ids not sent before, the step's
+A frame line holds the cells whose state, token or flags differ from the previous frame (as flat
+index, state, token id, flags: 1 resampled to a new token this step, 2 a token of the thinking
+channel), the text of token ids not sent before, the step's
 entropies (float16, base64) and argmax changes for tooltips, the caption, and the commit-order
 panel's numbers: the readout values and one chart point.  Every `key_every` frames a key frame
 carries every cell and the text of every token it shows, so a reader can (re)start there.
@@ -49,14 +50,16 @@ from .layout import PAD_GLYPH, EOS_GLYPH, Layout, display_text, grid_layout, tex
 from .metrics import live_readout
 from .metrics.commits import step_budget
 from .metrics.order import Undefined
-from .palette import LEGEND, PALETTES
+from .insight_charts import structure_first_svg
+from .palette import LEGEND, PALETTES, THOUGHT_BAND_PX, THOUGHT_LABEL
 from .render_html import frame_caption
 from .states import FrameRef, State, frame_refs, frame_state
 from .trace import Trace
 
 RING = 32  # frame slots in the live value: a browser may fall this many frames behind and lose none
 KEY_EVERY = RING // 2  # so the slots always hold a key frame to restart from
-FORMAT = 1
+FORMAT = 2  # 2: the fourth number of a cell holds flags (1 changed, 2 thought), not just "changed"
+CHANGED_FLAG, THOUGHT_FLAG = 1, 2
 
 
 def _dumps(obj) -> str:
@@ -99,6 +102,7 @@ def palettes_message() -> dict:
             "background": p.background, "foreground": p.foreground, "muted": p.muted, "rule": p.rule,
             "mark": p.mark, "special": p.special,
             "states": [list(p.colors(state)) for state in State],  # indexed by State code
+            "thought": list(p.thought),  # (committed text tint, band under the cell)
         }
     return out
 
@@ -119,7 +123,7 @@ class LiveEncoder:
         shape = (trace.max_blocks, trace.canvas_length)
         self.states = np.zeros(shape, dtype=np.uint8)  # what the browser holds after the last line
         self.tokens = np.full(shape, -1, dtype=np.int32)
-        self.changed = np.zeros(shape, dtype=bool)
+        self.flags = np.zeros(shape, dtype=np.uint8)
         self.argmax: np.ndarray | None = None  # argmax of the previous step of the current block
         self.argmax_block = -1
 
@@ -133,6 +137,7 @@ class LiveEncoder:
             "log_max": math.log10(max(math.log(trace.model.vocab_size), 1e-2)),
             "layout": layout_message(grid_layout(trace.max_blocks, trace.canvas_length)),
             "palettes": palettes_message(), "legend": [[int(s), label] for s, label in LEGEND],
+            "thought_label": THOUGHT_LABEL, "thought_band": THOUGHT_BAND_PX, "thinking": bool(settings.get("thinking")),
             "states": [s.name.lower() for s in State],
             "readout": dict(zip(("names", "tips"), _readout_labels()), tau_tip=READOUT_TAU_TIP, control_tip=READOUT_CONTROL_TIP),
         })
@@ -154,6 +159,8 @@ class LiveEncoder:
         if trace.steps and end is not None:
             layout = text_layout(trace)
             message["text_layout"] = layout_message(layout)
+            # the structure-first figure of the finished run (server-made SVG, its text escaped)
+            message["structure_svg"] = structure_first_svg(trace, width=720)  # wide enough for its title
         return _dumps(message)
 
     # ---- one frame -------------------------------------------------------------------------
@@ -165,16 +172,17 @@ class LiveEncoder:
             grow = blocks - self.states.shape[0]
             self.states = np.vstack([self.states, np.zeros((grow, trace.canvas_length), np.uint8)])
             self.tokens = np.vstack([self.tokens, np.full((grow, trace.canvas_length), -1, np.int32)])
-            self.changed = np.vstack([self.changed, np.zeros((grow, trace.canvas_length), bool)])
+            self.flags = np.vstack([self.flags, np.zeros((grow, trace.canvas_length), np.uint8)])
         key = index % self.key_every == 0
+        flags = cell_flags(frame)
         diff = (
             np.ones(self.states.size, dtype=bool) if key
-            else ((frame.states != self.states) | (frame.token_ids != self.tokens) | (frame.changed != self.changed)).reshape(-1)
+            else ((frame.states != self.states) | (frame.token_ids != self.tokens) | (flags != self.flags)).reshape(-1)
         )
         where = np.flatnonzero(diff)
-        states, tokens, changed = frame.states.reshape(-1), frame.token_ids.reshape(-1), frame.changed.reshape(-1)
-        cells = np.stack([where, states[where], tokens[where], changed[where]], axis=1).reshape(-1)
-        self.states, self.tokens, self.changed = frame.states.copy(), frame.token_ids.copy(), frame.changed.copy()
+        states, tokens = frame.states.reshape(-1), frame.token_ids.reshape(-1)
+        cells = np.stack([where, states[where], tokens[where], flags.reshape(-1)[where]], axis=1).reshape(-1)
+        self.states, self.tokens, self.flags = frame.states.copy(), frame.token_ids.copy(), flags
 
         ref = refs[index]
         message: dict = {"type": "frame", "i": index, "kind": ref.kind, "block": ref.block, "cells": cells.tolist()}
@@ -198,13 +206,17 @@ class LiveEncoder:
             message["tokens"] = {str(t): token_entry(trace, t) for t in fresh}
             self.sent_tokens.update(fresh)
         message["caption"] = frame_caption(trace, frame)
-        message.update(self._panel(index, refs))
+        thoughts = int(frame.thought[ref.block].sum()) if frame.thought is not None else 0
+        message.update(self._panel(index, refs, thoughts))
         return _dumps(message)
 
-    def _panel(self, index: int, refs: list[FrameRef]) -> dict:
-        """The commit-order panel's numbers at one frame: readout values and one chart point."""
+    def _panel(self, index: int, refs: list[FrameRef], thoughts: int = 0) -> dict:
+        """The commit-order panel's numbers at one frame: readout values and one chart point.
+        `thoughts`: thinking-channel tokens shown in the block, which the readout says it includes."""
         r = live_readout(self.trace, index, refs=refs)
         where, status = readout_heading(r)
+        if thoughts:
+            status += f" · measured over every content token, {thoughts} of the thinking channel included"
         point = [_number(r.tau_b), _number(r.control_tau_b), r.committed, r.content_length, r.new_commits, r.remasked_now]
         return {
             "readout": {"where": where, "status": status, "tau": fmt(r.tau_b), "control": fmt(r.control_tau_b),
@@ -212,6 +224,14 @@ class LiveEncoder:
                         "values": [value for _, value, _ in readout_rows(r)]},
             "point": point, "final": int(r.final), "pending": r.pending,
         }
+
+
+def cell_flags(frame) -> np.ndarray:
+    """(blocks, canvas) uint8: CHANGED_FLAG where resampled this step, THOUGHT_FLAG on thinking-channel tokens."""
+    flags = frame.changed.astype(np.uint8) * CHANGED_FLAG
+    if frame.thought is not None:
+        flags |= frame.thought.astype(np.uint8) * THOUGHT_FLAG
+    return flags
 
 
 def _readout_labels() -> tuple[list[str], list[str]]:
@@ -286,7 +306,7 @@ class LiveState:
     """Reads a live log line by line and holds the canvas the browser would show."""
 
     def __init__(self):
-        self.states = self.tokens = self.changed = None
+        self.states = self.tokens = self.changed = self.thought = None
         self.pieces: dict[int, dict] = {}
         self.frames = 0
         self.ended = None
@@ -300,6 +320,7 @@ class LiveState:
             self.states = np.zeros(shape, dtype=np.uint8)
             self.tokens = np.full(shape, -1, dtype=np.int32)
             self.changed = np.zeros(shape, dtype=bool)
+            self.thought = np.zeros(shape, dtype=bool)
         elif kind == "frame":
             if message["i"] != self.frames and not message.get("key"):
                 raise ValueError(f"frame {message['i']} does not follow frame {self.frames - 1}")
@@ -307,7 +328,8 @@ class LiveState:
             flat = cells[:, 0]
             self.states.reshape(-1)[flat] = cells[:, 1]
             self.tokens.reshape(-1)[flat] = cells[:, 2]
-            self.changed.reshape(-1)[flat] = cells[:, 3].astype(bool)
+            self.changed.reshape(-1)[flat] = (cells[:, 3] & CHANGED_FLAG).astype(bool)
+            self.thought.reshape(-1)[flat] = (cells[:, 3] & THOUGHT_FLAG).astype(bool)
             self.pieces.update({int(k): v for k, v in message.get("tokens", {}).items()})
             self.frames = message["i"] + 1
         elif kind == "end":

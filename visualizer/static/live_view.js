@@ -17,6 +17,8 @@
 
   const NOISE_GLYPH = "░", PAD_GLYPH = "∙", ELLIPSIS = "…";
   const EMPTY = 0, NOISE = 1, NEW = 2, KEPT = 3, REMASKED = 4, COMMITTED = 5;
+  const CHANGED_FLAG = 1, THOUGHT_FLAG = 2;  // a cell's flags (live_stream.cell_flags)
+  const ASK_DELAY_MS = 250;  // the server is asked for a step's "why" views once the slider rests this long
   const FONT_STACK = "'DejaVu Sans Mono', Menlo, Consolas, 'Liberation Mono', monospace";
   const TAU_COLOR = "#7c3aed", CONTROL_COLOR = "#9ca3af", CURSOR_COLOR = "#f59e0b";
   const COMMIT_COLOR = "#16a34a", REMASK_COLOR = "#9ca3af", MARK_COLOR = "#ef4444";
@@ -94,7 +96,8 @@
       this.legend.className = "dv-legend";
       this.pre = el("pre", "margin:0;line-height:1.45;font-family:inherit;white-space:pre;background:transparent;padding:0;border:none");
       this.pre.className = "dv-canvas";
-      this.pre.addEventListener("mouseover", (event) => this.tooltip(event.target));
+      this.pre.addEventListener("mouseover", (event) => { this.tooltip(event.target); this.hoverToken(event.target); });
+      this.pre.addEventListener("click", (event) => this.pickToken(event.target));
       this.frameBox.append(this.status, this.legend, this.pre);
 
       const bar = el("div", "display:flex;align-items:center;gap:10px;margin:8px 0");
@@ -107,6 +110,7 @@
         this.following = index >= this.frames.length - 1;  // back at the end: follow the run again
         this.target = index;
         this.schedule();
+        this.askLater();  // the step's accept budget (and the picked token's alternatives), once it rests
       });
       this.sliderLabel = el("span", "font-variant-numeric:tabular-nums;min-width:9em", "Replay: frame –");
       this.sliderLabel.className = "dv-replay-label";
@@ -130,7 +134,9 @@
       this.heat.className = "dv-heatmap";
       this.heat.addEventListener("mousemove", (event) => this.heatTooltip(event));
       heat.append(this.heatTitle, this.heat);
-      this.panel.append(this.readoutBox, this.charts, heat);
+      this.structure = el("div", "flex:1 1 100%;max-width:600px");
+      this.structure.className = "dv-structure";
+      this.panel.append(this.readoutBox, this.charts, heat, this.structure);
       details.append(this.panel);
       this.root.replaceChildren(this.frameBox, bar, details);
     }
@@ -148,6 +154,9 @@
       this.spans = [];
       this.target = -1;
       this.following = true;
+      this.picked = -1;  // the cell clicked for its alternatives
+      this.hasThought = false;
+      if (this.structure) this.structure.replaceChildren();
     }
 
     // ---- reading the log ------------------------------------------------------------------
@@ -210,13 +219,19 @@
         const wanted = this.wantLayout;
         this.setLayout("grid", true);  // a run in progress is shown in the grid
         this.wantLayout = wanted;
+        this.hasThought = !!m.thinking;
         this.buildLegend();
         this.buildReadout();
         this.slider.disabled = true;
       } else if (m.type === "frame" && this.start) {
         if (m.tokens) for (const id in m.tokens) this.tokens.set(Number(id), m.tokens[id]);
         const c = m.cells, cur = this.cur;
-        for (let k = 0; k < c.length; k += 4) { cur.states[c[k]] = c[k + 1]; cur.tokens[c[k]] = c[k + 2]; cur.changed[c[k]] = c[k + 3]; }
+        let thought = false;
+        for (let k = 0; k < c.length; k += 4) {
+          cur.states[c[k]] = c[k + 1]; cur.tokens[c[k]] = c[k + 2]; cur.changed[c[k]] = c[k + 3];
+          if (c[k + 3] & THOUGHT_FLAG) thought = true;
+        }
+        if (thought && !this.hasThought) { this.hasThought = true; this.buildLegend(); }
         if (m.argmax) for (let k = 0; k < m.argmax.length; k += 2) cur.argmax[m.argmax[k]] = m.argmax[k + 1];
         this.frames[m.i] = {
           m, states: cur.states.slice(), tokens: cur.tokens.slice(), changed: cur.changed.slice(),
@@ -228,6 +243,10 @@
       } else if (m.type === "end") {
         this.end = m;
         if (this.wantLayout === "text") this.setLayout("text");
+        // the finished run's structure-first figure: SVG made by the server (visualizer.insight_charts),
+        // every text in it escaped there
+        if (m.structure_svg) this.structure.innerHTML = m.structure_svg;
+        this.askLater(0);  // the accept budget of the step on screen, now that the run is over
       }
     }
 
@@ -278,7 +297,7 @@
       shown.valid = true;
     }
 
-    paintCell(i, state, token, changed) {  // layout.paint, one cell
+    paintCell(i, state, token, flags) {  // layout.paint, one cell
       const span = this.spans[i], width = this.widths[i], pal = this.palette();
       let [fg, bg] = pal.states[state], text;
       if (state === NOISE || state === REMASKED) text = NOISE_GLYPH.repeat(width);
@@ -288,10 +307,12 @@
         const shown = this.layoutKind === "text" ? (entry.x ?? entry.g ?? entry.p) : (entry.g ?? entry.p);
         text = fit(shown, width);
         if (entry.s && state === COMMITTED) fg = pal.special;
+        else if (flags & THOUGHT_FLAG && state === COMMITTED) fg = pal.thought[0];  // thinking channel: tinted text
       }
       const shadows = [];
       if (state === REMASKED) shadows.push(`inset 0 3px 0 0 ${pal.mark}`);
-      if (changed) shadows.push(`inset 0 -2px 0 0 ${pal.mark}`);
+      if (flags & CHANGED_FLAG) shadows.push(`inset 0 -2px 0 0 ${pal.mark}`);
+      if (flags & THOUGHT_FLAG) shadows.push(`inset 0 -${this.start.thought_band}px 0 0 ${pal.thought[1]}`);  // under the resampled mark
       span.textContent = text;
       span.className = `dv-cell dv-${this.start.states[state]}`;
       span.style.color = fg;
@@ -378,6 +399,7 @@
       }
       const [kfg, kbg] = pal.states[KEPT];
       item(kfg, kbg, "ab", "resampled to a new token", `inset 0 -2px 0 0 ${pal.mark}`);
+      if (this.hasThought) item(pal.thought[0], "transparent", "ab", this.start.thought_label, `inset 0 -${this.start.thought_band}px 0 0 ${pal.thought[1]}`);
       this.legend.replaceChildren(...items);
     }
 
@@ -393,12 +415,57 @@
       if (f.m.kind === "step" && block === f.m.block) {
         parts.push(`entropy ${f.entropy[position].toFixed(4)} nats`);
         if (state === NOISE || state === REMASKED) parts.push(`argmax draft ${pyRepr(this.piece(f.argmax[position]))}`);
-        if (f.changed[i]) parts.push("resampled to a different token this step");
+        if (f.changed[i] & CHANGED_FLAG) parts.push("resampled to a different token this step");
       }
+      if (f.changed[i] & THOUGHT_FLAG) parts.push("thinking channel (not the answer)");
       let text = parts.slice(0, 2).join(" · ") + (parts.length > 2 ? "\n" + parts.slice(2).join(" · ") : "");
       const story = this.commitStory(block, position, f.m.i);
       if (story) text += "\n" + story;
-      target.title = text;
+      target.title = text + "\nclick: the alternatives the model weighed here";
+    }
+
+    // ---- the "why" views, answered by the server (app.py) -----------------------------------
+    // A token's alternatives: the cell's block at the frame on screen, or, for a block finished
+    // before it, that block's last frame so far.  A block not reached yet has nothing to show.
+    inspectFrame(i) {
+      const block = Math.floor(i / this.start.canvas), shown = this.stats.shownIndex;
+      for (let j = shown; j >= 0; j--) if (this.frames[j] && this.frames[j].m.block === block) return j;
+      return -1;
+    }
+
+    askToken(i) {
+      const frame = this.inspectFrame(i);
+      if (frame < 0 || !this.trigger) return;
+      this.trigger("inspect", { frame, position: i % this.start.canvas });
+    }
+
+    pickToken(target) {
+      if (!target || !target.dataset || target.dataset.i === undefined || !this.start) return;
+      const i = Number(target.dataset.i);
+      if (this.spans[this.picked]) this.spans[this.picked].style.outline = "";
+      if (i === this.picked) { this.picked = -1; return; }  // clicked again: unpicked, hovering answers again
+      this.picked = i;
+      target.style.outline = `2px solid ${CURSOR_COLOR}`;
+      this.askToken(i);
+    }
+
+    hoverToken(target) {  // a token the pointer rests on, while none is picked
+      clearTimeout(this.hoverTimer);
+      if (this.picked >= 0 || !target || !target.dataset || target.dataset.i === undefined || !this.start) return;
+      const i = Number(target.dataset.i);
+      this.hoverTimer = setTimeout(() => this.askToken(i), 2 * ASK_DELAY_MS);
+    }
+
+    // The step on screen's accept budget (and the picked token at that step): asked once the
+    // slider rests, and when a run ends; never for every live step.
+    askLater(delay = ASK_DELAY_MS) {
+      clearTimeout(this.askTimer);
+      this.askTimer = setTimeout(() => {
+        if (!this.trigger || !this.start || !this.frames.length) return;
+        const frame = Math.max(0, Math.min(this.target, this.frames.length - 1));
+        this.trigger("budget", { frame });
+        if (this.picked >= 0) this.askToken(this.picked);
+      }, delay);
     }
 
     piece(token) { const e = this.tokens.get(token); return e ? e.p : `<${token}>`; }

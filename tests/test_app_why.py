@@ -1,0 +1,154 @@
+"""The app's "why" views through gradio_client: a token's alternatives, a step's accept budget,
+structure first, and the thinking and top-k knobs, with a one-line answer to any bad request."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from gradio_client import Client
+
+import app as app_module
+from tests.test_app import GENERATE_ARGS, frames_of, run_message
+
+
+@pytest.fixture(scope="module")
+def served(no_eos_model_dir):
+    demo = app_module.build_app(str(no_eos_model_dir))
+    demo.queue(default_concurrency_limit=1).launch(prevent_thread_lock=True, quiet=True)
+    yield demo.local_url, str(no_eos_model_dir)
+    demo.close()
+
+
+def run(client, model, *, thinking=False, topk=3, prompt="Write a short poem.", steps=6):
+    args = {**GENERATE_ARGS, "max_new_tokens": 256, "steps": steps}
+    outputs = list(client.submit(prompt, model, *args.values(), thinking, topk, api_name="/generate"))
+    return frames_of(*outputs)
+
+
+def refused(client, model, *, thinking=False, topk=3):
+    args = {**GENERATE_ARGS, "max_new_tokens": 256, "steps": 6}
+    client.submit("hi", model, *args.values(), thinking, topk, api_name="/generate").result()
+
+
+def alternatives(client, frame, position) -> str:
+    return client.predict(frame, position, api_name="/alternatives")
+
+
+def budget(client, frame) -> str:
+    return client.predict(frame, api_name="/accept_budget")
+
+
+def test_a_run_with_candidates_answers_for_any_token_and_step(served):
+    url, model = served
+    client = Client(url, verbose=False)
+    frames = run(client, model, topk=3)
+    last = len(frames) - 1
+    panel = alternatives(client, 1, 7)
+    assert "position 7 of block 1" in panel and "step 2" in panel
+    assert "commit step" in panel and "the token it almost chose" in panel
+    assert panel.count("<tr") == 2 * 3  # three candidates at the step viewed and at the commit step
+    assert "commit step" in alternatives(client, last, 0)  # the commit frame shows the block's last step
+    # the accept budget of a step: the sampler's rule replayed, and it differs from step to step
+    first, second = budget(client, 0), budget(client, 1)
+    assert first.startswith("<svg") and "fit the entropy bound of 0.1 nats" in first
+    assert "Block 1, step 1:" in first and "Block 1, step 2:" in second
+    # structure first, once the run is complete, also in the live view's end line
+    assert "Structure first" in client.predict(api_name="/structure_first")
+
+
+def test_bad_requests_get_one_line_and_keep_the_run(served):
+    url, model = served
+    client = Client(url, verbose=False)
+    assert "No run yet" in alternatives(client, 0, 0) and "No run yet" in budget(client, 0)
+    assert "No run yet" in client.predict(api_name="/structure_first")
+    frames = run(client, model, topk=2)
+    good = alternatives(client, 2, 5)
+    cases = [
+        ((len(frames) + 5, 0), f"outside 0..{len(frames) - 1}"),
+        ((-1, 0), "outside"),
+        ((0, 256), "outside the canvas (0 to 255)"),
+        (("abc", 0), "frame must be a number"),
+        ((0, "1.5"), "position must be a whole number"),
+        ((0, ""), "position is empty"),
+        ((0, "nan"), "finite number"),
+    ]
+    for args, expected in cases:
+        answer = alternatives(client, *args)
+        assert expected in answer and answer.count("<div") == 1, (args, answer)
+    assert "outside" in budget(client, 10_000) and "frame must be a number" in budget(client, "x")
+    assert alternatives(client, 2, 5) == good  # nothing recorded was touched
+
+
+def test_a_run_without_candidates_says_so_in_one_line(served):
+    url, model = served
+    client = Client(url, verbose=False)
+    run(client, model, topk=0)
+    answer = alternatives(client, 1, 3)
+    assert "recorded no candidates" in answer and "<table" not in answer
+    assert "fit the entropy bound" in budget(client, 1)  # the budget needs no candidates
+
+
+def test_a_saved_trace_loaded_again_answers_the_same(served, tmp_path):
+    url, model = served
+    client = Client(url, verbose=False)
+    run(client, model, topk=2)
+    before = alternatives(client, 3, 9), budget(client, 3)
+    (saved,), _ = client.predict(api_name="/save_trace")
+    other = Client(url, verbose=False)
+    from gradio_client import handle_file
+
+    value, _, message = other.predict(handle_file(saved), api_name="/load_trace")
+    assert message == "" and json.loads(value[1])["structure_svg"].startswith("<svg")
+    assert (alternatives(other, 3, 9), budget(other, 3)) == before
+
+
+class NoThinking:
+    """A loaded backend whose chat template has no thinking mode (the project's own models all have one now)."""
+
+    def __init__(self, backend):
+        self._backend = backend
+
+    def __getattr__(self, name):
+        return getattr(self._backend, name)
+
+    def supports_thinking(self) -> bool:
+        return False
+
+
+def test_thinking_and_top_k_knobs(served):
+    url, model = served
+    client = Client(url, verbose=False)
+    loaded = client.predict(model, api_name="/load_model")
+    thinking = loaded[11]
+    # the project's tokenizer carries Gemma 4's enable_thinking template (the built-in model learned the channel)
+    assert thinking["interactive"] is True and "no thinking channel" not in thinking["info"]
+    assert run(client, model, thinking=True) and run_message(client)[1] == ""
+    # a model whose template has no thinking mode: the knob is off, with the reason
+    no_thinking = app_module.knob_updates(NoThinking(app_module.MODELS.get(model)))[-1]
+    assert no_thinking.interactive is False and "no thinking channel" in no_thinking.info
+    with pytest.raises(httpx.HTTPStatusError) as too_many:  # the slider refuses it itself, before the queue
+        refused(client, model, topk=40)
+    assert "greater than maximum value 32" in too_many.value.response.json()["detail"]
+    frames = run(client, model, topk=1)  # one candidate: the favourite, nothing else to compare
+    assert frames and alternatives(client, 2, 4).count("<tr") == 2
+
+
+def test_the_views_answer_during_a_live_run_without_waiting_for_the_model(served):
+    import time
+
+    url, model = served
+    client = Client(url, verbose=False)
+    args = {**GENERATE_ARGS, "max_new_tokens": 768, "steps": 48}
+    job = client.submit("Tell me a long story.", model, *args.values(), False, 2, api_name="/generate")
+    while len(job.outputs()) < 3:
+        time.sleep(0.05)
+    answer, chart = alternatives(client, 1, 3), budget(client, 1)
+    structure = client.predict(api_name="/structure_first")
+    still_running = not job.done()
+    client.predict(api_name="/stop")
+    job.result()
+    assert still_running, "the run ended before the views were asked"
+    assert "position 3 of block 1" in answer and "Block 1, step 2:" in chart
+    assert "once the run has finished" in structure

@@ -1,0 +1,81 @@
+"""The "why" views in a real headless browser: clicking a token shows its alternatives, the
+accept-budget chart follows the replay slider, the structure-first figure appears when a run ends,
+and thought tokens are tinted and banded as the Python renderers draw them."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.test_browser import CHROMIUM, FLAGS, READ_CELLS, expected_cells, rgb, show
+from tests.trace_factory import trace_from_text
+from visualizer.palette import STANDARD
+from visualizer.states import frame_refs
+
+import app as app_module
+
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")
+INSPECTOR, BUDGET = "#dv-inspector", "#dv-budget"
+THINKING = ["<|channel>", "thought", "\n", "plan", " it", "<channel|>", "O", "cean", "\n", "C", "alm"]
+
+
+@pytest.fixture(scope="module")
+def page(no_eos_model_dir):
+    from playwright.sync_api import sync_playwright
+
+    ui = app_module.build_app(str(no_eos_model_dir))
+    ui.queue(default_concurrency_limit=1).launch(prevent_thread_lock=True, quiet=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page(viewport={"width": 1500, "height": 1000})
+        page.goto(ui.local_url)
+        page.get_by_text("parameters").first.wait_for(timeout=60_000)
+        yield page
+        browser.close()
+    ui.close()
+
+
+def text_of(page, selector: str) -> str:
+    return page.locator(selector).text_content()
+
+
+def test_clicking_a_token_shows_its_alternatives_and_the_budget_follows_the_slider(page):
+    page.get_by_role("button", name="Generate").click()
+    page.wait_for_function("() => { const s = window.dvLiveView.stats(); return s && s.ended; }", timeout=120_000)
+    # the run is over: the step on screen's budget and the structure-first figure arrive on their own
+    page.wait_for_function(f"() => document.querySelector('{BUDGET}').textContent.includes('fit the entropy bound')", timeout=30_000)
+    page.wait_for_function("() => document.querySelector('.dv-structure svg') !== null")
+    assert "Structure first" in text_of(page, ".dv-structure")
+
+    show(page, 2)
+    page.locator('.dv-canvas span[data-i="9"]').click()
+    page.wait_for_function(f"() => document.querySelector('{INSPECTOR}').textContent.includes('position 9 of block 1')", timeout=30_000)
+    inspector = text_of(page, INSPECTOR)
+    assert "step 3" in inspector and "commit step" in inspector and "the token it almost chose" in inspector
+
+    # the slider moves: after it rests, the chart explains the new step, and the picked token follows
+    page.wait_for_function(f"() => document.querySelector('{BUDGET}').textContent.includes('step 3:')", timeout=30_000)
+    at_step_3 = page.locator(BUDGET).inner_html()
+    show(page, 0)
+    page.wait_for_function(f"() => document.querySelector('{BUDGET}').textContent.includes('step 1:')", timeout=30_000)
+    assert page.locator(BUDGET).inner_html() != at_step_3
+    page.wait_for_function(f"() => document.querySelector('{INSPECTOR}').textContent.includes('step 1 ·')", timeout=30_000)
+
+
+def test_thought_tokens_are_tinted_and_banded_as_the_renderers_draw_them(page, tmp_path):
+    trace = trace_from_text([THINKING], [[0, 0, 1, 1, 2, 2, 3, 3, 3, 4, 4]], topk=3)  # no entropy bound recorded
+    path = tmp_path / "thinking.json"
+    trace.save(path)
+    page.get_by_text("Save, load and export").click()
+    page.locator("input[type=file]").first.set_input_files(str(path))
+    n = len(frame_refs(trace))
+    page.wait_for_function(f"() => window.dvLiveView.stats().shownFrames === {n} && window.dvLiveView.stats().ended", timeout=30_000)
+    show(page, n - 1)
+    assert page.evaluate(READ_CELLS) == expected_cells(trace, n - 1)
+    shadows = page.evaluate("() => Array.from(document.querySelectorAll('.dv-canvas span[data-i]')).slice(0, 11).map(s => s.style.boxShadow)")
+    band = rgb(STANDARD.thought[1])
+    assert all(band in s for s in shadows[:6]) and not any(band in s for s in shadows[6:])
+    assert "thought" in page.locator(".dv-legend").text_content()
+    # a hand-built trace's candidates answer too: the answer token right after the channel
+    page.locator('.dv-canvas span[data-i="6"]').click()
+    page.wait_for_function(f"() => document.querySelector('{INSPECTOR}').textContent.includes('position 6 of block 1')", timeout=30_000)
+    page.wait_for_function(f"() => document.querySelector('{BUDGET}').textContent.includes('did not record its entropy bound')")

@@ -1,0 +1,104 @@
+"""Screenshots of the app's "why" views, in a real headless browser (for the README's "Why" section).
+
+    python tools/screenshot_insights.py --out assets/insights [--model FOLDER] [--demo acrostic] [--step 3] [--inspect-step 1] [--position 9]
+
+Launches the app, runs a demo prompt on the model (the built-in one by default) with candidates
+recorded, moves the replay slider to a step, clicks a token and photographs: the token inspector
+(alternatives.png), the step's accept-budget chart (accept_budget.png), the structure-first figure
+of the finished run (structure_first.png); then loads a hand-built trace with a thinking channel
+(no small model here emits one) and photographs its thought-tinted canvas (thinking.png).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tools.screenshot_app import CHROMIUM_FLAGS  # noqa: E402
+
+THINKING_TEXT = [
+    "<|channel>", "thought", "\n", "An", " acrostic", ":", " lines", " start", " with", " O", ",", " C", ",", " E", ".",
+    "<channel|>", "Ocean", " deep", ",", "\n", "Calm", " and", " wide", ",", "\n", "Endless", " blue", ".",
+]
+# first acceptance of each piece: the answer's line starts early, the thoughts in between
+THINKING_STEPS = [0, 1, 1, 4, 5, 6, 6, 7, 7, 2, 8, 2, 8, 2, 9, 3, 1, 5, 9, 2, 1, 6, 6, 9, 2, 1, 7, 9]
+
+
+def thinking_trace():
+    from tests.trace_factory import trace_from_text  # real Trace records, built by hand
+
+    return trace_from_text([THINKING_TEXT], [THINKING_STEPS], topk=3, prompt="Write an acrostic for OCE.",
+                           settings={"entropy_bound": 0.1})
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", default="assets/insights")
+    parser.add_argument("--model", default=None)
+    parser.add_argument("--demo", default="acrostic")
+    parser.add_argument("--step", type=int, default=3, help="the step (from 1) whose accept budget to show")
+    parser.add_argument("--inspect-step", type=int, default=1, help="the step (from 1) at which to inspect the token")
+    parser.add_argument("--position", type=int, default=9, help="the canvas position to click")
+    parser.add_argument("--chromium", default="/usr/bin/chromium")
+    args = parser.parse_args(argv)
+
+    import app as app_module
+    from playwright.sync_api import sync_playwright
+    from prompts.demos import demo
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    ui = app_module.build_app(args.model)
+    ui.queue(default_concurrency_limit=1).launch(prevent_thread_lock=True, quiet=True, css=app_module.CSS)
+    try:
+        with sync_playwright() as p, tempfile.TemporaryDirectory() as tmp:
+            browser = p.chromium.launch(executable_path=args.chromium, args=CHROMIUM_FLAGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000}, device_scale_factor=1)
+            page.goto(ui.local_url)
+            page.get_by_text("parameters").first.wait_for(timeout=120_000)
+            page.get_by_label("Demo prompt").click()
+            page.get_by_role("option", name=demo(args.demo).title).click()
+            page.get_by_role("button", name="Generate").click()
+            page.wait_for_function("() => { const s = window.dvLiveView.stats(); return s && s.ended; }", timeout=300_000)
+            page.locator(".dv-structure svg").wait_for(timeout=30_000)
+
+            def show_step(step):
+                page.locator("input.dv-replay").fill(str(step - 1))
+                page.wait_for_function(f"() => window.dvLiveView.stats().shownIndex === {step - 1}")
+                page.wait_for_function(f"() => document.querySelector('#dv-budget').textContent.includes('step {step}:')", timeout=30_000)
+
+            show_step(args.inspect_step)
+            page.locator(f'.dv-canvas span[data-i="{args.position}"]').click()
+            page.wait_for_function(
+                f"() => document.querySelector('#dv-inspector').textContent.includes('step {args.inspect_step} ·')", timeout=30_000)
+            page.locator("#dv-inspector").screenshot(path=out / "alternatives.png")
+            show_step(args.step)
+            page.locator("#dv-budget").screenshot(path=out / "accept_budget.png")
+            page.locator(".dv-structure").screenshot(path=out / "structure_first.png")
+            print(page.locator("#dv-inspector").text_content())
+            print(page.locator("#dv-budget").text_content()[:200])
+
+            path = Path(tmp) / "thinking.json"
+            trace = thinking_trace()
+            trace.save(path)
+            page.get_by_text("Save, load and export").click()
+            page.locator("input[type=file]").first.set_input_files(str(path))
+            page.wait_for_function("() => { const s = window.dvLiveView.stats(); return s.ended && s.runs >= 2; }", timeout=30_000)
+            last = page.locator("input.dv-replay").get_attribute("max")  # committed: thoughts tinted and banded
+            page.locator("input.dv-replay").fill(last)
+            page.wait_for_function(f"() => window.dvLiveView.stats().shownIndex === {last}")
+            page.locator(".dv-frame").screenshot(path=out / "thinking.png")
+            browser.close()
+    finally:
+        ui.close()
+    for name in ("alternatives", "accept_budget", "structure_first", "thinking"):
+        print(f"wrote {out / name}.png")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
