@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -88,6 +89,16 @@ def test_alternatives_budget_and_structure_from_the_command_line(random_model_di
     assert both["structure_first"]["include_thought"] is True and both["structure_first"]["family"] == "generic"
 
 
+def without_thinking(model_dir: Path, tmp_path: Path) -> Path:
+    """A copy of a project model whose chat template no longer reads `enable_thinking` (the project's
+    own template has a thinking channel since the built-in model learned one)."""
+    folder = tmp_path / "no-thinking"
+    shutil.copytree(model_dir, folder)
+    template = folder / "chat_template.jinja"
+    template.write_text(template.read_text().replace("enable_thinking", "thinking_is_not_offered"))
+    return folder
+
+
 def test_insight_commands_refuse_bad_input_in_one_line(random_model_dir, tmp_path):
     old = ROOT / "tests" / "data" / "trace_v1.json"  # a version-1 trace: no candidates
     cases = [
@@ -96,7 +107,8 @@ def test_insight_commands_refuse_bad_input_in_one_line(random_model_dir, tmp_pat
         (("alternatives", old, "--position", "3", "--step", "0"), "counts from 1"),
         (("budget", old, "--step", "999"), "there is no step 999"),
         (("budget", old, "--step", "1", "--block", "0"), "counts from 1"),
-        (("record", "--prompt", "hi", "--model", random_model_dir, "--thinking", "--out", tmp_path / "t.json"), "no thinking mode"),
+        (("record", "--prompt", "hi", "--model", without_thinking(random_model_dir, tmp_path), "--thinking", "--out",
+          tmp_path / "t.json"), "no thinking mode"),
         (("record", "--prompt", "hi", "--topk", "99", "--out", tmp_path / "t.json"), "record top-k must be"),
     ]
     for args, expected in cases:
