@@ -6,21 +6,18 @@ Uses Debian's Chromium through Playwright (no browser download); `.ci/run` insta
 
 from __future__ import annotations
 
-import shutil
 
 import pytest
 
-import app as app_module
 from visualizer.layout import grid_layout, paint, text_layout
 from visualizer.palette import get_palette
 from visualizer.replay import example_traces
 from visualizer.states import frame_refs, frame_state
 from visualizer.trace import Trace
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+from tests.browser import CHROMIUM, app_in_chromium
+
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"]
 
 # What the browser shows, read back: per cell (data-i order) its class, text and colours.
 READ_CELLS = """() => Array.from(document.querySelectorAll('.dv-canvas span[data-i]'))
@@ -31,18 +28,8 @@ STATS = "() => window.dvLiveView.stats()"
 
 @pytest.fixture(scope="module")
 def page(no_eos_model_dir):
-    from playwright.sync_api import sync_playwright
-
-    ui = app_module.build_app(str(no_eos_model_dir))
-    ui.queue(default_concurrency_limit=1).launch(prevent_thread_lock=True, quiet=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        page = browser.new_page(viewport={"width": 1500, "height": 1000})
-        page.goto(ui.local_url)
-        page.get_by_text("parameters").first.wait_for(timeout=60_000)  # the model info appears once loaded
+    with app_in_chromium(no_eos_model_dir) as page:
         yield page
-        browser.close()
-    ui.close()
 
 
 def rgb(color: str) -> str:

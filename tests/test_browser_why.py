@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_browser import CHROMIUM, FLAGS, READ_CELLS, expected_cells, rgb, show
+from tests.browser import CHROMIUM, app_in_chromium
+from tests.test_browser import READ_CELLS, expected_cells, rgb, show
 from tests.trace_factory import trace_from_text
 from visualizer.palette import STANDARD
 from visualizer.states import frame_refs
 
-import app as app_module
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")
 INSPECTOR, BUDGET = "#dv-inspector", "#dv-budget"
@@ -20,18 +20,8 @@ THINKING = ["<|channel>", "thought", "\n", "plan", " it", "<channel|>", "O", "ce
 
 @pytest.fixture(scope="module")
 def page(no_eos_model_dir):
-    from playwright.sync_api import sync_playwright
-
-    ui = app_module.build_app(str(no_eos_model_dir))
-    ui.queue(default_concurrency_limit=1).launch(prevent_thread_lock=True, quiet=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        page = browser.new_page(viewport={"width": 1500, "height": 1000})
-        page.goto(ui.local_url)
-        page.get_by_text("parameters").first.wait_for(timeout=60_000)
+    with app_in_chromium(no_eos_model_dir) as page:
         yield page
-        browser.close()
-    ui.close()
 
 
 def text_of(page, selector: str) -> str:
