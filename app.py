@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import json
 import math
 import tempfile
 import threading
@@ -561,13 +562,16 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
         live.need_frames(all_frames, session, live, api_visibility="private", concurrency_limit=None, show_progress="hidden")
         demo_app.unload(SESSIONS.release)
         # the live view asks (`trigger("inspect"/"budget", {...})`); answered outside the model's queue
-        quiet = dict(api_visibility="private", concurrency_limit=None, show_progress="hidden")
+        # "always_last": an ask made while the previous one is in flight is answered after it, never
+        # dropped (Gradio's default for custom events, "once", would leave the previous step's chart)
+        quiet = dict(api_visibility="private", concurrency_limit=None, show_progress="hidden", trigger_mode="always_last")
         live.inspect(_event_view(inspect_token, ("frame", "position")), session, inspector, **quiet)
         live.budget(_event_view(step_budget_view, ("frame",)), session, budget, **quiet)
-        # a new run or trace: the panels go back to their hints, never showing the previous run's answers
-        hints = lambda: (_message_html(INSPECTOR_HINT), _message_html(BUDGET_HINT))  # noqa: E731
+        # a new run or trace: the panels go back to their hints, never showing the previous run's
+        # answers; set in the browser, so no server round trip can arrive after the new run's answers
+        hints = f"() => {json.dumps([_message_html(INSPECTOR_HINT), _message_html(BUDGET_HINT)])}"
         for starts in (generate_btn.click, trace_upload.change):
-            starts(hints, None, [inspector, budget], api_visibility="private", concurrency_limit=None, show_progress="hidden")
+            starts(None, None, [inspector, budget], js=hints)
         why = dict(concurrency_limit=None, show_progress="hidden")
         api_alternatives_button.click(inspect_token, [api_at_frame, api_at_position, session], api_alternatives, api_name="alternatives", **why)
         api_budget_button.click(step_budget_view, [api_at_frame, session], api_budget, api_name="accept_budget", **why)

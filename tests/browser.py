@@ -29,3 +29,16 @@ def app_in_chromium(model_dir):
             browser.close()
     finally:
         ui.close()
+
+
+def wait_for_text(page, selector: str, text: str, timeout_ms: int = 30_000) -> None:
+    """Wait until `selector`'s text contains `text`; on a timeout, say what it showed instead."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    check = f"() => (document.querySelector({selector!r})?.textContent || '').includes({text!r})"
+    try:
+        page.wait_for_function(check, timeout=timeout_ms)
+    except PlaywrightTimeout:
+        shown = page.locator(selector).text_content()
+        stats = page.evaluate("() => JSON.stringify(window.dvLiveView && window.dvLiveView.stats())")
+        raise AssertionError(f"{selector} never showed {text!r} in {timeout_ms} ms; it shows {shown[:300]!r}; live view: {stats}") from None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import CHROMIUM, app_in_chromium
+from tests.browser import CHROMIUM, app_in_chromium, wait_for_text
 from tests.test_browser import READ_CELLS, expected_cells, rgb, show
 from tests.trace_factory import trace_from_text
 from visualizer.palette import STANDARD
@@ -32,23 +32,30 @@ def test_clicking_a_token_shows_its_alternatives_and_the_budget_follows_the_slid
     page.get_by_role("button", name="Generate").click()
     page.wait_for_function("() => { const s = window.dvLiveView.stats(); return s && s.ended; }", timeout=120_000)
     # the run is over: the step on screen's budget and the structure-first figure arrive on their own
-    page.wait_for_function(f"() => document.querySelector('{BUDGET}').textContent.includes('fit the entropy bound')", timeout=30_000)
+    wait_for_text(page, BUDGET, "fit the entropy bound")
     page.wait_for_function("() => document.querySelector('.dv-structure svg') !== null")
     assert "Structure first" in text_of(page, ".dv-structure")
 
     show(page, 2)
     page.locator('.dv-canvas span[data-i="9"]').click()
-    page.wait_for_function(f"() => document.querySelector('{INSPECTOR}').textContent.includes('position 9 of block 1')", timeout=30_000)
+    wait_for_text(page, INSPECTOR, "position 9 of block 1")
     inspector = text_of(page, INSPECTOR)
     assert "step 3" in inspector and "commit step" in inspector and "the token it almost chose" in inspector
 
     # the slider moves: after it rests, the chart explains the new step, and the picked token follows
-    page.wait_for_function(f"() => document.querySelector('{BUDGET}').textContent.includes('step 3:')", timeout=30_000)
+    wait_for_text(page, BUDGET, "step 3:")
     at_step_3 = page.locator(BUDGET).inner_html()
     show(page, 0)
-    page.wait_for_function(f"() => document.querySelector('{BUDGET}').textContent.includes('step 1:')", timeout=30_000)
+    wait_for_text(page, BUDGET, "step 1:")
     assert page.locator(BUDGET).inner_html() != at_step_3
-    page.wait_for_function(f"() => document.querySelector('{INSPECTOR}').textContent.includes('step 1 ·')", timeout=30_000)
+    wait_for_text(page, INSPECTOR, "step 1 ·")
+
+    # a new run: both panels go back to their hints at once, never showing the last run's answers
+    page.get_by_role("button", name="Generate").click()
+    wait_for_text(page, BUDGET, "Move the replay slider", timeout_ms=5_000)
+    wait_for_text(page, INSPECTOR, "Click a token on the canvas", timeout_ms=5_000)
+    page.wait_for_function("() => { const s = window.dvLiveView.stats(); return s && s.runs === 2 && s.ended; }", timeout=120_000)
+    wait_for_text(page, BUDGET, "fit the entropy bound")
 
 
 def test_thought_tokens_are_tinted_and_banded_as_the_renderers_draw_them(page, tmp_path):
@@ -67,5 +74,5 @@ def test_thought_tokens_are_tinted_and_banded_as_the_renderers_draw_them(page, t
     assert "thought" in page.locator(".dv-legend").text_content()
     # a hand-built trace's candidates answer too: the answer token right after the channel
     page.locator('.dv-canvas span[data-i="6"]').click()
-    page.wait_for_function(f"() => document.querySelector('{INSPECTOR}').textContent.includes('position 6 of block 1')", timeout=30_000)
-    page.wait_for_function(f"() => document.querySelector('{BUDGET}').textContent.includes('did not record its entropy bound')")
+    wait_for_text(page, INSPECTOR, "position 6 of block 1")
+    wait_for_text(page, BUDGET, "did not record its entropy bound")

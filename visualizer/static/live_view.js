@@ -199,6 +199,7 @@
         this.trigger("need_frames");
       }
       if (this.following) this.target = this.frames.length - 1;
+      if (this.askWhenFrames && this.frames.length) { this.askWhenFrames = false; this.askLater(0); }
       this.schedule();
     }
 
@@ -461,7 +462,9 @@
     askLater(delay = ASK_DELAY_MS) {
       clearTimeout(this.askTimer);
       this.askTimer = setTimeout(() => {
-        if (!this.trigger || !this.start || !this.frames.length) return;
+        if (!this.trigger || !this.start) return;
+        // the run ended before any of its frames reached us (a slow browser): ask once they arrive
+        if (!this.frames.length) { this.askWhenFrames = true; return; }
         const frame = Math.max(0, Math.min(this.target, this.frames.length - 1));
         this.trigger("budget", { frame });
         if (this.picked >= 0) this.askToken(this.picked);
