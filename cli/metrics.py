@@ -28,7 +28,8 @@ def add_metrics_command(subparsers) -> None:
     parser.add_argument("trace", help="a trace file saved by the app or the CLI (run.json)")
     parser.add_argument("--no-positions", action="store_true", help="leave out the per-position lists")
     parser.add_argument("--include-thought", action="store_true",
-                        help="structure first: measure the thinking channel's tokens too (default: the answer only)")
+                        help="measure the thinking channel's tokens too, in the commit-order figures and structure first "
+                        "(default: the answer only)")
     parser.add_argument("--family", choices=tuple(FAMILIES), help="structure first: the rules to classify tokens by (default: from the prompt)")
     parser.add_argument("--svg", help="also write the structure-first chart to this .svg file")
     parser.set_defaults(run=metrics_command)
@@ -45,7 +46,7 @@ def metrics_command(args) -> int:
         print(f"wrote {out}", file=sys.stderr)
     if args.no_positions:
         for block in data["blocks"]:
-            for name in ("commit_step", "settle_step", "commit_entropy_nats"):
+            for name in ("commit_step", "settle_step", "commit_entropy_nats", "measured_positions"):
                 block.pop(name)
     print(_compact_lists(json.dumps(data, indent=2, ensure_ascii=False)))
     return 0

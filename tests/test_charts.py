@@ -46,7 +46,7 @@ def test_tau_chart_has_a_tooltip_per_step_and_a_cursor_only_on_its_block(trace):
     root = parse(tau_over_steps_svg(trace, 0, frame=2, refs=refs))
     tips = titles(root)
     assert len(tips) == 3 and tips[0].startswith("step 1: tau_b")
-    assert "of 10 content positions committed" in tips[2]
+    assert "of 10 measured positions committed" in tips[2]
     assert len(cursor_lines(root)) == 1
     assert cursor_lines(parse(tau_over_steps_svg(trace, 0, frame=7, refs=refs))) == []  # block 1's frame
 

@@ -87,6 +87,8 @@ def test_alternatives_budget_and_structure_from_the_command_line(random_model_di
     assert "Structure first" in chart.read_text()
     both = json.loads(cli("metrics", run, "--no-positions", "--include-thought", "--family", "generic").stdout)
     assert both["structure_first"]["include_thought"] is True and both["structure_first"]["family"] == "generic"
+    assert data["measured"].startswith("answer tokens only") and both["measured"].startswith("answer and thought tokens")
+    assert "measured_positions" not in both["blocks"][0]  # --no-positions leaves the position lists out
 
 
 def without_thinking(model_dir: Path, tmp_path: Path) -> Path:

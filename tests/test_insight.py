@@ -10,13 +10,14 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 from PIL import Image
+from scipy.stats import kendalltau
 
 from tests.trace_factory import trace_from_masks, trace_from_text
 from visualizer.accept_budget import BudgetError, ConfidenceBudget, EntropyBudget, accept_budget, budget_sentence
 from visualizer.alternatives import AlternativesError, alternatives_html, alternatives_text, position_alternatives
 from visualizer.insight_charts import accept_budget_svg, reliability_svg, structure_first_svg
 from visualizer.layout import grid_layout, paint
-from visualizer.metrics import Undefined
+from visualizer.metrics import Undefined, live_readout, metrics_json, run_metrics, tau_series
 from visualizer.metrics.stats import reliability_tertiles
 from visualizer.metrics.structure import classify_pieces, difference_ci, guess_family, structure_first
 from visualizer.palette import COLORBLIND, STANDARD
@@ -24,7 +25,8 @@ from visualizer.render_html import render_frame_html
 from visualizer.render_image import render_frame_image
 from visualizer.settings import CONFIDENCE_THRESHOLD
 from visualizer.states import frame_refs, frame_state
-from visualizer.thinking import CHANNEL_CLOSE, CHANNEL_OPEN, run_thought_mask, thought_mask
+from visualizer.readout import readout_rows
+from visualizer.thinking import CHANNEL_CLOSE, CHANNEL_OPEN, block_thought_row, run_thought_mask, thought_mask
 from visualizer.trace import Trace
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -239,6 +241,48 @@ def test_structure_first_excludes_thought_tokens_unless_asked():
     assert answer.blocks[0].structural + answer.blocks[0].free == 5
     assert both.blocks[0].structural + both.blocks[0].free == 11
     assert answer.difference != both.difference and "thought" in both.measured
+
+
+def test_commit_order_figures_measure_the_answer_unless_thoughts_are_asked_for():
+    # the thoughts commit last, right to left: included, they would drag the answer's tau_b down
+    steps = [9, 8, 7, 6, 5, 4, 0, 1, 2, 3, 3]
+    trace = trace_from_text([THINKING], [steps])
+    answer, both = run_metrics(trace), run_metrics(trace, include_thought=True)
+    assert (answer.thought_tokens, answer.measured_tokens, answer.content_tokens) == (6, 5, 11)
+    assert answer.measured == "answer tokens only (6 thought tokens excluded)"
+    assert both.measured_tokens == 11 and both.measured.startswith("answer and thought tokens")
+    assert answer.tau_b_mean == pytest.approx(kendalltau(range(5), steps[6:], variant="b").statistic)
+    assert both.tau_b_mean == pytest.approx(kendalltau(range(11), steps, variant="b").statistic)
+    assert answer.tau_b_mean > 0.9 > 0 > both.tau_b_mean
+    assert answer.blocks[0].measured_positions == [6, 7, 8, 9, 10]
+    assert answer.same_step_fraction == pytest.approx(1 / 10)  # positions 9 and 10 share step 3
+    # the live readout at the last frame says the same, and says what it measured
+    for include in (False, True):
+        final = live_readout(trace, -1, include_thought=include)
+        expected = run_metrics(trace, include_thought=include)
+        assert final.tau_b == pytest.approx(expected.tau_b_mean) and final.measured == expected.measured
+        assert final.committed + final.pending == expected.measured_tokens
+        assert tau_series(trace, 0, include_thought=include)[-1].tau_b == pytest.approx(expected.tau_b_mean)
+    assert "6 thought" in dict((name, value) for name, value, _ in readout_rows(live_readout(trace, -1)))["content positions"]
+    # as JSON, both measure the same thing and say so
+    data = metrics_json(trace)
+    assert data["measured"] == data["blocks"][0]["measured"] and data["structure_first"]["measured"] == "answer tokens only"
+
+
+def test_a_thought_channel_open_across_a_block_boundary_is_excluded_in_the_next_block():
+    trace = trace_from_text([THINKING[:4], THINKING[4:]], [[3, 2, 1, 0], [0, 0, 1, 2, 3, 4, 5]])
+    second = run_metrics(trace).blocks[1]
+    assert second.thought_tokens == 2 and second.measured_positions == [2, 3, 4, 5, 6]
+    assert second.tau_b == pytest.approx(1.0)
+    assert run_metrics(trace).blocks[0].tau_b == Undefined("no content positions")  # all of block 1 is thought
+    assert block_thought_row(trace, 1, trace.blocks[1].tokens)[:2].all()
+
+
+def test_a_run_without_a_channel_is_measured_whole():
+    trace = trace_from_text([["a", "b", "c", "d"]], [[0, 2, 1, 3]])
+    m = run_metrics(trace)
+    assert (m.thought_tokens, m.measured_tokens, m.measured) == (0, 4, "answer tokens only")
+    assert m.tau_b_mean == pytest.approx(kendalltau(range(4), [0, 2, 1, 3], variant="b").statistic)
 
 
 def test_structure_first_is_undefined_with_a_reason_when_a_class_is_empty():

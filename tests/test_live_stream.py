@@ -258,4 +258,4 @@ def test_thought_tokens_are_flagged_per_cell_and_the_finished_run_carries_its_st
     assert start["palettes"]["standard"]["thought"] == ["#7dd3fc", "#0ea5e9"] and start["thought_label"] == "thought"
     assert end["structure_svg"].startswith("<svg") and "Structure first" in end["structure_svg"]
     last = json.loads(value[-1])
-    assert "6 of the thinking channel included" in last["readout"]["status"]  # the readout says what it measured
+    assert "answer tokens only (6 thought tokens excluded)" in last["readout"]["status"]  # the readout says what it measured

@@ -269,7 +269,7 @@ def test_tau_series_matches_the_readout_at_every_frame_and_is_not_stale():
     series = tau_series(trace, 1)
     for point, frame in zip(series, range(8, 15)):
         r = live_readout(trace, frame, refs=refs)
-        assert (point.step, point.content_length) == (r.step, r.content_length)
+        assert (point.step, point.measured_length) == (r.step, r.measured_length)
         assert point.tau_b == r.tau_b or point.tau_b == pytest.approx(r.tau_b)
     other = trace_from_commit_steps([list(range(40))[::-1]])  # a different trace: its own values
     assert tau_series(other, 0)[-1].tau_b == pytest.approx(-1.0)

@@ -5,34 +5,22 @@
 Launches the app, runs a demo prompt on the model (the built-in one by default) with candidates
 recorded, moves the replay slider to a step, clicks a token and photographs: the token inspector
 (alternatives.png), the step's accept-budget chart (accept_budget.png), the structure-first figure
-of the finished run (structure_first.png); then loads a hand-built trace with a thinking channel
-(no small model here emits one) and photographs its thought-tinted canvas (thinking.png).
+of the finished run (structure_first.png); then runs a prompt with the thinking channel on and
+photographs the committed canvas, thoughts tinted apart from the answer, with the readout that
+measures the answer only (thinking.png, thinking_readout.png).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tools.screenshot_app import CHROMIUM_FLAGS  # noqa: E402
 
-THINKING_TEXT = [
-    "<|channel>", "thought", "\n", "An", " acrostic", ":", " lines", " start", " with", " O", ",", " C", ",", " E", ".",
-    "<channel|>", "Ocean", " deep", ",", "\n", "Calm", " and", " wide", ",", "\n", "Endless", " blue", ".",
-]
-# first acceptance of each piece: the answer's line starts early, the thoughts in between
-THINKING_STEPS = [0, 1, 1, 4, 5, 6, 6, 7, 7, 2, 8, 2, 8, 2, 9, 3, 1, 5, 9, 2, 1, 6, 6, 9, 2, 1, 7, 9]
-
-
-def thinking_trace():
-    from tests.trace_factory import trace_from_text  # real Trace records, built by hand
-
-    return trace_from_text([THINKING_TEXT], [THINKING_STEPS], topk=3, prompt="Write an acrostic for OCE.",
-                           settings={"entropy_bound": 0.1})
+THINKING_PROMPT = "Write an acrostic poem about the ocean for the word WAVE."  # thought, then answer (training/tasks/thinking.py)
 
 
 def main(argv=None) -> int:
@@ -55,7 +43,7 @@ def main(argv=None) -> int:
     ui = app_module.build_app(args.model)
     ui.queue(default_concurrency_limit=1).launch(prevent_thread_lock=True, quiet=True, css=app_module.CSS)
     try:
-        with sync_playwright() as p, tempfile.TemporaryDirectory() as tmp:
+        with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=args.chromium, args=CHROMIUM_FLAGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1000}, device_scale_factor=1)
             page.goto(ui.local_url)
@@ -82,20 +70,18 @@ def main(argv=None) -> int:
             print(page.locator("#dv-inspector").text_content())
             print(page.locator("#dv-budget").text_content()[:200])
 
-            path = Path(tmp) / "thinking.json"
-            trace = thinking_trace()
-            trace.save(path)
-            page.get_by_text("Save, load and export").click()
-            page.locator("input[type=file]").first.set_input_files(str(path))
-            page.wait_for_function("() => { const s = window.dvLiveView.stats(); return s.ended && s.runs >= 2; }", timeout=30_000)
-            last = page.locator("input.dv-replay").get_attribute("max")  # committed: thoughts tinted and banded
-            page.locator("input.dv-replay").fill(last)
-            page.wait_for_function(f"() => window.dvLiveView.stats().shownIndex === {last}")
+            page.get_by_role("textbox", name="Prompt").fill(THINKING_PROMPT)
+            page.get_by_text("Knobs (defaults").click()
+            page.get_by_label("Thinking channel").check()
+            page.get_by_role("button", name="Generate").click()
+            page.wait_for_function("() => { const s = window.dvLiveView.stats(); return s.ended && s.runs >= 2; }", timeout=300_000)
             page.locator(".dv-frame").screenshot(path=out / "thinking.png")
+            page.locator(".dv-readout").screenshot(path=out / "thinking_readout.png")
+            print(page.locator(".dv-readout").text_content()[:400])
             browser.close()
     finally:
         ui.close()
-    for name in ("alternatives", "accept_budget", "structure_first", "thinking"):
+    for name in ("alternatives", "accept_budget", "structure_first", "thinking", "thinking_readout"):
         print(f"wrote {out / name}.png")
     return 0
 

@@ -33,6 +33,7 @@ from .metrics import (
     tau_series,
 )
 from .metrics.commits import step_budget
+from .metrics.measured import measured_positions
 from .readout import fmt, position_tooltip, render_readout_html, token_details
 from .states import frame_refs
 from .svg import (
@@ -95,7 +96,7 @@ def tau_over_steps_svg(trace: Trace, block: int, *, frame: int | None = None, re
     for p in series:  # hover targets: one column per step
         tip = (
             f"step {p.step + 1}: tau_b {fmt(p.tau_b)} · control {fmt(p.control_tau_b)} · "
-            f"{p.committed} of {p.content_length} content positions committed"
+            f"{p.committed} of {p.measured_length} measured positions committed"
         )
         parts.append(hover_rect(x(p.step) - plot.w / n_cols / 2, plot.y0, plot.w / n_cols, plot.h, tip))
     if series:
@@ -165,16 +166,20 @@ def commits_per_step_svg(trace: Trace, block: int, *, frame: int | None = None, 
     steps = block_steps_at(trace, block, frame=frame, refs=refs)
     n_cols = max(step_budget(trace), len(steps), 1) + 1  # the last column: committed at finalization
     plot = Plot(width, height, left=36, right=30, top=22, bottom=24)
-    parts = [title_text(plot, f"Block {block + 1}: commits per step (first acceptance, content only)")]
+    title = f"Block {block + 1}: commits per step (first acceptance, content only)"
     if not steps:
-        parts.append(svg_text(plot.x0 + plot.w / 2, plot.y0 + plot.h / 2, "block not started", anchor="middle"))
+        parts = [title_text(plot, title), svg_text(plot.x0 + plot.w / 2, plot.y0 + plot.h / 2, "block not started", anchor="middle")]
         return plot.svg(parts, label=f"commits per step, block {block + 1}")
     commits = block_commits(trace, block, steps=steps)
     n = commits.content_length
-    ever = commits.ever_accepted[:n]
-    up = np.bincount(commits.commit_step[:n][ever], minlength=len(steps))
+    measured = measured_positions(trace, block, commits.tokens, n)  # the answer, as the readout measures it
+    if measured.thought_tokens:
+        title = f"Block {block + 1}: commits per step (first acceptance, {measured.label})"
+    parts = [title_text(plot, title)]
+    ever = commits.ever_accepted[:n][measured.keep]
+    up = np.bincount(commits.commit_step[:n][measured.keep][ever], minlength=len(steps))
     down = np.bincount(commits.remask_events[:, 0], minlength=len(steps)) if len(commits.remask_events) else np.zeros(len(steps), int)
-    at_finalize = int(n - ever.sum()) if commits.final else 0
+    at_finalize = int(measured.count - ever.sum()) if commits.final else 0
     top = max(int(up.max()), at_finalize, 1)
     bottom = max(int(down.max()), 1) if down.any() else 0
     scale = plot.h / (top + bottom)

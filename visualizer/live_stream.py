@@ -206,18 +206,15 @@ class LiveEncoder:
             message["tokens"] = {str(t): token_entry(trace, t) for t in fresh}
             self.sent_tokens.update(fresh)
         message["caption"] = frame_caption(trace, frame)
-        thoughts = int(frame.thought[ref.block].sum()) if frame.thought is not None else 0
-        message.update(self._panel(index, refs, thoughts))
+        message.update(self._panel(index, refs))
         return _dumps(message)
 
-    def _panel(self, index: int, refs: list[FrameRef], thoughts: int = 0) -> dict:
-        """The commit-order panel's numbers at one frame: readout values and one chart point.
-        `thoughts`: thinking-channel tokens shown in the block, which the readout says it includes."""
+    def _panel(self, index: int, refs: list[FrameRef]) -> dict:
+        """The commit-order panel's numbers at one frame: readout values and one chart point
+        (the answer's positions; the status says so when thought tokens were left out)."""
         r = live_readout(self.trace, index, refs=refs)
         where, status = readout_heading(r)
-        if thoughts:
-            status += f" · measured over every content token, {thoughts} of the thinking channel included"
-        point = [_number(r.tau_b), _number(r.control_tau_b), r.committed, r.content_length, r.new_commits, r.remasked_now]
+        point = [_number(r.tau_b), _number(r.control_tau_b), r.committed, r.measured_length, r.new_commits, r.remasked_now]
         return {
             "readout": {"where": where, "status": status, "tau": fmt(r.tau_b), "control": fmt(r.control_tau_b),
                         "reason": r.tau_b.reason if isinstance(r.tau_b, Undefined) else "",

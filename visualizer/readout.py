@@ -26,7 +26,8 @@ def readout_heading(readout: Readout) -> tuple[str, str]:
     """(where, status) above the readout: which block and step, and whether the values are final."""
     r = readout
     where = f"block {r.block + 1} · after step {r.step + 1}" if r.step is not None else f"block {r.block + 1} · committed"
-    return where, "final" if r.final else "live: pending positions tied at “later”"
+    status = "final" if r.final else "live: pending positions tied at “later”"
+    return where, status + (f" · {r.measured}" if r.thought_tokens else "")
 
 
 def readout_rows(readout: Readout) -> list[tuple[str, str, str]]:
@@ -34,8 +35,11 @@ def readout_rows(readout: Readout) -> list[tuple[str, str, str]]:
     r = readout
     remasked = ", ".join(map(str, r.remasked_positions[:12])) + (" …" if len(r.remasked_positions) > 12 else "")
     rows = [
-        ("content positions", f"{r.content_length} (excluded: {r.excluded_eos} EOS, {r.excluded_pad} pad)",
+        ("content positions", f"{r.content_length} (excluded: {r.excluded_eos} EOS, {r.excluded_pad} pad"
+         + (f", {r.thought_tokens} thought" if r.thought_tokens and r.measured_length < r.content_length else "") + ")",
          "Trailing EOS and pad are cut: they commit first and would make tau_b look right-to-left."
+         + (" The thinking channel's tokens are not the answer: measured only when asked (--include-thought)."
+            if r.thought_tokens and r.measured_length < r.content_length else "")
          + ("" if r.final else " Live: read from the current argmax.")),
         ("raw tau_b (uncut)", fmt(r.tau_b_raw),
          "tau_b over every position, EOS and pad included: they commit first and drag it negative. Not a finding."),

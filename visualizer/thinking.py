@@ -24,6 +24,8 @@ still open); a channel spans blocks when it does. Other channels are not thought
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from .trace import Trace
@@ -35,10 +37,22 @@ NAME_LOOKAHEAD = 8  # tokens after "<|channel>" read to find the channel's name
 
 
 def channel_marker_ids(trace: Trace) -> tuple[frozenset[int], frozenset[int]]:
-    """(ids of "<|channel>", ids of "<channel|>") among the pieces this trace shows."""
+    """(ids of "<|channel>", ids of "<channel|>") among the pieces this trace shows.
+
+    Asked at every live step, so the answer is kept per trace until new pieces arrive (a trace's
+    pieces only grow); the check through a weak reference never serves a freed trace's answer."""
+    cached = _MARKERS.get(id(trace))
+    if cached is not None and cached[0]() is trace and cached[1] == len(trace.pieces):
+        return cached[2]
     opens = frozenset(i for i, p in trace.pieces.items() if p == CHANNEL_OPEN)
     closes = frozenset(i for i, p in trace.pieces.items() if p == CHANNEL_CLOSE)
+    if len(_MARKERS) > 1000:
+        _MARKERS.clear()
+    _MARKERS[id(trace)] = (weakref.ref(trace), len(trace.pieces), (opens, closes))
     return opens, closes
+
+
+_MARKERS: dict = {}
 
 
 def has_channel(trace: Trace) -> bool:
@@ -53,6 +67,8 @@ def thought_mask(trace: Trace, token_ids: np.ndarray) -> np.ndarray:
     if not opens:
         return mask
     flat_ids = token_ids.reshape(-1)
+    if not np.isin(flat_ids, list(opens)).any():  # no channel opens: the common case, without a Python loop
+        return mask
     shown = np.flatnonzero(flat_ids >= 0)
     flat = mask.reshape(-1)
     inside = False
@@ -76,3 +92,13 @@ def run_thought_mask(trace: Trace) -> np.ndarray:
 
 def _channel_name(trace: Trace, following: np.ndarray) -> str:
     return "".join(trace.piece(int(t)) for t in following).lstrip()
+
+
+def block_thought_row(trace: Trace, block: int, tokens) -> np.ndarray:
+    """(canvas,) thought mask of `block` while it holds `tokens` (its committed tokens, or its
+    current argmax while live); the committed blocks before it tell whether a channel is open."""
+    tokens = np.asarray(tokens)
+    if not has_channel(trace):
+        return np.zeros(tokens.shape, dtype=bool)
+    before = [b.tokens for b in trace.blocks[:block]]
+    return thought_mask(trace, np.stack([*before, tokens]))[-1]

@@ -12,6 +12,8 @@ While a block is being denoised, positions the sampler has not accepted yet coun
 its first EOS).  The block is committed from its last step's argmax, so on the block's last step
 and on its commit frame every value equals the end-of-run metric (`summary.block_metrics`).
 Committed blocks never change: their values are cached per record, so a long run stays cheap.
+Like the end-of-run metrics, the figures measure the answer; thinking-channel tokens only with
+`include_thought` (`measured` says which; see `measured.py`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 from ..states import FrameRef, frame_refs
 from ..trace import Trace
 from .commits import block_commits, content_length, step_budget
+from .measured import measured_positions
 from .order import Undefined, block_sequential_tau_b, mean_defined, same_step_fraction, tau_b
 
 Value = float | Undefined
@@ -42,13 +45,16 @@ class Readout:
     content_length: int  # content positions (predicted from the argmax while live)
     excluded_eos: int
     excluded_pad: int
-    tau_b: Value  # content tau_b of this block, pending positions tied at "later"
+    thought_tokens: int  # content positions in the thinking channel
+    measured: str  # which content positions the figures below use: the answer only, or with thoughts
+    measured_length: int  # how many
+    tau_b: Value  # tau_b of this block's measured positions, pending positions tied at "later"
     control_tau_b: Value  # block-sequential control for the same content length
     tau_b_raw: Value  # every position, EOS and pad included: the trailing-EOS trap
     accepted_now: int  # positions the sampler holds accepted at this step (all positions)
-    committed: int  # content positions accepted at least once so far
-    pending: int  # content positions never accepted (so far; at finalization when final)
-    new_commits: int  # content positions first accepted at this step
+    committed: int  # measured positions accepted at least once so far
+    pending: int  # measured positions never accepted (so far; at finalization when final)
+    new_commits: int  # measured positions first accepted at this step
     tokens_per_accept_step: Value
     same_step_fraction: Value  # among content positions accepted so far (all content when final)
     remask_events: int  # in this block so far
@@ -65,27 +71,30 @@ class SeriesPoint:
     step: int
     tau_b: Value
     control_tau_b: Value
-    committed: int  # content positions accepted at least once by this step
-    content_length: int
+    committed: int  # measured positions accepted at least once by this step
+    measured_length: int  # measured positions (the answer only, unless thoughts were included)
 
 
-def live_readout(trace: Trace, frame: int, *, refs: list[FrameRef] | None = None) -> Readout:
+def live_readout(trace: Trace, frame: int, *, refs: list[FrameRef] | None = None, include_thought: bool = False) -> Readout:
     """Everything the commit-order panel shows at one frame (negative frames count from the end)."""
     refs = refs if refs is not None else frame_refs(trace)
     ref, frame = _ref(refs, frame)
     steps = _frame_steps(trace, ref)
     commits = block_commits(trace, ref.block, steps=steps)
     n = commits.content_length
-    commit = commits.commit_step[:n]
-    ever = commits.ever_accepted[:n]
+    measured = measured_positions(trace, ref.block, commits.tokens, n, include_thought=include_thought)
+    keep = measured.keep
+    commit = commits.commit_step[:n][keep]
+    ever = commits.ever_accepted[:n][keep]
     last = commits.steps_seen - 1
     first_accepted = commit[ever]
     accept_steps = np.unique(first_accepted).size
     events = commits.remask_events
-    entropy = commits.commit_entropy_nats[:n] if commits.final else commits.commit_entropy_nats[:n][ever]
+    entropy = commits.commit_entropy_nats[:n][keep]
+    entropy = entropy if commits.final else entropy[ever]
 
     finished = trace.blocks[: ref.block + (ref.kind == "commit")]  # committed by this frame
-    earlier_monotone = all(_final_block_value(trace, b.block, "remask_events") == 0 for b in trace.blocks[: ref.block])
+    earlier_monotone = all(_final_block_value(trace, b.block)["remask_events"] == 0 for b in trace.blocks[: ref.block])
 
     return Readout(
         frame=frame,
@@ -98,12 +107,15 @@ def live_readout(trace: Trace, frame: int, *, refs: list[FrameRef] | None = None
         content_length=n,
         excluded_eos=commits.excluded_eos,
         excluded_pad=commits.excluded_pad,
-        tau_b=tau_b(commit),
-        control_tau_b=block_sequential_tau_b(n),
+        thought_tokens=measured.thought_tokens,
+        measured=measured.label,
+        measured_length=measured.count,
+        tau_b=tau_b(commit),  # the measured positions keep their order: ranks as written
+        control_tau_b=block_sequential_tau_b(measured.count),
         tau_b_raw=tau_b(commits.commit_step),
         accepted_now=int(np.count_nonzero(commits.accepted[-1])),
         committed=int(np.count_nonzero(ever)),
-        pending=int(n - np.count_nonzero(ever)),
+        pending=int(measured.count - np.count_nonzero(ever)),
         new_commits=int(np.count_nonzero(first_accepted == last)),
         tokens_per_accept_step=first_accepted.size / accept_steps
         if accept_steps
@@ -114,13 +126,14 @@ def live_readout(trace: Trace, frame: int, *, refs: list[FrameRef] | None = None
         remasked_positions=tuple(sorted(set(events[:, 1].tolist()))),
         monotone=earlier_monotone and len(events) == 0,
         mean_commit_entropy_nats=float(entropy.mean()) if entropy.size else Undefined("no content position accepted yet"),
-        run_tau_b_mean=mean_defined([_final_block_value(trace, b.block, "tau_b") for b in finished], what="tau_b"),
+        run_tau_b_mean=mean_defined([_final_block_value(trace, b.block, include_thought)["tau_b"] for b in finished], what="tau_b"),
         run_blocks=len(finished),
     )
 
 
-def tau_series(trace: Trace, block: int, *, frame: int | None = None, refs=None) -> list[SeriesPoint]:
-    """The live tau_b of `block` after each of its steps that exist at `frame` (default: all).
+def tau_series(trace: Trace, block: int, *, frame: int | None = None, refs=None, include_thought: bool = False) -> list[SeriesPoint]:
+    """The live tau_b of `block` after each of its steps that exist at `frame` (default: all), over
+    the measured positions (as `live_readout`).
 
     A point depends only on the steps up to it, so each is computed once per step record.
     """
@@ -132,14 +145,17 @@ def tau_series(trace: Trace, block: int, *, frame: int | None = None, refs=None)
         first[step.accepted & (first < 0)] = i
         final = record is not None and i == record.steps_used - 1
         commit = np.where(first >= 0, first, i + 1)  # pending positions tie at "later"
-        points.append(_memo(step, ("series", final), lambda: _series_point(trace, i, commit, record.tokens if final else step.argmax)))
+        tokens = record.tokens if final else step.argmax
+        points.append(_memo(step, ("series", final, include_thought), lambda: _series_point(trace, block, i, commit, tokens, include_thought)))
     return points
 
 
-def _series_point(trace: Trace, i: int, commit: np.ndarray, tokens: np.ndarray) -> SeriesPoint:
+def _series_point(trace: Trace, block: int, i: int, commit: np.ndarray, tokens: np.ndarray, include_thought: bool) -> SeriesPoint:
     n = content_length(tokens, trace.model.eos_token_ids, trace.model.pad_token_id)[0]
-    committed = int(np.count_nonzero(commit[:n] <= i))
-    return SeriesPoint(i, tau_b(commit[:n]), block_sequential_tau_b(n), committed, n)
+    measured = measured_positions(trace, block, tokens, n, include_thought=include_thought)
+    commit = commit[:n][measured.keep]
+    committed = int(np.count_nonzero(commit <= i))
+    return SeriesPoint(i, tau_b(commit), block_sequential_tau_b(measured.count), committed, measured.count)
 
 
 def block_steps_at(trace: Trace, block: int, *, frame: int | None = None, refs=None) -> list:
@@ -244,14 +260,16 @@ def _frame_steps(trace: Trace, ref: FrameRef) -> list:
     return trace.steps[ref.index - step.step : ref.index + 1]
 
 
-def _final_block_value(trace: Trace, block: int, name: str):
-    """tau_b or remask_events of a committed block (computed once per BlockRecord)."""
+def _final_block_value(trace: Trace, block: int, include_thought: bool = False) -> dict:
+    """{"tau_b", "remask_events"} of a committed block (computed once per BlockRecord)."""
 
     def compute():
         commits = block_commits(trace, block)
-        return {"tau_b": tau_b(commits.commit_step[: commits.content_length]), "remask_events": len(commits.remask_events)}
+        n = commits.content_length
+        measured = measured_positions(trace, block, commits.tokens, n, include_thought=include_thought)
+        return {"tau_b": tau_b(commits.commit_step[:n][measured.keep]), "remask_events": len(commits.remask_events)}
 
-    return _memo(trace.blocks[block], "final", compute)[name]
+    return _memo(trace.blocks[block], ("final", include_thought), compute)
 
 
 # Records are immutable, so a value computed from a record (and the records before it) stays

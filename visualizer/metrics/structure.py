@@ -48,6 +48,7 @@ from scipy.stats import bootstrap
 from ..thinking import thought_mask
 from ..trace import Trace
 from .commits import block_commits
+from .measured import ANSWER_ONLY, WITH_THOUGHTS
 from .order import Undefined
 from .stats import CI_LEVEL, N_RESAMPLES, auroc
 
@@ -90,7 +91,7 @@ class StructureFirst:
 
     @property
     def measured(self) -> str:
-        return "answer and thought tokens" if self.include_thought else "answer tokens only"
+        return WITH_THOUGHTS if self.include_thought else ANSWER_ONLY
 
 
 def guess_family(prompt: str) -> str:

@@ -21,6 +21,7 @@ import numpy as np
 from ..trace import Trace
 from .structure import structure_first
 from .commits import block_commits, step_budget
+from .measured import measured_label, measured_positions
 from .order import (
     BIN_SIZES,
     Undefined,
@@ -41,7 +42,11 @@ DEFINITIONS = {
     "never accepted (committed from the last step's argmax when the block was finalized)",
     "settle_step": "first step from which the position's argmax never changed again",
     "content": "positions before the block's first EOS, trailing pad cut; EOS and pad are excluded",
-    "tau_b": "scipy kendalltau variant b between commit step and position within the block, content only; "
+    "measured": "the content positions the order figures use: the answer only by default; thinking-channel tokens "
+    "(<|channel>thought ... <channel|>) only with include_thought (CLI: --include-thought); answer positions keep their "
+    "order, bins and the control are taken over the measured positions",
+    "tau_b": "scipy kendalltau variant b between commit step and position within the block, measured content "
+    "positions only; "
     "per block, then the mean over blocks (never pooled across blocks)",
     "tau_b_raw": "the same on every position of the block, EOS and pad included (the trailing-EOS trap)",
     "control_tau_b": "tau_b of a block-sequential process with the same content length: commit = position // 16",
@@ -66,6 +71,9 @@ class BlockMetrics:
     content_length: int
     excluded_eos: int
     excluded_pad: int
+    thought_tokens: int  # content positions in the thinking channel
+    measured: str  # which content positions the figures below use (see DEFINITIONS["measured"])
+    measured_positions: list  # those positions, ascending
     tau_b: Value
     tau_b_raw: Value
     control_tau_b: Value
@@ -87,7 +95,10 @@ class BlockMetrics:
 class RunMetrics:
     blocks: list  # BlockMetrics of every committed block
     unfinished_blocks: int  # blocks started but not committed (a cancelled or failed run)
+    measured: str  # answer tokens only, or with the thought tokens (every figure below)
     content_tokens: int
+    thought_tokens: int
+    measured_tokens: int
     excluded_eos: int
     excluded_pad: int
     tau_b_mean: Value  # mean of the per-block values (never pooled)
@@ -105,16 +116,18 @@ class RunMetrics:
     mean_commit_entropy_nats: Value  # over every content position of the run
 
 
-def block_metrics(trace: Trace, block: int) -> BlockMetrics:
-    """Metrics of one committed block."""
+def block_metrics(trace: Trace, block: int, *, include_thought: bool = False) -> BlockMetrics:
+    """Metrics of one committed block: of its answer, or of its answer and thoughts (`include_thought`)."""
     commits = block_commits(trace, block)
     record = trace.blocks[block]
     n = commits.content_length
-    commit = commits.commit_step[:n]
-    first_accepted = commit[commits.ever_accepted[:n]]
+    measured = measured_positions(trace, block, commits.tokens, n, include_thought=include_thought)
+    keep, m = measured.keep, measured.count
+    commit = commits.commit_step[:n][keep]
+    first_accepted = commit[commits.ever_accepted[:n][keep]]
     per_step = np.bincount(first_accepted, minlength=commits.steps_seen)
     accept_steps = int(np.count_nonzero(per_step))
-    entropy = commits.commit_entropy_nats[:n]
+    entropy = commits.commit_entropy_nats[:n][keep]
     return BlockMetrics(
         block=block,
         steps_used=record.steps_used,
@@ -123,43 +136,51 @@ def block_metrics(trace: Trace, block: int) -> BlockMetrics:
         content_length=n,
         excluded_eos=commits.excluded_eos,
         excluded_pad=commits.excluded_pad,
-        tau_b=tau_b(commit),
+        thought_tokens=measured.thought_tokens,
+        measured=measured.label,
+        measured_positions=measured.positions.tolist(),
+        tau_b=tau_b(commit),  # the answer's positions keep their order: ranks as written
         tau_b_raw=tau_b(commits.commit_step),
-        control_tau_b=block_sequential_tau_b(n),
+        control_tau_b=block_sequential_tau_b(m),
         bin_tau_b={size: bin_tau_b(commit, bin_size=size) for size in BIN_SIZES},
         accept_steps=accept_steps,
         tokens_per_accept_step=first_accepted.size / accept_steps
         if accept_steps
         else Undefined("no content position was accepted by the sampler"),
-        committed_at_finalize=int(n - first_accepted.size),
+        committed_at_finalize=int(m - first_accepted.size),
         commits_per_step=per_step.tolist(),
         same_step_fraction=same_step_fraction(commit),
         remask_events=len(commits.remask_events),
         remasked_positions=sorted(set(commits.remask_events[:, 1].tolist())),
-        mean_commit_entropy_nats=float(entropy.mean()) if n else Undefined("no content positions"),
+        mean_commit_entropy_nats=float(entropy.mean()) if m else Undefined("no content positions measured"),
         commit_step=commits.commit_step.tolist(),
         settle_step=commits.settle_step.tolist(),
         commit_entropy_nats=[float(str(e)) for e in commits.commit_entropy_nats],  # shortest exact float32
     )
 
 
-def run_metrics(trace: Trace) -> RunMetrics:
-    """Metrics of every committed block of a trace, and their run-level summary."""
-    blocks = [block_metrics(trace, b.block) for b in trace.blocks if b.steps_used > 0]
+def run_metrics(trace: Trace, *, include_thought: bool = False) -> RunMetrics:
+    """Metrics of every committed block of a trace, and their run-level summary: of the answer, or
+    of the answer and the thinking channel's tokens (`include_thought`)."""
+    blocks = [block_metrics(trace, b.block, include_thought=include_thought) for b in trace.blocks if b.steps_used > 0]
     started = len({s.block for s in trace.steps})
     pairs_same = pairs_all = 0
     entropies = []
     for m in blocks:
-        commit = m.commit_step[: m.content_length]
-        same, total = same_step_pairs(commit)
+        same, total = same_step_pairs([m.commit_step[p] for p in m.measured_positions])
         pairs_same, pairs_all = pairs_same + same, pairs_all + total
-        entropies.extend(m.commit_entropy_nats[: m.content_length])
-    accepted = sum(m.content_length - m.committed_at_finalize for m in blocks)
+        entropies.extend(m.commit_entropy_nats[p] for p in m.measured_positions)
+    measured_tokens = sum(len(m.measured_positions) for m in blocks)
+    thought_tokens = sum(m.thought_tokens for m in blocks)
+    accepted = measured_tokens - sum(m.committed_at_finalize for m in blocks)
     accept_steps = sum(m.accept_steps for m in blocks)
     return RunMetrics(
         blocks=blocks,
         unfinished_blocks=max(0, started - len(trace.blocks)),
+        measured=measured_label(include_thought, thought_tokens),
         content_tokens=sum(m.content_length for m in blocks),
+        thought_tokens=thought_tokens,
+        measured_tokens=measured_tokens,
         excluded_eos=sum(m.excluded_eos for m in blocks),
         excluded_pad=sum(m.excluded_pad for m in blocks),
         tau_b_mean=mean_defined([m.tau_b for m in blocks], what="tau_b"),
@@ -217,13 +238,13 @@ def _put(out: dict, name: str, value) -> None:
 def metrics_json(trace: Trace, *, include_thought: bool = False, family: str | None = None) -> dict:
     """What `python -m visualizer metrics run.json` prints: the commit-order metrics and structure first.
 
-    Structure first measures the answer only unless `include_thought`; its "measured" field says which."""
+    Both measure the answer only unless `include_thought`; their "measured" fields say which."""
     structure = structure_first(trace, family=family, include_thought=include_thought)
     return {
         "model": trace.model.name,
         "prompt": trace.prompt,
         "finish_reason": trace.end.finish_reason if trace.end else None,
-        **to_json(run_metrics(trace)),
+        **to_json(run_metrics(trace, include_thought=include_thought)),
         "structure_first": {"measured": structure.measured, **to_json(structure)},
         "definitions": DEFINITIONS,
     }

@@ -587,7 +587,7 @@
       points.forEach((p, t) => {
         const hover = svgEl("rect", { x: x(t) - plot.w / n / 2, y: plot.y0, width: plot.w / n, height: plot.h, fill: "#000", "fill-opacity": 0 });
         const title = svgEl("title", {});
-        title.textContent = `step ${t + 1}: tau_b ${p[0] === null ? "undefined" : p[0].toFixed(3)} · control ${p[1] === null ? "undefined" : p[1].toFixed(3)} · ${p[2]} of ${p[3]} content positions committed`;
+        title.textContent = `step ${t + 1}: tau_b ${p[0] === null ? "undefined" : p[0].toFixed(3)} · control ${p[1] === null ? "undefined" : p[1].toFixed(3)} · ${p[2]} of ${p[3]} measured positions committed`;
         hover.append(title);
         svg.append(hover);
       });
@@ -600,7 +600,7 @@
 
     drawCommits(block, points, cursor, commit) {  // charts.commits_per_step_svg
       const svg = this.commitSvg, n = Math.max(this.start.budget, points.length, 1) + 1;
-      const plot = this.chartFrame(svg, 480, 170, `Block ${block + 1}: commits per step (first acceptance, content only)`, 36, 30, 22, 24);
+      const plot = this.chartFrame(svg, 480, 170, `Block ${block + 1}: commits per step (first acceptance, ${this.hasThought ? "answer only" : "content only"})`, 36, 30, 22, 24);
       if (!points.length) { this.label(svg, plot.x0 + plot.w / 2, plot.y0 + plot.h / 2, "block not started", { anchor: "middle" }); return; }
       const up = points.map((p) => p[4]), down = points.map((p) => p[5]);
       const atFinal = commit ? commit.pending : 0;
