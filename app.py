@@ -555,7 +555,7 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
             concurrency_id="model",
             show_progress="minimal",
             validator=generate_validator(  # outside the queue: a bad model id never waits in it
-                HOSTING, SESSIONS.register, generate_inputs, model=model_picker, max_new_tokens=max_new_tokens, steps=steps,
+                HOSTING, SESSIONS.register, generate_inputs, prompt=prompt, model=model_picker, max_new_tokens=max_new_tokens, steps=steps,
                 session=session,
             ),
         ).then(finish_run, session, [final_text, message], api_name="run_message", concurrency_limit=None, show_progress="hidden")

@@ -90,6 +90,7 @@ class Limits:
 
     max_new_tokens: int | None = None
     max_denoising_steps: int | None = None
+    max_prompt_chars: int | None = None  # checked before the prompt is tokenized (a 1 MB prompt took 4.8 s to tokenize)
     max_upload_mb: int = MAX_TRACE_BYTES // 2**20  # Gradio refuses bigger uploads before reading them ("mb" is MiB there)
     max_export_frames: int | None = None
 
@@ -99,6 +100,7 @@ class Limits:
         return cls(
             max_new_tokens=_env_int("DV_MAX_NEW_TOKENS", 1024),
             max_denoising_steps=_env_int("DV_MAX_STEPS", 64),
+            max_prompt_chars=_env_int("DV_MAX_PROMPT_CHARS", 8000),
             max_upload_mb=_env_int("DV_MAX_UPLOAD_MB", 20),
             max_export_frames=_env_int("DV_MAX_EXPORT_FRAMES", 600),
         )
@@ -111,6 +113,11 @@ class Limits:
     def tokens_problem(self, max_new_tokens) -> str | None:
         if self.max_new_tokens is not None and _number(max_new_tokens) > self.max_new_tokens:
             return f"This server caps max new tokens at {self.max_new_tokens} (asked: {max_new_tokens})."
+        return None
+
+    def prompt_problem(self, prompt) -> str | None:
+        if self.max_prompt_chars is not None and isinstance(prompt, str) and len(prompt) > self.max_prompt_chars:
+            return f"This server takes prompts of up to {self.max_prompt_chars:,} characters (this one has {len(prompt):,})."
         return None
 
     def steps_problem(self, steps) -> str | None:
@@ -134,7 +141,8 @@ class Limits:
 def hosted_note(limits: Limits) -> str:
     """One line under the app's title saying what this server allows."""
     return (
-        f"*Public server: the models in the list, up to {limits.max_new_tokens} new tokens and "
+        f"*Public server: the models in the list, prompts up to {limits.max_prompt_chars:,} characters, "
+        f"up to {limits.max_new_tokens} new tokens and "
         f"{limits.max_denoising_steps} denoising steps per block, trace uploads up to {limits.max_upload_mb} MB, "
         f"exports up to {limits.max_export_frames} frames. Run it on your own machine for more.*"
     )
@@ -216,22 +224,23 @@ class Hosting:
 
 
 # ---- checks before the model queue ----------------------------------------------------------------
-def generate_validator(hosting: Hosting, register_session, inputs: list, *, model, max_new_tokens, steps, session):
+def generate_validator(hosting: Hosting, register_session, inputs: list, *, prompt, model, max_new_tokens, steps, session):
     """Gradio's event validator for the generate event: it runs outside the queue, with the same
     inputs as the handler, and refuses a request before it can wait for the model.
 
-    `inputs` is the event's input list; `model`, `max_new_tokens`, `steps` and `session` are the
+    `inputs` is the event's input list; `prompt`, `model`, `max_new_tokens`, `steps` and `session` are the
     components among them to check.  Gradio pairs each returned `gr.validate` with an input by
     position and hands a `gr.Request` to a parameter annotated with it, so the validator's
     signature is built to match: one positional parameter per input, then the request.
     """
     where = {name: inputs.index(component) for name, component in
-             (("model", model), ("tokens", max_new_tokens), ("steps", steps), ("session", session))}
+             (("prompt", prompt), ("model", model), ("tokens", max_new_tokens), ("steps", steps), ("session", session))}
 
     def validate(*values):
         *values, request = values
         register_session(request, values[where["session"]])
         problems = [None] * len(values)
+        problems[where["prompt"]] = hosting.limits.prompt_problem(values[where["prompt"]])
         problems[where["model"]] = hosting.model_problem(values[where["model"]])
         problems[where["tokens"]] = hosting.limits.tokens_problem(values[where["tokens"]])
         problems[where["steps"]] = hosting.limits.steps_problem(values[where["steps"]])

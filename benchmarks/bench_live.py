@@ -60,6 +60,9 @@ class ReplayBackend:
     def default_settings(self):
         return self.trace.settings
 
+    def supports_thinking(self) -> bool:
+        return False  # it replays what was recorded; the knob stays off
+
     def generate(self, prompt, settings, stop: threading.Event | None = None):
         trace = self.trace
         yield trace.start
@@ -94,9 +97,11 @@ class StandInModels:
 
 def serve(args) -> None:
     import app as app_module
+    import hosting
 
     trace = Trace.load(args.trace)
-    app_module.MODELS = StandInModels(ReplayBackend(trace, args.rate, Path(args.events)))
+    # the app's model slot and the check before the queue (hosting.py) both see the stand-in as loaded
+    app_module.MODELS = hosting.MODELS = StandInModels(ReplayBackend(trace, args.rate, Path(args.events)))
     app_module.build_app("replay").queue(default_concurrency_limit=1).launch(
         server_port=args.port, quiet=True, css=app_module.CSS
     )

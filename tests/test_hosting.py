@@ -20,7 +20,7 @@ from backends import REAL_CHECKPOINT, ModelChoice
 from backends.lookup import forget_answers, source_problem
 from tests.app_api import finished_run, submit_generate
 
-LIMITS = hosting.Limits(max_new_tokens=512, max_denoising_steps=8, max_upload_mb=1, max_export_frames=5)
+LIMITS = hosting.Limits(max_new_tokens=512, max_denoising_steps=8, max_upload_mb=1, max_export_frames=5, max_prompt_chars=2000)
 
 
 def generate(client, prompt, model, max_new_tokens=256, steps=4):
@@ -81,6 +81,8 @@ def test_caps_are_refused_with_a_message(hosted):
     client = Client(url, verbose=False)
     for tokens, steps, number in ((4096, 4, "512"), (256, 200, "8")):  # the sliders' maximum is the cap
         assert f"maximum value {number}" in refusal(generate(client, "hi", label, max_new_tokens=tokens, steps=steps))
+    # a megabyte of prompt: refused by the validator, by its length, before the queue and the tokenizer
+    assert "prompts of up to 2,000 characters (this one has 1,000,000)" in refusal(generate(client, "x" * 10**6, label))
     list(generate(client, "Name a colour.", label, max_new_tokens=256, steps=8))  # 8 steps: more than 5 frames
     files, preview, message = client.predict(["gif"], "", 150, 2500, None, True, "standard", "grid", api_name="/export")
     assert files is None and "at most 5 frames" in message
