@@ -208,7 +208,7 @@ def write_tables(out, tables: list[dict], meta: dict, results: Sequence[ProbeRes
     out = Path(out)
     notes = (
         f"Model: {meta.get('model')}. Prompts: {meta.get('split')}. Seeds: {meta.get('seeds')}. "
-        "Token tau_b: Kendall tau_b (tie-aware) between commit step (first acceptance) and position, content only, "
+        "Token tau_b: Kendall tau_b (tie-aware) between commit step (first acceptance) and position, the answer's content only (thought tokens excluded), "
         "per block and averaged; CIs resample prompts with their seeds (prompt-clustered bootstrap). "
         "AUROC: within each regime only (pooling regimes invites Simpson's paradox). "
         "tau_b is undefined for a generation whose content all committed on one step (or has under 2 tokens): "
