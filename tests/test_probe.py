@@ -198,6 +198,8 @@ def test_tables_are_written_as_markdown_and_strict_json(tmp_path, backend):
     assert [t["tertile"] for t in math_row["reliability"]] == ["low", "middle", "high"]
     assert sum(t["generations"] for t in math_row["reliability"]) == math_row["generations"]
     assert open_row["reliability"] is None and "checker" in open_row["reliability_undefined"]
+    chart = (tmp_path / "reliability.svg").read_text()  # the curve beside the table: math drawn, open (no checker) not
+    assert chart.startswith("<svg") and "math" in chart and ">open<" not in chart
     assert "structure_first_difference" in math_row and "structure_first_auroc" in math_row
     row = data["generations"][0]
     assert isinstance(row["tau_b"], float) and row["regime"] == "math" and row["bin_tau_b"]["64"] is None

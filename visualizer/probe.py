@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .insight_charts import reliability_svg
 from .metrics import BIN_SIZES, Undefined, is_defined, run_metrics, to_json
 from .metrics.stats import N_RESAMPLES, auroc, clustered_ci, reliability_tertiles
 from .metrics.structure import difference_ci, structure_first
@@ -204,7 +205,8 @@ def markdown_table(tables: list[dict]) -> str:
 
 
 def write_tables(out, tables: list[dict], meta: dict, results: Sequence[ProbeResult] = ()) -> tuple[Path, Path]:
-    """OUT/table.md (readable) and OUT/table.json (every value; undefined ones null with a reason)."""
+    """OUT/table.md (readable), OUT/table.json (every value; undefined ones null with a reason) and
+    OUT/reliability.svg (the reliability curve of every regime with a checker)."""
     out = Path(out)
     notes = (
         f"Model: {meta.get('model')}. Prompts: {meta.get('split')}. Seeds: {meta.get('seeds')}. "
@@ -224,6 +226,7 @@ def write_tables(out, tables: list[dict], meta: dict, results: Sequence[ProbeRes
     data = {"meta": meta, "regimes": [to_json(t) for t in tables], "generations": [to_json(r) for r in results]}
     js = out / "table.json"
     js.write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
+    (out / "reliability.svg").write_text(reliability_svg(tables), encoding="utf-8")
     return md, js
 
 
