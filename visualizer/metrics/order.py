@@ -17,6 +17,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import kendalltau
 
+# scipy's own kendalltau without its nan-policy/axis wrapper (functools.wraps keeps it as
+# `__wrapped__`): the same computation and result, 2.5x faster on a 256-position block, and the
+# live readout computes two per step.  The inputs here are finite 1-D arrays, so the wrapper's
+# checks have nothing to do.
+_kendalltau = getattr(kendalltau, "__wrapped__", kendalltau)
+
 CONTROL_BLOCK = 16  # the study's block-sequential control: commit = position // 16
 BIN_SIZES = (4, 8, 16, 32, 64)  # the study's bin-size sweep
 
@@ -51,7 +57,7 @@ def tau_b(commit_steps, positions=None) -> float | Undefined:
         return Undefined(f"all {y.size} content positions committed on the same step")
     if np.all(x == x[0]):
         return Undefined("all positions are the same")
-    return float(kendalltau(x, y, variant="b").statistic)
+    return float(_kendalltau(x, y, variant="b").statistic)
 
 
 @functools.lru_cache(maxsize=1024)
