@@ -478,6 +478,10 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
                     temperature = gr.Slider(0, 2, value=1.0, step=0.05, label="Temperature (MLX)", visible=False)
                     sampler_note = gr.Markdown(visible=False)
                     thinking = gr.Checkbox(False, label="Thinking channel", interactive=False, info=NO_THINKING_NOTE)
+                    count_thoughts = gr.Checkbox(
+                        False, label="Count thought tokens in the commit order",
+                        info="Off: tau_b, the panel and structure first measure the answer only.",
+                    )
                     record_topk = gr.Slider(
                         0, MAX_RECORD_TOPK, value=DEFAULT_RECORD_TOPK, step=1, label="Record candidates (top-k)",
                         info="Candidates kept per position and step, for the token inspector; 0: off",
@@ -546,6 +550,13 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
         demo_picker.change(pick_demo, demo_picker, [prompt, watch_for], api_visibility="private")
         sampler.change(lambda name: SAMPLER_NOTES.get(name, ""), sampler, sampler_note, api_visibility="private")
         generate_inputs = [prompt, model_picker, *knobs, seed, sampler, temperature, session, thinking, record_topk]
+        # A new run or trace: the panels go back to their hints, never showing the previous run's
+        # answers.  Set in the browser and registered before the run's own handler: Gradio's front
+        # end runs the handlers of one trigger in order, each after the one before has finished, so
+        # a hint registered after `generate` would land when the run ends, over the new answers.
+        hints = f"() => {json.dumps([_message_html(INSPECTOR_HINT), _message_html(BUDGET_HINT)])}"
+        for starts in (generate_btn.click, trace_upload.change):
+            starts(None, None, [inspector, budget], js=hints)
         generate_btn.click(
             generate,
             generate_inputs,
@@ -567,11 +578,6 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
         quiet = dict(api_visibility="private", concurrency_limit=None, show_progress="hidden", trigger_mode="always_last")
         live.inspect(_event_view(inspect_token, ("frame", "position")), session, inspector, **quiet)
         live.budget(_event_view(step_budget_view, ("frame",)), session, budget, **quiet)
-        # a new run or trace: the panels go back to their hints, never showing the previous run's
-        # answers; set in the browser, so no server round trip can arrive after the new run's answers
-        hints = f"() => {json.dumps([_message_html(INSPECTOR_HINT), _message_html(BUDGET_HINT)])}"
-        for starts in (generate_btn.click, trace_upload.change):
-            starts(None, None, [inspector, budget], js=hints)
         why = dict(concurrency_limit=None, show_progress="hidden")
         api_alternatives_button.click(inspect_token, [api_at_frame, api_at_position, session], api_alternatives, api_name="alternatives", **why)
         api_budget_button.click(step_budget_view, [api_at_frame, session], api_budget, api_name="accept_budget", **why)
@@ -584,6 +590,7 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
         # palette and layout are the browser's business: no server round trip
         palette.change(None, palette, None, js="(name) => { window.dvLiveView.setPalette(name); }")
         layout_kind.change(None, layout_kind, None, js="(kind) => { window.dvLiveView.setLayout(kind); }")
+        count_thoughts.change(None, count_thoughts, None, js="(flag) => { window.dvLiveView.setIncludeThought(flag); }")
         trace_upload.change(load_trace_file, [trace_upload, session], [live, final_text, message, session], api_name="load_trace")
         save_btn.click(save_trace, session, [downloads, message], api_name="save_trace")
         export_btn.click(

@@ -72,6 +72,17 @@ def test_thought_tokens_are_tinted_and_banded_as_the_renderers_draw_them(page, t
     band = rgb(STANDARD.thought[1])
     assert all(band in s for s in shadows[:6]) and not any(band in s for s in shadows[6:])
     assert "thought" in page.locator(".dv-legend").text_content()
+    # the commit order measures the answer; the knob counts the thoughts too, in the browser alone
+    wait_for_text(page, ".dv-readout", "answer tokens only (6 thought tokens excluded)")
+    answer_tau = text_of(page, ".dv-readout")
+    page.get_by_text("Knobs (defaults").click()
+    page.get_by_label("Count thought tokens in the commit order").check()
+    wait_for_text(page, ".dv-readout", "answer and thought tokens (6 thought)")
+    wait_for_text(page, ".dv-structure", "answer and thought tokens")
+    assert text_of(page, ".dv-readout") != answer_tau
+    page.get_by_label("Count thought tokens in the commit order").uncheck()
+    wait_for_text(page, ".dv-readout", "answer tokens only (6 thought tokens excluded)")
+    wait_for_text(page, ".dv-structure", "answer tokens only")
     # a hand-built trace's candidates answer too: the answer token right after the channel
     page.locator('.dv-canvas span[data-i="6"]').click()
     wait_for_text(page, INSPECTOR, "position 6 of block 1")

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from tests.trace_factory import trace_from_masks, trace_from_text
 from visualizer.layout import grid_layout, text_layout
 from visualizer.live_stream import KEY_EVERY, RING, LiveEncoder, LiveRing, LiveState, batches, layout_message, replay_log, replay_value
+from visualizer.metrics import live_readout
 from visualizer.replay import example_traces
 from visualizer.states import frame_refs, frame_state
 from visualizer.trace import Trace
@@ -259,3 +260,10 @@ def test_thought_tokens_are_flagged_per_cell_and_the_finished_run_carries_its_st
     assert end["structure_svg"].startswith("<svg") and "Structure first" in end["structure_svg"]
     last = json.loads(value[-1])
     assert "answer tokens only (6 thought tokens excluded)" in last["readout"]["status"]  # the readout says what it measured
+    # the same with the thoughts counted rides along, so the browser's switch needs no server
+    both = live_readout(trace, -1, include_thought=True)
+    assert last["with_thoughts"]["readout"]["status"].endswith("answer and thought tokens (6 thought)")
+    assert last["with_thoughts"]["point"][3] == both.measured_length == 11 and last["point"][3] == 5
+    assert "answer and thought tokens" in end["structure_svg_with_thoughts"] and "answer tokens only" in end["structure_svg"]
+    plain = replay_value(trace_from_text([THINKING[6:]], [[0, 1, 2, 3, 4]]))  # no channel: nothing extra sent
+    assert "with_thoughts" not in plain[-1] and "structure_svg_with_thoughts" not in plain[1]

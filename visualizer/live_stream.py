@@ -55,6 +55,7 @@ from .palette import LEGEND, PALETTES, THOUGHT_BAND_PX, THOUGHT_LABEL
 from .render_html import frame_caption
 from .states import FrameRef, State, frame_refs, frame_state
 from .trace import Trace
+from .thinking import run_thought_mask
 
 RING = 32  # frame slots in the live value: a browser may fall this many frames behind and lose none
 KEY_EVERY = RING // 2  # so the slots always hold a key frame to restart from
@@ -161,6 +162,8 @@ class LiveEncoder:
             message["text_layout"] = layout_message(layout)
             # the structure-first figure of the finished run (server-made SVG, its text escaped)
             message["structure_svg"] = structure_first_svg(trace, width=720)  # wide enough for its title
+            if run_thought_mask(trace).any():  # the same with the thought tokens counted, for the browser's switch
+                message["structure_svg_with_thoughts"] = structure_first_svg(trace, width=720, include_thought=True)
         return _dumps(message)
 
     # ---- one frame -------------------------------------------------------------------------
@@ -210,17 +213,26 @@ class LiveEncoder:
         return _dumps(message)
 
     def _panel(self, index: int, refs: list[FrameRef]) -> dict:
-        """The commit-order panel's numbers at one frame: readout values and one chart point
-        (the answer's positions; the status says so when thought tokens were left out)."""
+        """The commit-order panel's numbers at one frame: readout values and one chart point, of
+        the answer's positions (the status says so when thought tokens were left out).  Where the
+        block holds thought tokens, the same with them counted rides along ("with_thoughts"), so
+        the browser switches between the two without asking the server."""
         r = live_readout(self.trace, index, refs=refs)
-        where, status = readout_heading(r)
-        point = [_number(r.tau_b), _number(r.control_tau_b), r.committed, r.measured_length, r.new_commits, r.remasked_now]
-        return {
-            "readout": {"where": where, "status": status, "tau": fmt(r.tau_b), "control": fmt(r.control_tau_b),
-                        "reason": r.tau_b.reason if isinstance(r.tau_b, Undefined) else "",
-                        "values": [value for _, value, _ in readout_rows(r)]},
-            "point": point, "final": int(r.final), "pending": r.pending,
-        }
+        panel = _panel_values(r)
+        if r.thought_tokens:
+            panel["with_thoughts"] = _panel_values(live_readout(self.trace, index, refs=refs, include_thought=True))
+        return panel
+
+
+def _panel_values(r) -> dict:
+    where, status = readout_heading(r)
+    point = [_number(r.tau_b), _number(r.control_tau_b), r.committed, r.measured_length, r.new_commits, r.remasked_now]
+    return {
+        "readout": {"where": where, "status": status, "tau": fmt(r.tau_b), "control": fmt(r.control_tau_b),
+                    "reason": r.tau_b.reason if isinstance(r.tau_b, Undefined) else "",
+                    "values": [value for _, value, _ in readout_rows(r)]},
+        "point": point, "final": int(r.final), "pending": r.pending,
+    }
 
 
 def cell_flags(frame) -> np.ndarray:

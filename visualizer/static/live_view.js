@@ -78,6 +78,7 @@
     constructor(root, palette) {
       this.root = root;
       this.paletteName = palette || "standard";
+      this.includeThought = false;  // count the thinking channel's tokens in the commit-order panel
       this.layoutKind = "grid";
       this.wantLayout = "grid";
       this.stats = { framesShown: 0, lastShownAt: 0, shownIndex: -1, linesRead: 0 };
@@ -244,9 +245,7 @@
       } else if (m.type === "end") {
         this.end = m;
         if (this.wantLayout === "text") this.setLayout("text");
-        // the finished run's structure-first figure: SVG made by the server (visualizer.insight_charts),
-        // every text in it escaped there
-        if (m.structure_svg) this.structure.innerHTML = m.structure_svg;
+        this.showStructure();
         this.askLater(0);  // the accept budget of the step on screen, now that the run is over
       }
     }
@@ -323,6 +322,24 @@
     }
 
     palette() { return this.start.palettes[this.paletteName] || this.start.palettes.standard; }
+
+    // The panel values of a frame as measured now: the answer's, or with the thought tokens
+    // counted where the frame carries those too (visualizer/live_stream.py `_panel`).
+    panelOf(m) { return this.includeThought && m.with_thoughts ? m.with_thoughts : m; }
+
+    showStructure() {
+      // the finished run's structure-first figure: SVG made by the server (visualizer.insight_charts),
+      // every text in it escaped there
+      const m = this.end;
+      if (!m || !m.structure_svg) return;
+      this.structure.innerHTML = this.includeThought && m.structure_svg_with_thoughts ? m.structure_svg_with_thoughts : m.structure_svg;
+    }
+
+    setIncludeThought(flag) {
+      this.includeThought = !!flag;
+      this.showStructure();
+      this.schedule();  // the panel is redrawn with the frame
+    }
 
     setPalette(name) {
       this.paletteName = name;
@@ -519,7 +536,7 @@
     }
 
     drawPanel(index) {
-      const m = this.frames[index].m, r = m.readout;
+      const m = this.frames[index].m, r = this.panelOf(m).readout;
       this.rWhere.textContent = `${r.where} · ${r.status}`;
       this.rTau.textContent = `tau_b ${r.tau}`;
       this.rControl.textContent = `control ${r.control}`;
@@ -527,12 +544,12 @@
       r.values.forEach((v, k) => { this.rValues[k].textContent = v; });
       const frames = this.blockFrames(m.block, index);
       const steps = frames.filter((f) => f.m.kind === "step");
-      const points = steps.map((f) => f.m.point);
+      const points = steps.map((f) => this.panelOf(f.m).point);
       const committed = frames.find((f) => f.m.kind === "commit");
-      if (committed && points.length) points[points.length - 1] = committed.m.point;  // final values
+      if (committed && points.length) points[points.length - 1] = this.panelOf(committed.m).point;  // final values
       const cursor = m.kind === "step" ? steps.length - 1 : null;
       this.drawTau(m.block, points, cursor);
-      this.drawCommits(m.block, points, cursor, committed ? committed.m : null);
+      this.drawCommits(m.block, points, cursor, committed ? this.panelOf(committed.m) : null);
       this.drawHeatmap(m.block, steps, cursor);
     }
 
@@ -600,7 +617,7 @@
 
     drawCommits(block, points, cursor, commit) {  // charts.commits_per_step_svg
       const svg = this.commitSvg, n = Math.max(this.start.budget, points.length, 1) + 1;
-      const plot = this.chartFrame(svg, 480, 170, `Block ${block + 1}: commits per step (first acceptance, ${this.hasThought ? "answer only" : "content only"})`, 36, 30, 22, 24);
+      const plot = this.chartFrame(svg, 480, 170, `Block ${block + 1}: commits per step (first acceptance, ${this.hasThought && !this.includeThought ? "answer only" : "content only"})`, 36, 30, 22, 24);
       if (!points.length) { this.label(svg, plot.x0 + plot.w / 2, plot.y0 + plot.h / 2, "block not started", { anchor: "middle" }); return; }
       const up = points.map((p) => p[4]), down = points.map((p) => p[5]);
       const atFinal = commit ? commit.pending : 0;
@@ -689,6 +706,7 @@
       return view;
     },
     setPalette(name) { for (const v of views) if (v.root.isConnected) v.setPalette(name); },
+    setIncludeThought(flag) { for (const v of views) if (v.root.isConnected) v.setIncludeThought(flag); },
     setLayout(kind) { for (const v of views) if (v.root.isConnected) v.setLayout(kind); },
     stats() { const v = views.find((x) => x.root.isConnected); return v ? { ...v.stats } : null; },
   };
