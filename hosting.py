@@ -140,12 +140,15 @@ class Limits:
 
 def hosted_note(limits: Limits) -> str:
     """One line under the app's title saying what this server allows."""
-    return (
-        f"*Public server: the models in the list, prompts up to {limits.max_prompt_chars:,} characters, "
-        f"up to {limits.max_new_tokens} new tokens and "
-        f"{limits.max_denoising_steps} denoising steps per block, trace uploads up to {limits.max_upload_mb} MB, "
-        f"exports up to {limits.max_export_frames} frames. Run it on your own machine for more.*"
-    )
+    caps = [
+        (limits.max_prompt_chars, "prompts up to {:,} characters"),
+        (limits.max_new_tokens, "up to {} new tokens"),
+        (limits.max_denoising_steps, "{} denoising steps per block"),
+        (limits.max_upload_mb, "trace uploads up to {} MB"),
+        (limits.max_export_frames, "exports up to {} frames"),
+    ]
+    allowed = ", ".join(["the models in the list"] + [text.format(cap) for cap, text in caps if cap is not None])
+    return f"*Public server: {allowed}. Run it on your own machine for more.*"
 
 
 def _number(value) -> float:

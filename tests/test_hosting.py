@@ -244,3 +244,9 @@ def test_on_zero_gpu_records_cross_a_process_boundary_and_stop_works_from_here(m
         hosting.generation_records(no_eos_backend, "the-model", " ", settings, stop)
     with pytest.raises(BackendError, match="torch.compile"):
         hosting.generation_records(no_eos_backend, "the-model", "hi", settings.replace(compiled=True), stop)
+
+
+def test_the_hosted_note_names_only_the_caps_that_are_set():
+    note = hosting.hosted_note(hosting.Limits(max_new_tokens=256))  # the other caps left unset: no "None" shown
+    assert "up to 256 new tokens" in note and "None" not in note and "characters" not in note
+    assert "prompts up to 8,000 characters" in hosting.hosted_note(hosting.Limits.hosted())
