@@ -41,6 +41,7 @@ from visualizer.palette import PALETTES, get_palette
 from visualizer.render_html import frame_caption, render_frame_html
 from visualizer.settings import DEFAULT_RECORD_TOPK, MAX_RECORD_TOPK, SAMPLER_ENTROPY_BOUND, SAMPLERS, GenerationSettings
 from visualizer.states import frame_refs, frame_state
+from visualizer.thinking import thoughts_and_answer
 from visualizer.replay import example_traces, load_upload, save_download
 from visualizer.trace import Trace, TraceError
 
@@ -258,12 +259,22 @@ def all_frames(session: RunSession):
     return replay_value(session.trace)
 
 
+def committed_text(trace: Trace) -> str:
+    """The run's text for the Committed text box: with a thinking channel, the thoughts and the
+    answer apart (the decoded text glues the channel's name and thoughts to the answer)."""
+    split = thoughts_and_answer(trace)
+    if split is None:
+        return trace.end.text if trace.end else ""
+    thoughts, answer = split
+    return f"[thinking channel]\n{thoughts}\n\n[answer]\n{answer}"
+
+
 def finish_run(session: RunSession):
     """After a run: (committed text, message)."""
     if session.error:
         return gr.skip(), session.error
     trace = session.trace
-    return (trace.end.text if trace is not None and trace.end else gr.skip()), (end_message(trace) if trace else "")
+    return (committed_text(trace) if trace is not None and trace.end else gr.skip()), (end_message(trace) if trace else "")
 
 
 def stop_run(session: RunSession) -> str:
@@ -400,7 +411,7 @@ def load_trace_file(path, session: RunSession):
     except TraceError as exc:
         return skip, skip, str(exc), session
     session.trace = trace
-    return replay_value(trace), trace.end.text if trace.end else "", "", session
+    return replay_value(trace), committed_text(trace), "", session
 
 
 def pin_run(which: int, palette, layout_kind, session: RunSession):

@@ -12,6 +12,7 @@ import pytest
 from PIL import Image
 from scipy.stats import kendalltau
 
+import app as app_module
 from tests.trace_factory import trace_from_masks, trace_from_text
 from visualizer.accept_budget import BudgetError, ConfidenceBudget, EntropyBudget, accept_budget, budget_sentence
 from visualizer.alternatives import AlternativesError, alternatives_html, alternatives_text, position_alternatives
@@ -26,7 +27,7 @@ from visualizer.render_image import render_frame_image
 from visualizer.settings import CONFIDENCE_THRESHOLD
 from visualizer.states import frame_refs, frame_state
 from visualizer.readout import readout_rows
-from visualizer.thinking import CHANNEL_CLOSE, CHANNEL_OPEN, block_thought_row, run_thought_mask, thought_mask
+from visualizer.thinking import CHANNEL_CLOSE, CHANNEL_OPEN, block_thought_row, run_thought_mask, thought_mask, thoughts_and_answer
 from visualizer.trace import Trace
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -162,6 +163,14 @@ def test_thought_tokens_are_found_from_the_channel_markers():
     ids = np.stack([b.tokens for b in trace.blocks]).copy()
     ids[0, 1] = -1  # a noise cell hides the channel's name: the channel is not known to be a thought yet
     assert not thought_mask(trace, ids)[0, 0]
+
+
+def test_the_committed_text_is_split_into_thoughts_and_answer():
+    trace = trace_from_text([THINKING[:7], THINKING[7:]], [[0, 0, 0, 0, 1, 0, 1], [0, 0, 1, 1]])  # answer across blocks
+    assert thoughts_and_answer(trace) == ("plan it", "Ocean\nCalm")
+    assert app_module.committed_text(trace) == "[thinking channel]\nplan it\n\n[answer]\nOcean\nCalm"
+    plain = trace_from_text([["O", "cean"]], [[0, 1]])
+    assert thoughts_and_answer(plain) is None and app_module.committed_text(plain) == plain.end.text
 
 
 @pytest.mark.parametrize("palette", [STANDARD, COLORBLIND], ids=["standard", "colorblind"])

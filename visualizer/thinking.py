@@ -102,3 +102,26 @@ def block_thought_row(trace: Trace, block: int, tokens) -> np.ndarray:
         return np.zeros(tokens.shape, dtype=bool)
     before = [b.tokens for b in trace.blocks[:block]]
     return thought_mask(trace, np.stack([*before, tokens]))[-1]
+
+
+def thoughts_and_answer(trace: Trace) -> tuple[str, str] | None:
+    """(thoughts, answer) of the finished run's committed text when it holds a thought channel;
+    None when it does not.  Read from the run's pieces (each token decoded alone), so the markers
+    and the channel's name, which a tokenizer's skip_special_tokens would leave glued to the
+    answer as "thought...", are left out, and the answer ends at its first EOS."""
+    if not trace.blocks:
+        return None
+    tokens = np.stack([b.tokens for b in trace.blocks])
+    thought = thought_mask(trace, tokens).reshape(-1)
+    if not thought.any():
+        return None
+    opens, closes = channel_marker_ids(trace)
+    eos, pad = set(trace.model.eos_token_ids), trace.model.pad_token_id
+    thoughts, answer = [], []
+    for token, in_thought in zip(tokens.reshape(-1).tolist(), thought.tolist()):
+        if token in eos:  # the run's text ends at its first EOS
+            break
+        if token == pad or token in opens or token in closes:
+            continue
+        (thoughts if in_thought else answer).append(trace.piece(token))
+    return "".join(thoughts).strip().removeprefix(THOUGHT_CHANNEL).strip(), "".join(answer).strip()
