@@ -163,7 +163,7 @@ def knob_updates(backend):
         gr.Number(value=settings.entropy_bound),
         gr.Number(value=settings.t_min),
         gr.Number(value=settings.t_max),
-        gr.Dropdown(value=sampler, visible=mlx),
+        gr.update(value=sampler, visible=mlx),  # an update: a new Dropdown without choices would warn
         gr.Slider(value=settings.temperature if settings.temperature is not None else 1.0, visible=mlx),
         gr.Markdown(SAMPLER_NOTES[sampler], visible=mlx),
         gr.Checkbox(value=False, interactive=thinks, info=THINKING_NOTE if thinks else NO_THINKING_NOTE),
@@ -183,7 +183,7 @@ def select_model(label: str, previous: str):
             backend = MODELS.get(fallback.source)
         except BackendError:
             return (gr.skip(), gr.skip(), f"{exc}", *([gr.skip()] * N_KNOBS), gr.skip())
-        return (gr.Dropdown(value=fallback.label), model_info_markdown(backend.info), f"{exc}", *knob_updates(backend), fallback.label)
+        return (gr.update(value=fallback.label), model_info_markdown(backend.info), f"{exc}", *knob_updates(backend), fallback.label)
     return (gr.skip(), model_info_markdown(backend.info), "", *knob_updates(backend), label)
 
 
