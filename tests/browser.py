@@ -5,30 +5,17 @@ from __future__ import annotations
 import shutil
 from contextlib import contextmanager
 
-import app as app_module
+from tools.screenshot_app import app_page
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"]
 
 
 @contextmanager
 def app_in_chromium(model_dir):
     """A page showing the app on `model_dir`, once the model's info has appeared (it is loaded)."""
-    from playwright.sync_api import sync_playwright
-
-    ui = app_module.build_app(str(model_dir))
-    ui.queue(default_concurrency_limit=1).launch(prevent_thread_lock=True, quiet=True)
-    try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-            page = browser.new_page(viewport={"width": 1500, "height": 1000})
-            page.goto(ui.local_url)
-            page.get_by_text("parameters").first.wait_for(timeout=60_000)
-            yield page
-            browser.close()
-    finally:
-        ui.close()
+    with app_page(model=str(model_dir), chromium=CHROMIUM) as page:
+        page.get_by_text("parameters").first.wait_for(timeout=60_000)
+        yield page
 
 
 def wait_for_text(page, selector: str, text: str, timeout_ms: int = 30_000) -> None:

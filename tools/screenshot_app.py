@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -20,6 +21,28 @@ CHROMIUM_FLAGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
     "--disable-component-update", "--disable-sync",
 ]
+
+
+@contextmanager
+def app_page(*, model=None, hosting_mode=None, chromium="/usr/bin/chromium", width=1500, height=1000):
+    """The app launched in this process and opened in headless Chromium (Playwright never downloads a
+    browser here): yields the page; the browser and the app are closed afterwards."""
+    import app as app_module
+    from playwright.sync_api import sync_playwright
+
+    ui = app_module.build_app(model, hosting_mode)
+    ui.queue(default_concurrency_limit=1).launch(prevent_thread_lock=True, quiet=True, css=app_module.CSS)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
+            try:
+                page = browser.new_page(viewport={"width": width, "height": height}, device_scale_factor=1)
+                page.goto(ui.local_url)
+                yield page
+            finally:
+                browser.close()
+    finally:
+        ui.close()
 
 
 def main(argv=None) -> int:
@@ -31,33 +54,22 @@ def main(argv=None) -> int:
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     args = parser.parse_args(argv)
 
-    import app as app_module
-    from playwright.sync_api import sync_playwright
     from prompts.demos import demo
 
-    ui = app_module.build_app(args.model)
-    ui.queue(default_concurrency_limit=1).launch(prevent_thread_lock=True, quiet=True, css=app_module.CSS)
-    try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=args.chromium, args=CHROMIUM_FLAGS)
-            page = browser.new_page(viewport={"width": 1500, "height": 1450}, device_scale_factor=1)
-            page.goto(ui.local_url)
-            page.get_by_label("Demo prompt").click()
-            page.get_by_role("option", name=demo(args.demo).title).click()
-            page.get_by_role("button", name="Generate").click()
-            # the browser-drawn live view reports what it has on screen (visualizer/static/live_view.js)
-            page.wait_for_function(
-                "n => { const s = window.dvLiveView && window.dvLiveView.stats(); return s && s.shownIndex >= n; }",
-                arg=args.at_step - 1, timeout=120_000, polling=20,
-            )
-            page.screenshot(path=args.out, full_page=False)
-            status = page.locator(".dv-status").text_content()
-            print(f"wrote {args.out} at: {status}")
-            page.get_by_role("button", name="Stop").click()  # end the run before the app closes
-            page.get_by_text(re.compile("Stopped after|committed")).first.wait_for(timeout=60_000)
-            browser.close()
-    finally:
-        ui.close()
+    with app_page(model=args.model, chromium=args.chromium, height=1450) as page:
+        page.get_by_label("Demo prompt").click()
+        page.get_by_role("option", name=demo(args.demo).title).click()
+        page.get_by_role("button", name="Generate").click()
+        # the browser-drawn live view reports what it has on screen (visualizer/static/live_view.js)
+        page.wait_for_function(
+            "n => { const s = window.dvLiveView && window.dvLiveView.stats(); return s && s.shownIndex >= n; }",
+            arg=args.at_step - 1, timeout=120_000, polling=20,
+        )
+        page.screenshot(path=args.out, full_page=False)
+        status = page.locator(".dv-status").text_content()
+        print(f"wrote {args.out} at: {status}")
+        page.get_by_role("button", name="Stop").click()  # end the run before the app closes
+        page.get_by_text(re.compile("Stopped after|committed")).first.wait_for(timeout=60_000)
     return 0
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tools.screenshot_app import CHROMIUM_FLAGS  # noqa: E402
+from tools.screenshot_app import app_page  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -23,26 +23,15 @@ def main(argv=None) -> int:
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     args = parser.parse_args(argv)
 
-    import app as app_module
     import hosting
-    from playwright.sync_api import sync_playwright
 
-    ui = app_module.build_app(hosting_mode=hosting.Hosting.from_environment(flag=True))
-    ui.queue(default_concurrency_limit=1).launch(prevent_thread_lock=True, quiet=True, css=app_module.CSS)
-    try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=args.chromium, args=CHROMIUM_FLAGS)
-            page = browser.new_page(viewport={"width": 1280, "height": 560}, device_scale_factor=1)
-            page.goto(ui.local_url)
-            page.get_by_text("vocab").first.wait_for(timeout=120_000)  # the preselected model is loaded
-            page.get_by_label("Model").click()
-            page.get_by_role("option").first.wait_for(timeout=10_000)
-            page.screenshot(path=args.out, full_page=False)
-            options = page.get_by_role("option").all_text_contents()
-            print(f"wrote {args.out}; the picker offers: {options}")
-            browser.close()
-    finally:
-        ui.close()
+    with app_page(hosting_mode=hosting.Hosting.from_environment(flag=True), chromium=args.chromium, width=1280, height=560) as page:
+        page.get_by_text("vocab").first.wait_for(timeout=120_000)  # the preselected model is loaded
+        page.get_by_label("Model").click()
+        page.get_by_role("option").first.wait_for(timeout=10_000)
+        page.screenshot(path=args.out, full_page=False)
+        options = page.get_by_role("option").all_text_contents()
+        print(f"wrote {args.out}; the picker offers: {options}")
     return 0
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tools.screenshot_app import CHROMIUM_FLAGS  # noqa: E402
+from tools.screenshot_app import app_page  # noqa: E402
 
 THINKING_PROMPT = "Write an acrostic poem about the ocean for the word WAVE."  # thought, then answer (training/tasks/thinking.py)
 
@@ -34,53 +34,42 @@ def main(argv=None) -> int:
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     args = parser.parse_args(argv)
 
-    import app as app_module
-    from playwright.sync_api import sync_playwright
     from prompts.demos import demo
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    ui = app_module.build_app(args.model)
-    ui.queue(default_concurrency_limit=1).launch(prevent_thread_lock=True, quiet=True, css=app_module.CSS)
-    try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=args.chromium, args=CHROMIUM_FLAGS)
-            page = browser.new_page(viewport={"width": 1400, "height": 1000}, device_scale_factor=1)
-            page.goto(ui.local_url)
-            page.get_by_text("parameters").first.wait_for(timeout=120_000)
-            page.get_by_label("Demo prompt").click()
-            page.get_by_role("option", name=demo(args.demo).title).click()
-            page.get_by_role("button", name="Generate").click()
-            page.wait_for_function("() => { const s = window.dvLiveView.stats(); return s && s.ended; }", timeout=300_000)
-            page.locator(".dv-structure svg").wait_for(timeout=30_000)
+    with app_page(model=args.model, chromium=args.chromium, width=1400) as page:
+        page.get_by_text("parameters").first.wait_for(timeout=120_000)
+        page.get_by_label("Demo prompt").click()
+        page.get_by_role("option", name=demo(args.demo).title).click()
+        page.get_by_role("button", name="Generate").click()
+        page.wait_for_function("() => { const s = window.dvLiveView.stats(); return s && s.ended; }", timeout=300_000)
+        page.locator(".dv-structure svg").wait_for(timeout=30_000)
 
-            def show_step(step):
-                page.locator("input.dv-replay").fill(str(step - 1))
-                page.wait_for_function(f"() => window.dvLiveView.stats().shownIndex === {step - 1}")
-                page.wait_for_function(f"() => document.querySelector('#dv-budget').textContent.includes('step {step}:')", timeout=30_000)
+        def show_step(step):
+            page.locator("input.dv-replay").fill(str(step - 1))
+            page.wait_for_function(f"() => window.dvLiveView.stats().shownIndex === {step - 1}")
+            page.wait_for_function(f"() => document.querySelector('#dv-budget').textContent.includes('step {step}:')", timeout=30_000)
 
-            show_step(args.inspect_step)
-            page.locator(f'.dv-canvas span[data-i="{args.position}"]').click()
-            page.wait_for_function(
-                f"() => document.querySelector('#dv-inspector').textContent.includes('step {args.inspect_step} ·')", timeout=30_000)
-            page.locator("#dv-inspector").screenshot(path=out / "alternatives.png")
-            show_step(args.step)
-            page.locator("#dv-budget").screenshot(path=out / "accept_budget.png")
-            page.locator(".dv-structure").screenshot(path=out / "structure_first.png")
-            print(page.locator("#dv-inspector").text_content())
-            print(page.locator("#dv-budget").text_content()[:200])
+        show_step(args.inspect_step)
+        page.locator(f'.dv-canvas span[data-i="{args.position}"]').click()
+        page.wait_for_function(
+            f"() => document.querySelector('#dv-inspector').textContent.includes('step {args.inspect_step} ·')", timeout=30_000)
+        page.locator("#dv-inspector").screenshot(path=out / "alternatives.png")
+        show_step(args.step)
+        page.locator("#dv-budget").screenshot(path=out / "accept_budget.png")
+        page.locator(".dv-structure").screenshot(path=out / "structure_first.png")
+        print(page.locator("#dv-inspector").text_content())
+        print(page.locator("#dv-budget").text_content()[:200])
 
-            page.get_by_role("textbox", name="Prompt").fill(THINKING_PROMPT)
-            page.get_by_text("Knobs (defaults").click()
-            page.get_by_label("Thinking channel").check()
-            page.get_by_role("button", name="Generate").click()
-            page.wait_for_function("() => { const s = window.dvLiveView.stats(); return s.ended && s.runs >= 2; }", timeout=300_000)
-            page.locator(".dv-frame").screenshot(path=out / "thinking.png")
-            page.locator(".dv-readout").screenshot(path=out / "thinking_readout.png")
-            print(page.locator(".dv-readout").text_content()[:400])
-            browser.close()
-    finally:
-        ui.close()
+        page.get_by_role("textbox", name="Prompt").fill(THINKING_PROMPT)
+        page.get_by_text("Knobs (defaults").click()
+        page.get_by_label("Thinking channel").check()
+        page.get_by_role("button", name="Generate").click()
+        page.wait_for_function("() => { const s = window.dvLiveView.stats(); return s.ended && s.runs >= 2; }", timeout=300_000)
+        page.locator(".dv-frame").screenshot(path=out / "thinking.png")
+        page.locator(".dv-readout").screenshot(path=out / "thinking_readout.png")
+        print(page.locator(".dv-readout").text_content()[:400])
     for name in ("alternatives", "accept_budget", "structure_first", "thinking", "thinking_readout"):
         print(f"wrote {out / name}.png")
     return 0
