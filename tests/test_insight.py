@@ -18,7 +18,7 @@ from visualizer.accept_budget import BudgetError, ConfidenceBudget, EntropyBudge
 from visualizer.alternatives import AlternativesError, alternatives_html, alternatives_text, position_alternatives
 from visualizer.insight_charts import accept_budget_svg, reliability_svg, structure_first_svg
 from visualizer.layout import grid_layout, paint
-from visualizer.metrics import Undefined, live_readout, metrics_json, run_metrics, tau_series
+from visualizer.metrics import Undefined, live_readout, live_readouts, metrics_json, run_metrics, tau_series
 from visualizer.metrics.stats import reliability_tertiles
 from visualizer.metrics.structure import classify_pieces, difference_ci, guess_family, structure_first
 from visualizer.palette import COLORBLIND, STANDARD
@@ -273,6 +273,10 @@ def test_commit_order_figures_measure_the_answer_unless_thoughts_are_asked_for()
         assert final.committed + final.pending == expected.measured_tokens
         assert tau_series(trace, 0, include_thought=include)[-1].tau_b == pytest.approx(expected.tau_b_mean)
     assert "6 thought" in dict((name, value) for name, value, _ in readout_rows(live_readout(trace, -1)))["content positions"]
+    for frame in range(len(frame_refs(trace))):  # the pair the live stream sends: one block's commits, both readouts
+        assert live_readouts(trace, frame) == (live_readout(trace, frame), live_readout(trace, frame, include_thought=True))
+    plain = trace_from_text([THINKING[6:]], [[0, 1, 2, 3, 4]])
+    assert live_readouts(plain, -1) == (live_readout(plain, -1), None)
     # as JSON, both measure the same thing and say so
     data = metrics_json(trace)
     assert data["measured"] == data["blocks"][0]["measured"] and data["structure_first"]["measured"] == "answer tokens only"

@@ -47,7 +47,7 @@ import numpy as np
 
 from .readout import READOUT_CONTROL_TIP, READOUT_TAU_TIP, fmt, readout_heading, readout_rows
 from .layout import PAD_GLYPH, EOS_GLYPH, Layout, display_text, grid_layout, text_layout, text_slot_text
-from .metrics import live_readout
+from .metrics import live_readouts
 from .metrics.commits import step_budget
 from .metrics.order import Undefined
 from .insight_charts import structure_first_svg
@@ -217,10 +217,10 @@ class LiveEncoder:
         the answer's positions (the status says so when thought tokens were left out).  Where the
         block holds thought tokens, the same with them counted rides along ("with_thoughts"), so
         the browser switches between the two without asking the server."""
-        r = live_readout(self.trace, index, refs=refs)
-        panel = _panel_values(r)
-        if r.thought_tokens:
-            panel["with_thoughts"] = _panel_values(live_readout(self.trace, index, refs=refs, include_thought=True))
+        answer, with_thoughts = live_readouts(self.trace, index, refs=refs)
+        panel = _panel_values(answer)
+        if with_thoughts is not None:
+            panel["with_thoughts"] = _panel_values(with_thoughts)
         return panel
 
 

@@ -22,6 +22,7 @@ from .live import (
     block_steps_at,
     cursor_step,
     live_readout,
+    live_readouts,
     position_details,
     tau_series,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "cursor_step",
     "is_defined",
     "live_readout",
+    "live_readouts",
     "metrics_json",
     "position_details",
     "run_metrics",

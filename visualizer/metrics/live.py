@@ -26,7 +26,7 @@ import numpy as np
 
 from ..states import FrameRef, frame_refs
 from ..trace import Trace
-from .commits import block_commits, content_length, step_budget
+from .commits import BlockCommits, block_commits, content_length, step_budget
 from .measured import measured_positions
 from .order import Undefined, block_sequential_tau_b, mean_defined, same_step_fraction, tau_b
 
@@ -77,10 +77,41 @@ class SeriesPoint:
 
 def live_readout(trace: Trace, frame: int, *, refs: list[FrameRef] | None = None, include_thought: bool = False) -> Readout:
     """Everything the commit-order panel shows at one frame (negative frames count from the end)."""
+    return _readout(_frame_data(trace, frame, refs), include_thought)
+
+
+def live_readouts(trace: Trace, frame: int, *, refs: list[FrameRef] | None = None) -> tuple[Readout, Readout | None]:
+    """The answer's readout at one frame and, where its block holds thought tokens, the same with
+    them counted (else None); the block's commits and what does not depend on it are computed once."""
+    data = _frame_data(trace, frame, refs)
+    answer = _readout(data, include_thought=False)
+    return answer, (_readout(data, include_thought=True) if answer.thought_tokens else None)
+
+
+@dataclass(frozen=True, eq=False)
+class _FrameData:
+    """What a frame's readouts share, whatever they measure."""
+
+    trace: Trace
+    frame: int
+    ref: FrameRef
+    steps: list
+    commits: BlockCommits
+    tau_b_raw: Value
+    earlier_monotone: bool  # no re-mask in the blocks before this one
+
+
+def _frame_data(trace: Trace, frame: int, refs) -> _FrameData:
     refs = refs if refs is not None else frame_refs(trace)
     ref, frame = _ref(refs, frame)
     steps = _frame_steps(trace, ref)
     commits = block_commits(trace, ref.block, steps=steps)
+    earlier_monotone = all(_final_block_value(trace, b.block)["remask_events"] == 0 for b in trace.blocks[: ref.block])
+    return _FrameData(trace, frame, ref, steps, commits, tau_b(commits.commit_step), earlier_monotone)
+
+
+def _readout(data: _FrameData, include_thought: bool) -> Readout:
+    trace, ref, commits = data.trace, data.ref, data.commits
     n = commits.content_length
     measured = measured_positions(trace, ref.block, commits.tokens, n, include_thought=include_thought)
     keep = measured.keep
@@ -92,15 +123,13 @@ def live_readout(trace: Trace, frame: int, *, refs: list[FrameRef] | None = None
     events = commits.remask_events
     entropy = commits.commit_entropy_nats[:n][keep]
     entropy = entropy if commits.final else entropy[ever]
-
     finished = trace.blocks[: ref.block + (ref.kind == "commit")]  # committed by this frame
-    earlier_monotone = all(_final_block_value(trace, b.block)["remask_events"] == 0 for b in trace.blocks[: ref.block])
 
     return Readout(
-        frame=frame,
+        frame=data.frame,
         kind=ref.kind,
         block=ref.block,
-        step=steps[-1].step if ref.kind == "step" else None,
+        step=data.steps[-1].step if ref.kind == "step" else None,
         steps_seen=commits.steps_seen,
         step_budget=step_budget(trace),
         final=commits.final,
@@ -112,7 +141,7 @@ def live_readout(trace: Trace, frame: int, *, refs: list[FrameRef] | None = None
         measured_length=measured.count,
         tau_b=tau_b(commit),  # the measured positions keep their order: ranks as written
         control_tau_b=block_sequential_tau_b(measured.count),
-        tau_b_raw=tau_b(commits.commit_step),
+        tau_b_raw=data.tau_b_raw,
         accepted_now=int(np.count_nonzero(commits.accepted[-1])),
         committed=int(np.count_nonzero(ever)),
         pending=int(measured.count - np.count_nonzero(ever)),
@@ -124,7 +153,7 @@ def live_readout(trace: Trace, frame: int, *, refs: list[FrameRef] | None = None
         remask_events=len(events),
         remasked_now=int(np.count_nonzero(events[:, 0] == last)) if len(events) else 0,
         remasked_positions=tuple(sorted(set(events[:, 1].tolist()))),
-        monotone=earlier_monotone and len(events) == 0,
+        monotone=data.earlier_monotone and len(events) == 0,
         mean_commit_entropy_nats=float(entropy.mean()) if entropy.size else Undefined("no content position accepted yet"),
         run_tau_b_mean=mean_defined([_final_block_value(trace, b.block, include_thought)["tau_b"] for b in finished], what="tau_b"),
         run_blocks=len(finished),
