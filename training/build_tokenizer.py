@@ -24,11 +24,14 @@ def main(argv=None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--isolate-capitals", action=argparse.BooleanOptionalAction, default=True,
                         help="make every capital letter its own token, so an acrostic copies letters (default: on)")
+    parser.add_argument("--isolate-digits", action=argparse.BooleanOptionalAction, default=True,
+                        help="make every digit its own token, as Gemma's tokenizer does (default: on)")
     args = parser.parse_args(argv)
     if args.texts < 1 or not 300 <= args.vocab_size <= 65536:
         parser.error("--texts must be at least 1 and --vocab-size between 300 and 65536")
     tokenizer = build_tokenizer(
-        seed=args.seed, count=args.texts, vocab_size=args.vocab_size, isolate_capitals=args.isolate_capitals
+        seed=args.seed, count=args.texts, vocab_size=args.vocab_size, isolate_capitals=args.isolate_capitals,
+        isolate_digits=args.isolate_digits,
     )
     tokenizer.save_pretrained(args.out)
     print(f"saved a {len(tokenizer)}-token tokenizer to {args.out}")
