@@ -66,16 +66,14 @@ def test_isolate_capitals_makes_each_capital_a_token():
     assert isolated.decode(isolated.encode("Calm waves, OCEAN", add_special_tokens=False)) == "Calm waves, OCEAN"
 
 
-def test_isolate_digits_spells_every_number_digit_by_digit(tokenizer):
-    texts = ["12 + 30 = 42. The answer is 42.", "80 apples and 47 pears, 1999"] * 30
-    plain = train_tokenizer(texts, vocab_size=600)
-    isolated = train_tokenizer(texts, vocab_size=600, isolate_digits=True)
-    assert "42" in "".join(plain.convert_ids_to_tokens(plain.encode(" 42", add_special_tokens=False)))
-    assert [t.strip("Ġ") for t in isolated.convert_ids_to_tokens(isolated.encode(" 42", add_special_tokens=False))
-            if t.strip("Ġ")] == ["4", "2"]
-    # The shipped tokenizer does it too (as Gemma's does): no token holds two digits.
-    vocabulary = tokenizer.get_vocab()
-    assert not [t for t in vocabulary if sum(c.isdigit() for c in t) > 1 and not t.startswith("<")]
+def test_every_number_below_200_is_one_token(tokenizer):
+    """The parallel sampler writes an arithmetic answer as one token (one token per digit made it
+    commit a sum's digits in one step, each on its own)."""
+    assert len(tokenizer.encode(" 173", add_special_tokens=False)) == 1
+    assert len(tokenizer.encode(" 200", add_special_tokens=False)) > 1
+    for n in range(200):
+        assert len(tokenizer.encode(f" {n}", add_special_tokens=False)) == 1, n
+        assert len(tokenizer.encode(f"{n}", add_special_tokens=False)) == 1, n
     assert tokenizer.decode(tokenizer.encode("33 + 47 = 80", add_special_tokens=False)) == "33 + 47 = 80"
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .data import TOKENIZER_TEXTS, VOCAB_SIZE, build_tokenizer
+from .data import TOKENIZER_TEXTS, VOCAB_SIZE, WHOLE_NUMBER_TOKENS, build_tokenizer
 
 TOKENIZER_DIR = Path(__file__).resolve().parent.parent / "assets" / "tokenizer"
 
@@ -24,14 +24,14 @@ def main(argv=None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--isolate-capitals", action=argparse.BooleanOptionalAction, default=True,
                         help="make every capital letter its own token, so an acrostic copies letters (default: on)")
-    parser.add_argument("--isolate-digits", action=argparse.BooleanOptionalAction, default=True,
-                        help="make every digit its own token, as Gemma's tokenizer does (default: on)")
+    parser.add_argument("--whole-numbers", type=int, default=WHOLE_NUMBER_TOKENS,
+                        help="numbers below this are one token each (default: %(default)s; 0: only what BPE merges)")
     args = parser.parse_args(argv)
     if args.texts < 1 or not 300 <= args.vocab_size <= 65536:
         parser.error("--texts must be at least 1 and --vocab-size between 300 and 65536")
     tokenizer = build_tokenizer(
         seed=args.seed, count=args.texts, vocab_size=args.vocab_size, isolate_capitals=args.isolate_capitals,
-        isolate_digits=args.isolate_digits,
+        whole_numbers=args.whole_numbers,
     )
     tokenizer.save_pretrained(args.out)
     print(f"saved a {len(tokenizer)}-token tokenizer to {args.out}")

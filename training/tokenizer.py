@@ -56,18 +56,13 @@ def special_tokens() -> list[str]:
     return tokens
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int = 2048, *, isolate_capitals: bool = False,
-                    isolate_digits: bool = False):
+def train_tokenizer(texts: Iterable[str], vocab_size: int = 2048, *, isolate_capitals: bool = False):
     """Train the byte-level BPE on `texts` and wrap it as a transformers fast tokenizer.
 
     With `isolate_capitals`, every capital letter (with the space before it) is a token of its
     own: "Calm waves" -> "C", "alm", " waves".  A small model then writes an acrostic by copying
     letter tokens from the prompt ("O, C, E" or "OCEANS" alike) instead of having to spell
     merged tokens it has no way to see inside.
-
-    With `isolate_digits`, every digit is a token of its own, as in Gemma's tokenizer: "47" ->
-    "4", "7" everywhere, so a sum is written digit by digit in one spelling instead of a table of
-    merged numbers whose pieces vary (" 80" merged, "47" split as " 4", "7").
     """
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -75,13 +70,9 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 2048, *, isolate_cap
     specials = special_tokens()
     bpe = Tokenizer(models.BPE(unk_token=None, byte_fallback=False))
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    splits = []
     if isolate_capitals:
-        splits.append(pre_tokenizers.Split(Regex(" ?[A-Z]"), behavior="isolated"))
-    if isolate_digits:
-        splits.append(pre_tokenizers.Digits(individual_digits=True))
-    if splits:
-        bpe.pre_tokenizer = pre_tokenizers.Sequence([*splits, bpe.pre_tokenizer])
+        capitals = pre_tokenizers.Split(Regex(" ?[A-Z]"), behavior="isolated")
+        bpe.pre_tokenizer = pre_tokenizers.Sequence([capitals, bpe.pre_tokenizer])
     bpe.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
