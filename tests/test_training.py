@@ -66,15 +66,15 @@ def test_isolate_capitals_makes_each_capital_a_token():
     assert isolated.decode(isolated.encode("Calm waves, OCEAN", add_special_tokens=False)) == "Calm waves, OCEAN"
 
 
-def test_every_number_below_200_is_one_token(tokenizer):
-    """The parallel sampler writes an arithmetic answer as one token (one token per digit made it
-    commit a sum's digits in one step, each on its own)."""
-    assert len(tokenizer.encode(" 173", add_special_tokens=False)) == 1
-    assert len(tokenizer.encode(" 200", add_special_tokens=False)) > 1
+def test_whole_numbers_makes_every_number_below_it_one_token():
+    """The option the one-mix run used: an arithmetic answer is one token for the parallel sampler."""
+    whole = build_tokenizer(count=300, whole_numbers=200)
+    plain = build_tokenizer(count=300)
     for n in range(200):
-        assert len(tokenizer.encode(f" {n}", add_special_tokens=False)) == 1, n
-        assert len(tokenizer.encode(f"{n}", add_special_tokens=False)) == 1, n
-    assert tokenizer.decode(tokenizer.encode("33 + 47 = 80", add_special_tokens=False)) == "33 + 47 = 80"
+        assert len(whole.encode(f" {n}", add_special_tokens=False)) == 1, n
+        assert len(whole.encode(f"{n}", add_special_tokens=False)) == 1, n
+    assert any(len(plain.encode(f" {n}", add_special_tokens=False)) > 1 for n in range(200))
+    assert whole.decode(whole.encode("33 + 47 = 80", add_special_tokens=False)) == "33 + 47 = 80"
 
 
 # ---- data ----------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .data import TOKENIZER_TEXTS, VOCAB_SIZE, WHOLE_NUMBER_TOKENS, build_tokenizer
+from .data import TOKENIZER_MIXES, TOKENIZER_TEXTS, VOCAB_SIZE, build_tokenizer
 
 TOKENIZER_DIR = Path(__file__).resolve().parent.parent / "assets" / "tokenizer"
 
@@ -24,14 +24,16 @@ def main(argv=None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--isolate-capitals", action=argparse.BooleanOptionalAction, default=True,
                         help="make every capital letter its own token, so an acrostic copies letters (default: on)")
-    parser.add_argument("--whole-numbers", type=int, default=WHOLE_NUMBER_TOKENS,
-                        help="numbers below this are one token each (default: %(default)s; 0: only what BPE merges)")
+    parser.add_argument("--mix", choices=sorted(TOKENIZER_MIXES), default="template",
+                        help="the texts: the shipped tokenizer's template families, or every generated family")
+    parser.add_argument("--whole-numbers", type=int, default=0,
+                        help="make every number below this one token (0, the shipped tokenizer: what BPE merges)")
     args = parser.parse_args(argv)
-    if args.texts < 1 or not 300 <= args.vocab_size <= 65536:
-        parser.error("--texts must be at least 1 and --vocab-size between 300 and 65536")
+    if args.texts < 1 or not 300 <= args.vocab_size <= 65536 or not 0 <= args.whole_numbers <= 1000:
+        parser.error("--texts must be at least 1, --vocab-size between 300 and 65536, --whole-numbers 0 to 1000")
     tokenizer = build_tokenizer(
         seed=args.seed, count=args.texts, vocab_size=args.vocab_size, isolate_capitals=args.isolate_capitals,
-        whole_numbers=args.whole_numbers,
+        mix=args.mix, whole_numbers=args.whole_numbers,
     )
     tokenizer.save_pretrained(args.out)
     print(f"saved a {len(tokenizer)}-token tokenizer to {args.out}")

@@ -23,29 +23,43 @@ import numpy as np
 
 from backends.small_models import CANVAS_LENGTH
 from prompts.demos import DEMOS
-from prompts.tasks import FAMILIES, Task, sample_tasks
+from prompts.tasks import FAMILIES, TEMPLATE_FAMILIES, Task, sample_tasks
 
 from .tokenizer import END_TURN_ID, EOS_ID, PAD_ID, train_tokenizer
 
-# How often each family appears in the training mix (1 = average; families left out weigh 1, "docs" is
-# the Python-documentation corpus).  One mix from scratch (issue 14): the scored families and their
-# visitor phrasings get the most, open-ended English and the corpus give general prose, the demo and
-# probe templates stay in so their scores hold, and think-then-answer keeps the thought channel.
+# How often each family appears in the training mix (1 = average); the scored families get more.
+# The first stage's task mix (families left out weigh 1, "docs" is the Python-documentation corpus).
+BASE_FAMILY_WEIGHTS = {"math": 2.5, "acrostic": 2.5, "json": 2.0, "doctest_function": 1.25, "open": 0.75, "story": 0.75}
+# The visitor-phrasing fine-tune (issue 14): paraphrases, open-ended English, the docs corpus and
+# think-then-answer, with the template families kept in so their scores hold.
 FAMILY_WEIGHTS = {
+    "math": 2.0, "acrostic": 1.5, "json": 2.0, "json_paraphrase": 5.0, "math_paraphrase": 4.0,
+    "acrostic_paraphrase": 4.0, "describe": 1.5, "explain": 1.0, "poem": 1.5, "docs": 1.0, "thinking": 0.75,
+    "sentences": 0.4, "doctest_function": 0.5, "fact_list": 0.4, "story": 0.4, "haiku": 0.4, "code_function": 0.3,
+    "code_task": 0.5, "factual": 0.5, "open": 0.4,
+}
+DOCS = "docs"  # the corpus's name in a weights table
+# The mix the shipped tokenizer was trained on (kept apart so the tokenizer rebuilds byte for byte).
+TOKENIZER_FAMILY_WEIGHTS = {"math": 2.0, "acrostic": 1.5, "json": 1.5, "doctest_function": 1.25}
+TOKENIZER_TEXTS = 40_000  # tasks the BPE is trained on
+
+# Tried for issue 14, not shipped (README, "One mix from scratch"): one 18.5-minute run from scratch
+# on this mix, with a tokenizer trained on every generated family (`build_tokenizer(mix="all",
+# whole_numbers=200)`).  Named so `--family-weights one-mix` repeats it.
+ONE_MIX_FAMILY_WEIGHTS = {
     "math": 2.0, "acrostic": 1.5, "json": 2.5, "json_paraphrase": 5.0, "math_paraphrase": 4.5,
     "acrostic_paraphrase": 3.0, "describe": 2.0, "explain": 1.75, "poem": 1.5, "docs": 0.4, "thinking": 0.75,
     "sentences": 0.5, "doctest_function": 0.6, "fact_list": 0.5, "story": 0.5, "haiku": 0.5, "code_function": 0.35,
     "code_task": 0.5, "factual": 0.5, "open": 0.4,
 }
-DOCS = "docs"  # the corpus's name in a weights table
-# The mix the shipped tokenizer is trained on: every generated family (not the corpus, which CI does
-# not have), so English words and the visitors' phrasings get merges of their own.
-TOKENIZER_FAMILY_WEIGHTS = {
-    "math": 2.0, "acrostic": 1.5, "json": 1.5, "doctest_function": 1.25, "json_paraphrase": 1.5,
-    "math_paraphrase": 1.5, "acrostic_paraphrase": 1.5, "describe": 1.5, "explain": 1.5, "poem": 1.5,
+NAMED_MIXES = {"base": BASE_FAMILY_WEIGHTS, "visitor": FAMILY_WEIGHTS, "one-mix": ONE_MIX_FAMILY_WEIGHTS}
+# The tokenizer's training texts: the shipped one's ("template") or every generated family ("all";
+# not the corpus, which CI does not have).
+TOKENIZER_MIXES = {
+    "template": (TEMPLATE_FAMILIES, TOKENIZER_FAMILY_WEIGHTS),
+    "all": (FAMILIES, {**TOKENIZER_FAMILY_WEIGHTS, "json_paraphrase": 1.5, "math_paraphrase": 1.5,
+                       "acrostic_paraphrase": 1.5, "describe": 1.5, "explain": 1.5, "poem": 1.5}),
 }
-TOKENIZER_TEXTS = 40_000  # tasks the BPE is trained on
-WHOLE_NUMBER_TOKENS = 200  # 0..199, with and without a space before, are one token each (every arithmetic answer)
 VOCAB_SIZE = 3072  # small: the sampler draws 256 x vocab every step on the CPU
 _CHUNK = 5_000  # tasks per worker job when building examples
 
@@ -58,16 +72,17 @@ class Example:
 
 def build_tokenizer(
     *, seed: int = 0, count: int = TOKENIZER_TEXTS, vocab_size: int = VOCAB_SIZE, isolate_capitals: bool = True,
-    whole_numbers: int = WHOLE_NUMBER_TOKENS,
+    mix: str = "template", whole_numbers: int = 0,
 ):
     """Train the byte-level BPE on prompts and responses of the training mix (and the demo prompts).
 
-    Every number below `whole_numbers` is made frequent enough to become one token (with and without
-    a space before), so the parallel sampler writes an arithmetic answer as one token.  (Tried: one
-    token per digit, as Gemma's tokenizer has; the sampler then commits a sum's digits in the same
-    step, each on its own, and template arithmetic fell from 100% to 24%.)
+    With `whole_numbers`, every number below it is made frequent enough to become one token (with and
+    without a space before), so the parallel sampler writes an arithmetic answer as one token.  (Tried
+    too: one token per digit, as Gemma's tokenizer has; the sampler then commits a sum's digits in the
+    same step, each on its own, and template arithmetic fell from 100% to 24% in a 16.6-minute run.)
     """
-    tasks = sample_tasks(count, seed=seed, weights=TOKENIZER_FAMILY_WEIGHTS, families=FAMILIES)
+    families, weights = TOKENIZER_MIXES[mix]
+    tasks = sample_tasks(count, seed=seed, weights=weights, families=families)
     texts = [t.prompt for t in tasks] + [t.response for t in tasks] + [d.prompt for d in DEMOS]
     if whole_numbers:
         texts += [" ".join(map(str, range(whole_numbers))), "\n".join(map(str, range(whole_numbers)))] * 200

@@ -58,7 +58,7 @@ class TrainConfig:
     save_dtype: str = "bfloat16"  # the shipped weights; the backend loads them as float32 on CPU
     workers: int | None = None  # processes that build the examples (default: all cores)
     init_from: str | None = None  # continue from a saved model folder (its weights and its tokenizer)
-    family_weights: str | None = None  # "math=3,json=3": the task mix (default: data.FAMILY_WEIGHTS)
+    family_weights: str | None = None  # "math=3,json=3" or a named mix: the task mix (default: data.FAMILY_WEIGHTS)
     corpus: str | None = None  # the "docs" corpus file (default: runs/corpus/python_docs.jsonl, built if missing)
 
 
@@ -70,12 +70,16 @@ def learning_rate(step: int, total: int, config: TrainConfig) -> float:
 
 
 def parse_weights(text: str | None) -> dict[str, float] | None:
-    """"math=3,json=2.5" -> {"math": 3.0, "json": 2.5}; families left out weigh 1."""
+    """"math=3,json=2.5" -> {"math": 3.0, "json": 2.5}; families left out weigh 1.  A name from
+    data.NAMED_MIXES ("base", "visitor", "one-mix") is that mix."""
     if not text:
         return None
     from prompts.tasks import FAMILIES
 
-    from .data import DOCS
+    from .data import DOCS, NAMED_MIXES
+
+    if text.strip() in NAMED_MIXES:
+        return dict(NAMED_MIXES[text.strip()])
 
     known = (*FAMILIES, DOCS)
     weights = {}
