@@ -4,8 +4,9 @@
 // Loaded by app.py through gr.HTML(head="<script>...</script>", js_on_load="dvLiveView.mount(...)"):
 // the component's value is the log; Gradio sends a growing string as "append" diffs, and `watch`
 // calls us after each update, so we read from where we stopped and never lose a frame.  Drawing
-// happens once per animation frame and shows the newest frame only: a browser that falls behind
-// skips stale frames instead of playing back a backlog.
+// happens at most once per animation frame; an update's frames are played out until the next
+// update arrives, which (like the run's end) jumps to the newest frame: a browser that falls
+// behind skips stale frames instead of playing back a backlog (follow()).
 //
 // Cells are spans in a `white-space: pre` block, laid out once per layout (no reflow), and only
 // the cells that differ from what is on screen are touched.  Token text is only ever set with
