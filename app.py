@@ -45,7 +45,10 @@ from visualizer.thinking import thoughts_and_answer
 from visualizer.replay import example_traces, load_upload, save_download
 from visualizer.trace import Trace, TraceError
 
-LIVE_MIN_INTERVAL_S = 0.05  # at most 20 live updates a second: faster steps are grouped (each update costs Gradio ~ms)
+# At most ~6 live updates a second: each costs Gradio ~7 ms of server CPU whatever it carries, so at
+# 25 steps/s an update carries ~4 frames (~3 ms per step in all, issue 12); the view paces them out
+# (live_view.js), and a run's last frames and end line go out at once (`batches` flushes the end).
+LIVE_MIN_INTERVAL_S = 0.16
 LIVE_VIEW_JS = (Path(__file__).resolve().parent / "visualizer" / "static" / "live_view.js").read_text(encoding="utf-8")
 HOSTING = Hosting.from_environment()  # build_app(hosting=...) replaces it; see hosting.py
 SESSIONS = SessionRegistry()  # frees a session's run and files when its tab closes

@@ -7,6 +7,8 @@ For each run it reports, all from this one process tree:
     and the small follow-up call), SSE framing and JSON escaping included;
   - server CPU per frame: user + system time of the app's process (every thread: Gradio, the
     generator, the stand-in backend) from the click to the final frame on screen, divided by frames;
+    and the same less what the app costs while idle (page open, no run; Gradio's event loop and
+    queue wake up on their own) over the run's wall time: the CPU the run and its live view added;
   - frames drawn by the browser against frames emitted (the browser draws once per animation
     frame, the newest frame only: fewer draws than frames means it skipped stale ones);
   - lag from the last record leaving the backend to the final frame on screen (same machine
@@ -48,6 +50,7 @@ from visualizer.trace import Trace  # noqa: E402
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 STATS = "() => window.dvLiveView && window.dvLiveView.stats()"
+IDLE_S = 4  # seconds of the app idle (page open, no run) to measure its CPU floor
 
 
 # ---- the stand-in backend and its server ------------------------------------------------------------
@@ -189,17 +192,21 @@ def measure(trace_path: Path, rate: float, repeats: int) -> list[dict]:
                     received["data"] += event.get("dataLength", 0)
 
             cdp.on("Network.dataReceived", on_data)
+            # the app's CPU while it waits, page open, no run: Gradio's event loop costs this whatever the view does
+            idle_before, idle_at = cpu_seconds(proc.pid), time.perf_counter()
+            time.sleep(IDLE_S)
+            idle_rate = (cpu_seconds(proc.pid) - idle_before) / (time.perf_counter() - idle_at)
             for _ in range(repeats):
                 events.unlink(missing_ok=True)
                 received.update(data=0, on=True)
-                cpu_before = cpu_seconds(proc.pid)
+                cpu_before, wall_before = cpu_seconds(proc.pid), time.perf_counter()
                 runs = (page.evaluate(STATS) or {}).get("runs", 0)
                 page.get_by_role("button", name="Generate").click()
                 page.wait_for_function(
                     f"() => {{ const s = window.dvLiveView.stats(); return s && s.runs === {runs + 1} && s.ended && s.shownFrames === {frames} && s.shownIndex === {frames - 1}; }}",
                     timeout=600_000, polling=20,
                 )
-                cpu_after = cpu_seconds(proc.pid)
+                cpu_after, wall = cpu_seconds(proc.pid), time.perf_counter() - wall_before
                 stats = page.evaluate(STATS)
                 page.wait_for_timeout(1500)  # the follow-up call (committed text) and the stream's close
                 received["on"] = False
@@ -213,6 +220,8 @@ def measure(trace_path: Path, rate: float, repeats: int) -> list[dict]:
                 results.append({
                     "frames": frames, "rate": rate, "bytes_per_frame": received["data"] / frames,
                     "server_cpu_ms_per_frame": (cpu_after - cpu_before) * 1000 / frames,
+                    "above_idle_ms_per_frame": (cpu_after - cpu_before - idle_rate * wall) * 1000 / frames,
+                    "idle_ms_per_s": idle_rate * 1000,
                     "frames_drawn": stats["framesShown"], "lag_ms": stats["lastShownAt"] - emitted["last_record_at"] * 1000,
                     "browser_ms_per_frame": (stats["receiveMs"] + stats["drawMs"]) / frames, "updates": stats["receives"],
                 })
@@ -250,12 +259,12 @@ def report(name: str, trace_path: Path, rates, repeats: int) -> None:
     print(f"old server-rendered view: {costs['html_bytes_per_frame'] / 1024:.1f} KB and {costs['html_ms_per_frame']:.1f} ms CPU per frame "
           f"(every 8th frame); live log: {costs['log_bytes_per_frame'] / 1024:.2f} KB and {costs['encode_ms_per_frame']:.2f} ms per frame "
           f"-> {costs['html_bytes_per_frame'] / costs['log_bytes_per_frame']:.0f}x fewer bytes")
-    print("| steps/s | frames | KB/frame received | server CPU ms/frame | updates seen by the view | frames drawn | view JS ms/frame | final-frame lag ms |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| steps/s | frames | KB/frame received | server CPU ms/frame | of which above idle | app idle CPU ms/s | updates seen by the view | frames drawn | view JS ms/frame | final-frame lag ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for rate in rates:
         for r in measure(trace_path, rate, repeats):
             print(f"| {rate:g} | {r['frames']} | {r['bytes_per_frame'] / 1024:.2f} | "
-                  f"{r['server_cpu_ms_per_frame']:.2f} | {r['updates']} | {r['frames_drawn']} | {r['browser_ms_per_frame']:.2f} | {r['lag_ms']:.0f} |", flush=True)
+                  f"{r['server_cpu_ms_per_frame']:.2f} | {r['above_idle_ms_per_frame']:.2f} | {r['idle_ms_per_s']:.0f} | {r['updates']} | {r['frames_drawn']} | {r['browser_ms_per_frame']:.2f} | {r['lag_ms']:.0f} |", flush=True)
 
 
 def main(argv=None) -> None:

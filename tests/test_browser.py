@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from visualizer.layout import grid_layout, paint, text_layout
+from visualizer.live_stream import LiveRing, replay_value
 from visualizer.palette import get_palette
 from visualizer.replay import example_traces
 from visualizer.states import frame_refs, frame_state
@@ -114,3 +115,45 @@ def test_a_saved_run_replays_in_the_same_browser_view(page):
     page.wait_for_function("() => document.querySelector('.dv-canvas').textContent.includes('\u220e')")  # EOS glyph
     assert page.evaluate(READ_CELLS) == expected_cells(trace, n - 1, layout=text_layout(trace))
     page.get_by_label("Grid").check()
+
+
+VIEW = "window.dvLiveView.views.find((v) => v.root.isConnected)"
+
+
+def test_an_update_of_several_frames_is_played_out_and_the_end_jumps_to_the_last_frame(page):
+    """The server sends a few updates a second, each with several frames (app.py LIVE_MIN_INTERVAL_S):
+    the view draws them one by one, but a new update or the end of the run goes to the newest
+    frame at once, so it never plays back a backlog (issue 12)."""
+    trace = Trace.load(next(p for p in example_traces() if p.stem == "story"))
+    start, end, *frames = replay_value(trace)
+    n = len(frames)
+    ring = LiveRing(start)
+
+    def update(upto: int, finished: bool = False) -> list[str]:
+        ring.add("\n".join(frames[:upto] + ([end] if finished else [])))
+        return ring.value()
+
+    def receive(value) -> dict:  # the view's pacing state right after it read the value
+        return page.evaluate(f"""(value) => {{ const v = {VIEW}; v.receive(value);
+            return {{ target: v.target, pace: v.pace && [v.pace.from, v.pace.goal], drawn: v.stats.framesShown }}; }}""", value)
+
+    page.evaluate(f"() => {{ const v = {VIEW}; v.savedTrigger = v.trigger; v.trigger = null; }}")  # no server calls
+    try:
+        receive(update(2))
+        page.wait_for_function(f"() => {VIEW}.stats.shownIndex === 1")
+        page.wait_for_timeout(150)
+        state = receive(update(10))  # eight new frames: played out from the first new one
+        assert state["pace"] == [1, 9] and state["target"] == 2
+        page.wait_for_function(f"() => {VIEW}.stats.shownIndex === 9")
+        assert page.evaluate(f"() => {VIEW}.stats.framesShown") - state["drawn"] >= 4  # drawn one by one, not one jump
+
+        page.wait_for_timeout(150)
+        state = receive(update(18))
+        assert state["pace"] == [9, 17]
+        state = receive(update(26))  # a new update while the last is played out: its newest frame at once
+        assert state["pace"] == [17, 25] and state["target"] == 18
+        state = receive(update(n, finished=True))  # the end: the last frame at once, nothing played out
+        assert state["pace"] is None and state["target"] == n - 1
+        page.wait_for_function(f"() => {VIEW}.stats.shownIndex === {n - 1}")
+    finally:
+        page.evaluate(f"() => {{ const v = {VIEW}; v.trigger = v.savedTrigger; }}")

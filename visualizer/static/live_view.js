@@ -4,8 +4,9 @@
 // Loaded by app.py through gr.HTML(head="<script>...</script>", js_on_load="dvLiveView.mount(...)"):
 // the component's value is the log; Gradio sends a growing string as "append" diffs, and `watch`
 // calls us after each update, so we read from where we stopped and never lose a frame.  Drawing
-// happens once per animation frame and shows the newest frame only: a browser that falls behind
-// skips stale frames instead of playing back a backlog.
+// happens at most once per animation frame; an update's frames are played out until the next
+// update arrives, which (like the run's end) jumps to the newest frame: a browser that falls
+// behind skips stale frames instead of playing back a backlog (follow()).
 //
 // Cells are spans in a `white-space: pre` block, laid out once per layout (no reflow), and only
 // the cells that differ from what is on screen are touched.  Token text is only ever set with
@@ -18,7 +19,8 @@
   const NOISE_GLYPH = "░", PAD_GLYPH = "∙", ELLIPSIS = "…";
   const EMPTY = 0, NOISE = 1, NEW = 2, KEPT = 3, REMASKED = 4, COMMITTED = 5;
   const CHANGED_FLAG = 1, THOUGHT_FLAG = 2;  // a cell's flags (live_stream.cell_flags)
-  const ASK_DELAY_MS = 250;  // the server is asked for a step's "why" views once the slider rests this long
+  const ASK_DELAY_MS = 250;
+  const MAX_PACE_MS = 250;  // an update's frames are played out over at most this long (see follow())  // the server is asked for a step's "why" views once the slider rests this long
   const FONT_STACK = "'DejaVu Sans Mono', Menlo, Consolas, 'Liberation Mono', monospace";
   const TAU_COLOR = "#7c3aed", CONTROL_COLOR = "#9ca3af", CURSOR_COLOR = "#f59e0b";
   const COMMIT_COLOR = "#16a34a", REMASK_COLOR = "#9ca3af", MARK_COLOR = "#ef4444";
@@ -109,6 +111,7 @@
       this.slider.addEventListener("input", () => {
         const index = Number(this.slider.value);
         this.following = index >= this.frames.length - 1;  // back at the end: follow the run again
+        this.pace = null;
         this.target = index;
         this.schedule();
         this.askLater();  // the step's accept budget (and the picked token's alternatives), once it rests
@@ -155,6 +158,8 @@
       this.spans = [];
       this.target = -1;
       this.following = true;
+      this.pace = null;  // the frames of the last update being played out (follow())
+      this.lastFramesAt = 0;
       this.picked = -1;  // the cell clicked for its alternatives
       this.hasThought = false;
       if (this.structure) this.structure.replaceChildren();
@@ -199,9 +204,38 @@
         this.askedAll = true;  // fell too far behind during the run: ask the server for every frame
         this.trigger("need_frames");
       }
-      if (this.following) this.target = this.frames.length - 1;
+      if (this.following) this.follow();
       if (this.askWhenFrames && this.frames.length) { this.askWhenFrames = false; this.askLater(0); }
       this.schedule();
+    }
+
+    // Following a live run.  The server sends a few updates a second, each with the frames made
+    // since the last (app.py LIVE_MIN_INTERVAL_S); rather than jump a few steps at a time, the view
+    // plays an update's frames out over about the time between updates.  Only the newest update is
+    // ever played out: a new one jumps to the newest frame of the one before at once, and the
+    // end of the run to its last frame, so a browser never plays back a backlog.
+    follow() {
+      const newest = this.frames.length - 1, now = performance.now();
+      const before = this.pace ? this.pace.goal : this.target;
+      if (newest === before && !this.end) return;  // nothing new: keep playing the last update out
+      const gap = this.lastFramesAt ? now - this.lastFramesAt : 0;
+      this.lastFramesAt = now;
+      if (this.end || before < 0 || newest - before < 2 || gap <= 0) {
+        this.pace = null;
+        this.target = newest;
+        return;
+      }
+      this.pace = { from: before, goal: newest, at: now, span: Math.min(gap, MAX_PACE_MS) };
+      this.target = before + 1;
+    }
+
+    paceTarget() {  // the frame of the update being played out that is due now; schedules the next
+      const p = this.pace, n = p.goal - p.from;
+      const due = Math.min(n, 1 + Math.floor((performance.now() - p.at) * n / p.span));
+      this.target = p.from + due;
+      if (due >= n) { this.pace = null; return; }
+      clearTimeout(this.paceTimer);
+      this.paceTimer = setTimeout(() => this.schedule(), p.at + due * p.span / n - performance.now() + 1);
     }
 
     missing() {
@@ -264,6 +298,7 @@
     }
 
     drawFrame() {
+      if (this.pace && this.following) this.paceTarget();
       let index = Math.max(0, Math.min(this.target, this.frames.length - 1));
       while (index > 0 && !this.frames[index]) index--;  // a frame skipped after a long stall: the one before
       const frame = this.frames[index];
