@@ -45,8 +45,8 @@ from visualizer.thinking import thoughts_and_answer
 from visualizer.replay import example_traces, load_upload, save_download
 from visualizer.trace import Trace, TraceError
 
-# At most ~6 live updates a second: each costs Gradio ~7 ms of server CPU whatever it carries, so at
-# 25 steps/s an update carries ~4 frames (~3 ms per step in all, issue 12); the view paces them out
+# At most ~6 live updates a second: each costs Gradio a few ms of server CPU whatever it carries, so at
+# 25 steps/s an update carries ~4 frames (BENCHMARKS.md, "Fourth run"); the view paces them out
 # (live_view.js), and a run's last frames and end line go out at once (`batches` flushes the end).
 LIVE_MIN_INTERVAL_S = 0.16
 LIVE_VIEW_JS = (Path(__file__).resolve().parent / "visualizer" / "static" / "live_view.js").read_text(encoding="utf-8")

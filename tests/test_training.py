@@ -301,7 +301,10 @@ def test_family_weights_are_parsed_or_rejected():
 
     assert parse_weights("math=3,json=2.5") == {"math": 3.0, "json": 2.5}
     assert parse_weights(None) is None
-    with pytest.raises(ValueError, match="unknown family"):
+    from training.data import ONE_MIX_FAMILY_WEIGHTS
+
+    assert parse_weights("one-mix") == ONE_MIX_FAMILY_WEIGHTS and parse_weights("one-mix") is not ONE_MIX_FAMILY_WEIGHTS
+    with pytest.raises(ValueError, match="unknown family.*one-mix"):
         parse_weights("poems=2")
     with pytest.raises(ValueError, match="name=number"):
         parse_weights("math=lots")

@@ -86,7 +86,8 @@ def parse_weights(text: str | None) -> dict[str, float] | None:
     for part in text.split(","):
         name, _, value = part.partition("=")
         if name.strip() not in known:
-            raise ValueError(f"unknown family {name.strip()!r} in --family-weights; choose from: {', '.join(known)}")
+            raise ValueError(f"unknown family {name.strip()!r} in --family-weights; choose from: {', '.join(known)}, "
+                             f"or name one mix: {', '.join(NAMED_MIXES)}")
         try:
             weights[name.strip()] = float(value)
         except ValueError:

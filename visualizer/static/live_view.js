@@ -19,8 +19,8 @@
   const NOISE_GLYPH = "░", PAD_GLYPH = "∙", ELLIPSIS = "…";
   const EMPTY = 0, NOISE = 1, NEW = 2, KEPT = 3, REMASKED = 4, COMMITTED = 5;
   const CHANGED_FLAG = 1, THOUGHT_FLAG = 2;  // a cell's flags (live_stream.cell_flags)
-  const ASK_DELAY_MS = 250;
-  const MAX_PACE_MS = 250;  // an update's frames are played out over at most this long (see follow())  // the server is asked for a step's "why" views once the slider rests this long
+  const ASK_DELAY_MS = 250;  // the server is asked for a step's "why" views once the slider rests this long
+  const MAX_PACE_MS = 250;  // an update's frames are played out over at most this long (see follow())
   const FONT_STACK = "'DejaVu Sans Mono', Menlo, Consolas, 'Liberation Mono', monospace";
   const TAU_COLOR = "#7c3aed", CONTROL_COLOR = "#9ca3af", CURSOR_COLOR = "#f59e0b";
   const COMMIT_COLOR = "#16a34a", REMASK_COLOR = "#9ca3af", MARK_COLOR = "#ef4444";
