@@ -1,20 +1,22 @@
-"""Where a training step's time goes: ms per step of the real `train_step` at several batch sizes.
+"""Where a training step's time goes: ms per step of the real `train_step`, per batch size, eager
+and with compiled layers.
 
-The 15-minute training aim (issue 6) depends on the step time.  For each batch size this builds
-the demo preset from the same seed and puts `--steps` batches of real examples on the device
-(data building is not timed).  Contexts vary in length, so every batch is a new shape and the
-first step on each shape pays one-time costs (kernel selection); a long training run has seen its
+The training time budget depends on the step time.  For each variant (batch size x eager or
+`--compile both`) this builds the demo preset from the same seed and makes `--steps` real batches
+(training.data.TaskBatches, the training run's own batches; making them is not timed).  Contexts
+vary in length, so every batch is a new shape and the first step on each shape pays one-time
+costs (kernel selection, and for compiled layers the compile itself); a long run has seen its
 shapes after a few hundred steps.  So each round first runs one untimed pass over the batches,
 then times a second pass over the same batches, self-conditioning every other step as the
-default share does.  Rounds go through the batch sizes in turn, so no size always runs first; the
+default share does.  Rounds go through the variants in turn, so none always runs first; the
 spread between rounds says what is noise.  It prints ms per step for each round, examples per
-second at the best round and the ratio to the first batch size, all taken in this one run;
+second at the best round and the ratio to the first variant, all taken in this one run;
 `--profile` adds the share of the step's wall time that CUDA kernels ran (low means the step
 waits on Python and kernel launches, not the GPU), and `--recipe-steps` the minutes that many
-steps take at the first batch size.
+steps take with the first variant.
 
-    python benchmarks/bench_train_step.py                                   # demo preset, batch 256 and 512
-    python benchmarks/bench_train_step.py --profile --recipe-steps 4538     # the shipped recipe's three stages
+    python benchmarks/bench_train_step.py --compile both --batch-sizes 256 512      # the comparison
+    python benchmarks/bench_train_step.py --profile --recipe-steps 4538
     python benchmarks/bench_train_step.py --preset test --batch-sizes 4 8 --steps 3 --device cpu
 """
 
@@ -31,13 +33,13 @@ from backends.small_models import PRESETS  # noqa: E402
 from training.train import TOKENIZER_DIR, TrainConfig, make_optimizer, train_step  # noqa: E402
 
 
-def kernel_share(one_pass, batch_size: int, steps: int) -> float:
+def kernel_share(one_pass, variant, steps: int) -> float:
     """Share of the wall time of one timed pass during which CUDA kernels ran (summed kernel time / wall)."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        wall_us = one_pass(batch_size) * steps * 1000
+        wall_us = one_pass(variant) * steps * 1000
     kernels_us = sum(e.device_time for e in prof.events() if e.device_type == DeviceType.CUDA)
     return kernels_us / wall_us
 
@@ -48,21 +50,23 @@ def main(argv=None) -> None:
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[256, 512])
     parser.add_argument("--steps", type=int, default=20, help="batches per pass (each round: one untimed, one timed)")
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--examples", type=int, default=20_000, help="tasks to build examples from")
+    parser.add_argument("--compile", choices=("off", "on", "both"), default="off",
+                        help="compiled layers (training.train.compile_layers): off, on, or both as separate variants")
     parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
     parser.add_argument("--profile", action="store_true", help="also measure the share of time kernels ran (CUDA)")
     parser.add_argument("--recipe-steps", type=int, default=None, help="print the minutes this many steps take")
     args = parser.parse_args(argv)
-    if min(args.batch_sizes) < 1 or min(args.steps, args.rounds, args.examples) < 1:
-        parser.error("batch sizes, --steps, --rounds and --examples must be at least 1")
+    if min(args.batch_sizes) < 1 or min(args.steps, args.rounds) < 1:
+        parser.error("batch sizes, --steps and --rounds must be at least 1")
 
     import numpy as np
     import torch
     from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
 
     from backends.small_models import small_config
-    from training.data import build_examples, collate
+    from training.data import TaskBatches
     from training.objective import to_device
+    from training.train import compile_layers
 
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     on_cuda = device.type == "cuda"
@@ -74,22 +78,25 @@ def main(argv=None) -> None:
             torch.cuda.synchronize()
 
     vocab = len(AutoTokenizer.from_pretrained(TOKENIZER_DIR))
-    examples = build_examples(TOKENIZER_DIR, args.examples, seed=0)
     name = torch.cuda.get_device_name(device) if on_cuda else "cpu"
-    print(f"preset {args.preset}, {len(examples):,} examples, {name}, torch {torch.__version__}", flush=True)
+    print(f"preset {args.preset}, {name}, torch {torch.__version__}", flush=True)
+    compiles = {"off": [False], "on": [True], "both": [False, True]}[args.compile]
+    variants = [(batch_size, compiled) for batch_size in args.batch_sizes for compiled in compiles]
 
-    runs = {}  # batch size -> (model, optimizer, generator, config, batches)
-    for batch_size in args.batch_sizes:
+    runs = {}  # variant -> (model, optimizer, generator, config, batches)
+    for batch_size, compiled in variants:
         config = TrainConfig(preset=args.preset, batch_size=batch_size)
         torch.manual_seed(0)
         model = DiffusionGemmaForBlockDiffusion(small_config(vocab, args.preset)).to(device).train()
-        picks = np.random.default_rng(0).choice(len(examples), (args.steps, batch_size))
-        batches = [to_device(collate([examples[i] for i in row]), device) for row in picks]
-        runs[batch_size] = (model, make_optimizer(model, config), torch.Generator(device=device).manual_seed(0),
-                            config, batches)
+        if compiled:
+            compile_layers(model)
+        source = TaskBatches(TOKENIZER_DIR, batch_size, seed=0)
+        batches = [to_device(source[i], device) for i in range(args.steps)]
+        runs[batch_size, compiled] = (model, make_optimizer(model, config), torch.Generator(device=device).manual_seed(0),
+                                      config, batches)
 
-    def one_pass(batch_size) -> float:
-        model, optimizer, generator, config, batches = runs[batch_size]
+    def one_pass(variant) -> float:
+        model, optimizer, generator, config, batches = runs[variant]
         sync()
         started = time.perf_counter()
         for i, batch in enumerate(batches):
@@ -97,26 +104,27 @@ def main(argv=None) -> None:
         sync()
         return (time.perf_counter() - started) / len(batches) * 1000
 
-    timings = {batch_size: [] for batch_size in args.batch_sizes}
+    timings = {variant: [] for variant in variants}
     for _ in range(args.rounds):
-        for batch_size in list(timings):
+        for variant in list(timings):
             try:
-                one_pass(batch_size)  # every shape once: one-time costs stay out of the timed pass
-                timings[batch_size].append(one_pass(batch_size))
+                one_pass(variant)  # every shape once: one-time costs stay out of the timed pass
+                timings[variant].append(one_pass(variant))
             except torch.OutOfMemoryError:
-                print(f"batch {batch_size}: out of GPU memory, left out", flush=True)
-                del timings[batch_size], runs[batch_size]
+                print(f"batch {variant[0]}: out of GPU memory, left out", flush=True)
+                del timings[variant], runs[variant]
                 torch.cuda.empty_cache()
 
     first = None
-    for batch_size, rounds in timings.items():
+    for (batch_size, compiled), rounds in timings.items():
         best = min(rounds)
         first = first or (batch_size, best)
         speedup = (batch_size / best) / (first[0] / first[1])
-        line = (f"batch {batch_size:4d}: {' / '.join(f'{ms:.1f}' for ms in rounds)} ms/step (rounds), "
-                f"{batch_size / best * 1000:.0f} examples/s, x{speedup:.2f} examples/s vs batch {first[0]}")
+        line = (f"batch {batch_size:4d} {'compiled' if compiled else 'eager   '}: "
+                f"{' / '.join(f'{ms:.1f}' for ms in rounds)} ms/step (rounds), "
+                f"{batch_size / best * 1000:.0f} examples/s, x{speedup:.2f} examples/s vs the first")
         if args.profile and on_cuda:
-            line += f", kernels busy {kernel_share(one_pass, batch_size, args.steps):.0%} of the step"
+            line += f", kernels busy {kernel_share(one_pass, (batch_size, compiled), args.steps):.0%} of the step"
         print(line, flush=True)
     if args.recipe_steps and first:
         print(f"{args.recipe_steps} steps at batch {first[0]}: {args.recipe_steps * first[1] / 60000:.1f} min "

@@ -205,7 +205,7 @@ def test_learning_rate_warms_up_then_decays():
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("tiny-run")
-    config = TrainConfig(out=str(out), preset="test", tokenizer=TOKENIZER_DIR, examples=300, steps=30, batch_size=8,
+    config = TrainConfig(out=str(out), preset="test", tokenizer=TOKENIZER_DIR, steps=30, batch_size=8,
                          lr=3e-3, warmup_steps=5, log_every=5, workers=1, device="cpu", self_correction=0.5)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # module-scoped: set here, the per-test fixture is not active yet
@@ -286,7 +286,7 @@ def test_training_can_continue_from_a_saved_folder(tiny_run, tmp_path):
     from safetensors.torch import load_file
 
     before = load_file(str(tiny_run / "model.safetensors"))
-    config = TrainConfig(out=str(tmp_path), init_from=str(tiny_run), examples=40, steps=3, batch_size=4, lr=1e-3,
+    config = TrainConfig(out=str(tmp_path), init_from=str(tiny_run), steps=3, batch_size=4, lr=1e-3,
                          warmup_steps=1, log_every=1, workers=1, device="cpu", family_weights="json=1")
     with torch.random.fork_rng():
         train(config)
@@ -294,6 +294,47 @@ def test_training_can_continue_from_a_saved_folder(tiny_run, tmp_path):
     assert set(after) == set(before)
     assert any(not torch.equal(after[k], before[k]) for k in before)  # it trained on from the saved weights
     assert (tmp_path / "tokenizer.json").read_text() == (tiny_run / "tokenizer.json").read_text()
+
+
+def test_batches_are_made_on_demand_the_same_anywhere():
+    from prompts.tasks import FAMILIES
+    from training.data import TaskBatches
+
+    weights = {**{f: 0.0 for f in FAMILIES}, "json": 1.0, "math": 1.0}  # a family left out weighs 1
+    batches = TaskBatches(TOKENIZER_DIR, 6, seed=3, weights=weights)
+    again = TaskBatches(TOKENIZER_DIR, 6, seed=3, weights=weights)
+    first = batches[7]
+    assert first["target"].shape == (6, 256) and first["context_ids"].shape[0] == 6
+    assert all(np.array_equal(first[k], again[7][k]) for k in first)  # a batch depends on (seed, index) alone
+    assert not np.array_equal(first["target"], batches[8]["target"])
+    assert {t.family for i in range(5) for t in batches.tasks(i)} == {"json", "math"}
+
+
+def test_a_stopped_and_resumed_run_ends_with_the_weights_of_an_unbroken_one(tmp_path):
+    """--stop-after-minutes saves the whole state; --resume goes on with the same batches, coins, noise,
+    optimizer state and schedule, so the end is the same, bit for bit (CPU)."""
+    from safetensors.torch import load_file
+
+    def config(out, **extra):
+        return TrainConfig(out=str(out), preset="test", tokenizer=TOKENIZER_DIR, steps=4, batch_size=4, lr=3e-3,
+                           warmup_steps=1, log_every=1, workers=0, device="cpu", self_correction=0.5, **extra)
+
+    with torch.random.fork_rng():
+        train(config(tmp_path / "whole"))
+    pieces = tmp_path / "pieces"
+    with torch.random.fork_rng():
+        train(config(pieces, stop_after_minutes=1e-9))  # stops after its first step
+    assert json.loads((pieces / "training_summary.json").read_text())["steps"] == 1
+    for _ in range(3):
+        with torch.random.fork_rng():
+            train(config(pieces, stop_after_minutes=1e-9, resume=True))
+    summary = json.loads((pieces / "training_summary.json").read_text())
+    assert summary["finished"] and summary["steps"] == 4 and len(summary["segments"]) == 4
+    assert not (pieces / "resume.pt").exists()
+    whole, resumed = load_file(str(tmp_path / "whole" / "model.safetensors")), load_file(str(pieces / "model.safetensors"))
+    assert all(torch.equal(whole[k], resumed[k]) for k in whole)
+    steps = [json.loads(line)["step"] for line in (pieces / "train_log.jsonl").read_text().splitlines()]
+    assert steps == [1, 2, 3, 4]
 
 
 def test_family_weights_are_parsed_or_rejected():

@@ -134,6 +134,38 @@ def training_tasks(count: int, *, seed: int, weights: dict[str, float], corpus: 
     return tasks
 
 
+class TaskBatches:
+    """Batch i of a training run, made on demand: `batch_size` tasks drawn from the mix with a seed
+    of its own (seed, i), encoded and collated.  Any batch can be made in any process, so a
+    DataLoader's workers build them in parallel while the GPU trains, every batch is new text
+    (no fixed pool to repeat), and a run resumed at step i sees the batches it would have seen.
+
+        batches = TaskBatches("assets/tokenizer", 256, seed=0, weights=FAMILY_WEIGHTS)
+        batch = batches[17]                         # collate()'s dict of numpy arrays
+    """
+
+    def __init__(self, tokenizer_dir: str | Path, batch_size: int, *, seed: int, weights: dict[str, float] | None = None,
+                 corpus: str | None = None, canvas_length: int = CANVAS_LENGTH, steps: int | None = None):
+        self.tokenizer_dir, self.batch_size, self.seed = str(tokenizer_dir), batch_size, seed
+        self.weights = FAMILY_WEIGHTS if weights is None else weights
+        self.corpus, self.canvas_length, self.steps = corpus, canvas_length, steps
+        self._tokenizer = None  # loaded in the process that makes the batches
+
+    def __len__(self) -> int:
+        return self.steps if self.steps is not None else 2**31 - 1
+
+    def tasks(self, i: int) -> list[Task]:
+        return training_tasks(self.batch_size, seed=self.seed * 1_000_003 + i, weights=self.weights, corpus=self.corpus)
+
+    def __getitem__(self, i: int) -> dict[str, np.ndarray]:
+        if self._tokenizer is None:
+            from transformers import AutoTokenizer
+
+            self._tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_dir)
+        examples = encode_tasks(self._tokenizer, self.tasks(i), canvas_length=self.canvas_length)
+        return collate(examples[: self.batch_size], canvas_length=self.canvas_length)  # a long answer's later blocks may fall off
+
+
 def _encode_chunk(job) -> list[Example]:
     tokenizer_dir, count, seed, canvas_length, weights, corpus = job
     from transformers import AutoTokenizer

@@ -6,15 +6,21 @@ training/data.py, and saved as a folder that `from_pretrained` loads like the re
 config, generation config (eos/pad and the sampler defaults), tokenizer, safetensors weights.
 
     python -m training.train --out runs/base                          # the shipped recipe's first stage (~12 min on an H200)
-    python -m training.train --out /tmp/t --preset test --steps 40 --batch-size 8 --examples 2000   # CPU smoke run, ~10 s
+    python -m training.train --out /tmp/t --preset test --steps 40 --batch-size 8   # CPU smoke run, ~10 s
 
 The shipped model adds two fine-tunes with `--init-from` (the README lists the three commands); the
 last uses `--self-correction`, which puts the model's own samples where the sampler would have them.
 
-It uses CUDA with bf16 autocast when a GPU is visible, else the CPU in float32.  With
-`--minutes`, the step count is fitted to the time budget after timing the first steps, and the
-learning-rate schedule is laid out over that count.  Loss and throughput go to stdout and to
-train_log.jsonl in the output folder; the folder also gets training_summary.json.
+It uses CUDA with bf16 autocast when a GPU is visible, else the CPU in float32; on CUDA every
+transformer layer is `torch.compile`d (`--no-compile` turns it off).  Batches are made on demand
+by DataLoader workers (training.data.TaskBatches): every batch is new text from the mix, drawn
+with a seed of its own, so the run never repeats a fixed pool.  With `--minutes`, the step count is
+fitted to the time budget after timing the first steps, and the learning-rate schedule is laid out
+over that count.  `--stop-after-minutes` ends the process after that much training with the
+whole state saved in the output folder (and the model so far, to evaluate); `--resume` goes on
+from there, with the same schedule and the same batches, so a long run fits in short sessions.
+Loss and throughput go to stdout and to train_log.jsonl in the output folder; the folder also
+gets training_summary.json.
 """
 
 from __future__ import annotations
@@ -40,7 +46,6 @@ class TrainConfig:
     preset: str = "demo"
     tokenizer: str = str(TOKENIZER_DIR)  # folder of the tokenizer to train with (and ship)
     # Defaults are the shipped model's recipe: `--minutes 13.5` on an H200 resolved to 2672 steps.
-    examples: int = 800_000  # distinct training tasks generated up front; noise differs every epoch
     steps: int = 2672  # the LR schedule's length; with --minutes, at most this many steps
     minutes: float | None = None  # wall-clock budget for the optimisation loop: fits the steps to it
     batch_size: int = 256
@@ -56,10 +61,13 @@ class TrainConfig:
     log_every: int = 50
     device: str | None = None  # default: cuda when available, else cpu
     save_dtype: str = "bfloat16"  # the shipped weights; the backend loads them as float32 on CPU
-    workers: int | None = None  # processes that build the examples (default: all cores)
+    workers: int | None = None  # processes that make batches while the GPU trains (default: cores - 2; 0: inline)
     init_from: str | None = None  # continue from a saved model folder (its weights and its tokenizer)
     family_weights: str | None = None  # "math=3,json=3" or a named mix: the task mix (default: data.FAMILY_WEIGHTS)
     corpus: str | None = None  # the "docs" corpus file (default: runs/corpus/python_docs.jsonl, built if missing)
+    compile: bool | None = None  # torch.compile every layer (default: on CUDA)
+    stop_after_minutes: float | None = None  # end this process after this much training, resumable
+    resume: bool = False  # go on with the run that --stop-after-minutes saved in --out
 
 
 def learning_rate(step: int, total: int, config: TrainConfig) -> float:
@@ -128,15 +136,60 @@ def train_step(model, optimizer, batch: dict, config: TrainConfig, *, self_condi
     return stats
 
 
-def train(config: TrainConfig) -> Path:
+RESUME_FILE = "resume.pt"  # the whole training state, written by --stop-after-minutes
+
+
+def compile_layers(model) -> None:
+    """torch.compile each encoder and decoder layer (the same code, so one compiled graph serves all
+    six of a kind): most of a step's ~5,700 kernel launches are the layers' small ops, and the step
+    waited on Python and launches, not on the GPU.  Dynamic shapes: contexts differ per batch."""
+    for layer in (*model.model.encoder.language_model.layers, *model.model.decoder.layers):
+        layer.compile(dynamic=True)
+
+
+def self_condition_draw(seed: int, step: int, share: float) -> bool:
+    """Whether step `step` runs the self-conditioning pass: a coin of its own per step, so a resumed
+    run draws what an unbroken one would."""
     import numpy as np
+
+    return bool(np.random.default_rng([seed, step]).random() < share)
+
+
+def batch_loader(config: TrainConfig, tokenizer_dir: str, first_step: int):
+    """Batches first_step, first_step + 1, ... made by DataLoader workers (or inline with 0 workers)."""
+    import os
+
+    import torch
+
+    from .data import TaskBatches
+
+    batches = TaskBatches(tokenizer_dir, config.batch_size, seed=config.seed,
+                          weights=parse_weights(config.family_weights), corpus=config.corpus)
+    workers = config.workers if config.workers is not None else max(0, min(12, (os.cpu_count() or 1) - 2))
+    extra = dict(prefetch_factor=8, persistent_workers=True) if workers else {}
+    return torch.utils.data.DataLoader(batches, batch_size=None, sampler=range(first_step, 2**31 - 1),
+                                       num_workers=workers, pin_memory=torch.cuda.is_available(), **extra)
+
+
+def save_model(model, tokenizer, out: Path, save_dtype: str) -> None:
+    """The folder `from_pretrained` loads: weights in `save_dtype`, generation defaults, tokenizer.
+    Converts the model in place: call it last."""
+    import torch
+
+    from backends.random_model import set_generation_defaults
+
+    model.eval()
+    set_generation_defaults(model, tokenizer)
+    model.to(getattr(torch, save_dtype)).save_pretrained(out)
+    tokenizer.save_pretrained(out)
+
+
+def train(config: TrainConfig) -> Path:
     import torch
     import transformers
     from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
 
-    from backends.random_model import set_generation_defaults
     from backends.small_models import small_config
-    from .data import build_examples, collate
     from .objective import to_device
 
     out = Path(config.out)
@@ -147,76 +200,96 @@ def train(config: TrainConfig) -> Path:
         torch.backends.cuda.matmul.allow_tf32 = True
     tokenizer_dir = config.init_from or config.tokenizer  # a continued model keeps its own tokenizer
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
-
-    started = time.perf_counter()
-    examples = build_examples(tokenizer_dir, config.examples, seed=config.seed, workers=config.workers,
-                              weights=parse_weights(config.family_weights), corpus=config.corpus)
-    print(f"built {len(examples):,} examples from {config.examples:,} tasks in {time.perf_counter() - started:.0f} s",
-          flush=True)
+    state = torch.load(out / RESUME_FILE, map_location="cpu", weights_only=False) if config.resume else None
 
     if config.init_from:
         model = DiffusionGemmaForBlockDiffusion.from_pretrained(config.init_from, dtype=torch.float32)
     else:
         model = DiffusionGemmaForBlockDiffusion(small_config(len(tokenizer), config.preset))
+    if state:
+        model.load_state_dict(state["model"])
     model = model.to(device).train()
+    compiled = config.compile if config.compile is not None else device.type == "cuda"
+    if compiled:
+        compile_layers(model)
     print(f"model: {config.init_from or 'preset ' + config.preset}, {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters, "
-          f"vocab {len(tokenizer)}, device {device}", flush=True)
+          f"vocab {len(tokenizer)}, device {device}, {'compiled layers' if compiled else 'eager'}"
+          + (f", resumed at step {state['step']} of {state['total_steps']}" if state else ""), flush=True)
     optimizer = make_optimizer(model, config)
     generator = torch.Generator(device=device).manual_seed(config.seed)
-    order = np.random.default_rng(config.seed)
+    if state:
+        optimizer.load_state_dict(state["optimizer"])
+        generator.set_state(state["generator"])
 
-    total_steps, loop_start, timed_from = config.steps, time.perf_counter(), None
-    permutation, cursor = order.permutation(len(examples)), 0
-    log = (out / "train_log.jsonl").open("w")
-    step, window, tokens = 0, [], 0
-    while step < total_steps:
-        if cursor + config.batch_size > len(permutation):
-            permutation, cursor = order.permutation(len(examples)), 0
-        picked = [examples[i] for i in permutation[cursor: cursor + config.batch_size]]
-        cursor += config.batch_size
-        batch = to_device(collate(picked), device)
-
+    step = state["step"] if state else 0
+    total_steps = state["total_steps"] if state else config.steps
+    earlier_seconds = state["train_seconds"] if state else 0.0
+    segments = state["segments"] if state else []
+    loop_start, timed_from = time.perf_counter(), None
+    log = (out / "train_log.jsonl").open("a" if state else "w")
+    window, tokens, row = [], 0, None
+    device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    stopped_early = False
+    for numpy_batch in batch_loader(config, tokenizer_dir, step):
+        if step >= total_steps:
+            break
+        batch = to_device(numpy_batch, device)
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, total_steps, config)
-        self_condition = bool(order.random() < config.self_condition_share)
+        self_condition = self_condition_draw(config.seed, step, config.self_condition_share)
         window.append(train_step(model, optimizer, batch, config, self_condition=self_condition, generator=generator))
         tokens += batch["target"].numel() + batch["context_ids"].numel()
         step += 1
 
-        if config.minutes is not None and step == 20:
-            timed_from = (time.perf_counter(), step)  # the first steps include warm-up costs
+        if config.minutes is not None and not state and step == 20:
+            timed_from = (time.perf_counter(), step)  # the first steps include warm-up and compile costs
         if config.minutes is not None and timed_from and step == 120:
             per_step = (time.perf_counter() - timed_from[0]) / (step - timed_from[1])
             budget = config.minutes * 60 - (time.perf_counter() - loop_start)
             total_steps = min(config.steps, step + int(budget / per_step))
             print(f"{per_step * 1000:.0f} ms/step: {total_steps} steps fit in {config.minutes} min", flush=True)
 
+        elapsed = time.perf_counter() - loop_start
         if step % config.log_every == 0 or step == total_steps:
-            elapsed = time.perf_counter() - loop_start
             row = {k: round(float(torch.stack([s[k] for s in window]).mean()), 4) for k in window[0]}
-            row.update(step=step, lr=round(optimizer.param_groups[0]["lr"], 6), elapsed_s=round(elapsed, 1),
+            row.update(step=step, lr=round(optimizer.param_groups[0]["lr"], 6), elapsed_s=round(earlier_seconds + elapsed, 1),
                        tokens_per_s=round(tokens / elapsed))
             print(json.dumps(row), flush=True)
             log.write(json.dumps(row) + "\n")
+            log.flush()
             window = []
+        if config.stop_after_minutes is not None and elapsed > config.stop_after_minutes * 60 and step < total_steps:
+            stopped_early = True
+            break
     log.close()
     train_seconds = time.perf_counter() - loop_start
+    segments = [*segments, {"steps": step - (state["step"] if state else 0), "seconds": round(train_seconds, 1),
+                            "device": device_name}]
 
-    model.eval()
-    set_generation_defaults(model, tokenizer)
-    model.to(getattr(torch, config.save_dtype)).save_pretrained(out)
-    tokenizer.save_pretrained(out)
+    if stopped_early:  # everything a resumed process needs, in float32, before the model is converted
+        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "generator": generator.get_state(),
+                    "step": step, "total_steps": total_steps, "train_seconds": earlier_seconds + train_seconds,
+                    "segments": segments}, out / RESUME_FILE)
+    save_model(model, tokenizer, out, config.save_dtype)
     summary = {
         "config": dataclasses.asdict(config),
         "steps": step,
-        "train_seconds": round(train_seconds, 1),
+        "total_steps": total_steps,
+        "finished": not stopped_early,
+        "train_seconds": round(earlier_seconds + train_seconds, 1),
+        "segments": segments,
         "final": row,
-        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "device": device_name,
         "torch": torch.__version__,
         "transformers": transformers.__version__,
     }
     (out / "training_summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    print(f"saved {out} after {step} steps in {train_seconds / 60:.1f} min", flush=True)
+    if stopped_early:
+        print(f"stopped at step {step} of {total_steps} after {train_seconds / 60:.1f} min: `--resume` goes on "
+              f"(the model so far is saved in {out})", flush=True)
+    else:
+        (out / RESUME_FILE).unlink(missing_ok=True)
+        print(f"saved {out} after {step} steps in {(earlier_seconds + train_seconds) / 60:.1f} min", flush=True)
     return out
 
 
@@ -224,8 +297,12 @@ def parse_args(argv=None) -> TrainConfig:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     defaults = TrainConfig()
     for f in dataclasses.fields(TrainConfig):
+        flag = "--" + f.name.replace("_", "-")
+        if f.type.startswith("bool"):
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=getattr(defaults, f.name))
+            continue
         kind = {"int": int, "float": float}.get(f.type.split()[0], str)  # "float | None" -> float
-        parser.add_argument("--" + f.name.replace("_", "-"), type=kind, default=getattr(defaults, f.name))
+        parser.add_argument(flag, type=kind, default=getattr(defaults, f.name))
     args = parser.parse_args(argv)
     config = TrainConfig(**vars(args))
     if config.preset not in PRESETS:
@@ -242,7 +319,11 @@ def parse_args(argv=None) -> TrainConfig:
         parser.error("--self-correction is a share of positions: between 0 and 1")
     if config.self_correction_max_entropy is not None and config.self_correction_max_entropy <= 0:
         parser.error("--self-correction-max-entropy must be above 0 (nats)")
-    for name in ("examples", "steps", "batch_size"):
+    if config.resume and not (Path(config.out) / RESUME_FILE).is_file():
+        parser.error(f"--resume: no {RESUME_FILE} in {config.out} (it is written by --stop-after-minutes)")
+    if config.stop_after_minutes is not None and config.stop_after_minutes <= 0:
+        parser.error("--stop-after-minutes must be above 0")
+    for name in ("steps", "batch_size"):
         if getattr(config, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
     return config
