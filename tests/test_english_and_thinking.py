@@ -7,6 +7,7 @@ import random
 import pytest
 
 from prompts.tasks import ENGLISH_FAMILIES, GENERATORS, check_task
+from prompts.tasks import question_bank as qb
 from prompts.tasks.open_english import EXTRA_SUBJECTS
 from prompts.tasks.subjects import SUBJECTS
 from prompts.tasks.thinking import CHANNEL_CLOSE, THOUGHT_HEADER, split_thought
@@ -16,16 +17,44 @@ from training.tokenizer import CHANNEL_CLOSE_ID, CHANNEL_OPEN_ID, THINK_ID
 TOKENIZER = "assets/tokenizer"
 ALL_SUBJECTS = sorted({s.split(" ", 1)[-1] if s.startswith(("a ", "an ", "the ")) else s
                        for table in (*SUBJECTS.values(), *EXTRA_SUBJECTS.values()) for s in table})
+# What a prompt of each family can ask about: table subjects, scenes, verb phrases and the like.
+_SCENES = {f"{w} {t}" for w in qb.SCENE_WEATHER for t in qb.SCENE_TIMES}
+ASKABLE = {"describe": {*ALL_SUBJECTS, *_SCENES}, "explain": set(ALL_SUBJECTS), "poem": set(ALL_SUBJECTS),
+           "why": {*ALL_SUBJECTS, *qb.PEOPLE_DO}, "how": {*ALL_SUBJECTS, *qb.PEOPLE_LEARN},
+           "tips": set(qb.TIP_SUBJECTS), "good": {*qb.GOOD, "chair", "map", "plan", "tool", "bag", "day"},
+           "favorite": set(qb.FAVORITES)}
 
 
 @pytest.mark.parametrize("family", ENGLISH_FAMILIES)
-def test_english_answers_name_the_subject_asked_about(family):
+def test_english_answers_are_short_sentences_that_carry_what_was_asked(family):
     rng = random.Random(0)
-    for _ in range(100):
+    for _ in range(150):
         task = GENERATORS[family](rng)
-        asked = [s for s in ALL_SUBJECTS if f" {s}" in f" {task.prompt.lower()}"]
-        assert asked and task.response[-1] in ".!?"
-        assert any(s[:5] in task.response.lower() for s in asked), (task.prompt, task.response)  # "volca"no(es)
+        assert task.response[-1] in ".!?" and len(task.response.split()) <= 80, task.response
+        if family == "suggest":  # "What should I read next?": named ideas, not the question's words
+            assert sum(idea in task.response for ideas in qb.SUGGESTIONS.values() for idea in ideas) >= 2
+            continue
+        prompt = f" {task.prompt.lower()}"  # the subject slot comes after the frame's own words ("poetry about a jungle")
+        asked = max((s for s in ASKABLE[family] if f" {s}" in prompt), key=lambda s: (prompt.rfind(f" {s}") + len(s), len(s)))
+        asked = asked.replace(" my ", " your ")  # "How do I tidy my room?" -> "To tidy your room, ..."
+        assert asked[:5] in task.response.lower(), (task.prompt, task.response)  # "volca"no(es)
+
+
+def test_subject_words_agree_with_the_subject():
+    rng = random.Random(3)
+    for _ in range(300):
+        task = GENERATORS["why"](rng)
+        assert " is are " not in task.response and "they is" not in task.response.lower()
+        assert not any(f"{p} are important" in task.response for p in ("Sleep", "Music", "A clock", "Time"))
+    from prompts.tasks.open_english import Subject, _fill
+
+    said = {text: _fill("{X} {be} important, and {it} {has} {its} place.", Subject(text, kind, None))
+            for text, kind in (("dogs", "animal"), ("sleep", "idea"), ("a clock", "thing"), ("the mountains", "place"),
+                               ("chess", "activity"), ("glass", "thing"))}
+    assert said["dogs"] == "Dogs are important, and they have their place."
+    assert said["the mountains"].startswith("The mountains are")
+    assert all(said[t].startswith(t[0].upper() + t[1:] + " is important, and it has its") for t in ("sleep", "a clock",
+                                                                                                  "chess", "glass"))
 
 
 def test_rest_markup_is_reduced_to_text():
@@ -82,3 +111,29 @@ def test_builtin_guide_names_every_family_with_examples_outside_the_eval_set():
     assert all(f.title in text and f.examples for f in GUIDE)
     assert all(e in text for f in GUIDE for e in f.examples)
     assert not {e for f in GUIDE for e in f.examples} & eval_prompts()
+
+
+def test_wordnet_records_keep_common_nouns_with_plain_definitions(tmp_path):
+    from training.wordnet import build_records, wordnet_tasks
+
+    (tmp_path / "cntlist.rev").write_text("library%1:06:00:: 1 9\nsleep%1:26:00:: 1 7\nrare%1:06:00:: 1 1\n"
+                                          "philadelphia%1:15:00:: 1 5\ntrunks%1:06:00:: 1 4\n")
+    (tmp_path / "index.noun").write_text(
+        "  1 This software and database is being provided\n"
+        "library n 2 1 @ 2 1 00000001 00000009\nsleep n 1 1 @ 1 1 00000002\nrare n 1 1 @ 1 1 00000003\n"
+        "philadelphia n 1 1 @ 1 1 00000004\ntrunks n 1 1 @ 1 1 00000005\n")
+    (tmp_path / "data.noun").write_text(
+        "00000001 06 n 02 library 0 depository_library 0 000 | a room where books are kept; \"they had brought their"
+        " books\"\n"
+        "00000002 26 n 01 sleep 0 000 | a natural and periodic state of rest during which consciousness is suspended\n"
+        "00000003 06 n 01 rare 0 000 | something rare\n"
+        "00000004 15 n 01 Philadelphia 0 000 | largest city in Pennsylvania\n"
+        "00000005 06 n 01 trunks 0 000 | shorts worn by swimmers\n")
+    records = build_records(tmp_path)
+    assert records == [
+        {"word": "library", "kind": "thing", "text": "A library is a room where books are kept."},
+        {"word": "sleep", "kind": "idea",
+         "text": "Sleep is a natural and periodic state of rest during which consciousness is suspended."}]
+    tasks = wordnet_tasks(records, 40, seed=0)
+    assert all(t.response.startswith(("A library is", "Sleep is")) for t in tasks)
+    assert any("library" in t.prompt for t in tasks) and any("sleep" in t.prompt.lower() for t in tasks)

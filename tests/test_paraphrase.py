@@ -76,3 +76,36 @@ def test_eval_prompts_are_held_out_and_never_in_the_training_stream():
     rng = random.Random(0)
     generated = {GENERATORS[f](rng).prompt for f in PARAPHRASE_FAMILIES for _ in range(20_000)}
     assert generated & eval_prompts == set()
+
+
+def test_json_keys_are_open_so_the_model_must_copy_them():
+    """Half the keys come from open word pools or are made up: no list is short enough to memorise,
+    and a key seen once is the usual case."""
+    from collections import Counter
+
+    from prompts.tasks.paraphrase import JSON_KEYS
+
+    rng = random.Random(4)
+    keys = Counter(k for _ in range(1000) for k in GENERATORS["json_paraphrase"](rng).answer["required"])
+    listed = {k for table in JSON_KEYS.values() for k in table}
+    assert len(keys) > 1000 and sum(n == 1 for n in keys.values()) > 700
+    assert sum(n for k, n in keys.items() if k not in listed) > 0.4 * sum(keys.values())
+    assert any("_" not in k and k.isalpha() and k not in listed for k in keys)  # made-up words too
+
+
+def test_json_types_are_asked_for_in_many_spellings_and_followed():
+    rng = random.Random(6)
+    spellings = {"true/false", "a decimal number", "whole number", "list[str]", "float"}
+    seen = set()
+    for _ in range(1500):
+        task = GENERATORS["json_paraphrase"](rng)
+        seen |= {s for s in spellings if s in task.prompt}
+        assert check_task(task, task.response)
+    assert seen == spellings
+
+
+def test_word_problems_agree_with_their_subject():
+    rng = random.Random(7)
+    prompts = [GENERATORS["math_paraphrase"](rng).prompt for _ in range(3000)]
+    assert not any(bad in p for p in prompts for bad in ("I has", "We has", "I splits", "I fills", "we shares"))
+    assert any(p.startswith(("I have", "We have")) or " I have " in p for p in prompts)

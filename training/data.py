@@ -7,15 +7,12 @@ The response ends with `<turn|>` (id 106); `collate` fills the rest of the canva
 (id 1), as the real model's canvases end.
 
     tokenizer = build_tokenizer(seed=0)                         # BPE trained on the task mix
-    examples = build_examples(tokenizer_dir, 100_000, seed=1)   # deterministic from the seed
-    batch = collate(examples[:64])                              # padded numpy arrays
+    batch = TaskBatches(tokenizer_dir, 256, seed=1)[0]          # batch 0 of a run: collated numpy arrays
 """
 
 from __future__ import annotations
 
 import math
-import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,41 +24,47 @@ from prompts.tasks import FAMILIES, TEMPLATE_FAMILIES, Task, sample_tasks
 
 from .tokenizer import END_TURN_ID, EOS_ID, PAD_ID, train_tokenizer
 
-# How often each family appears in the training mix (1 = average); the scored families get more.
-# The first stage's task mix (families left out weigh 1, "docs" is the Python-documentation corpus).
-BASE_FAMILY_WEIGHTS = {"math": 2.5, "acrostic": 2.5, "json": 2.0, "doctest_function": 1.25, "open": 0.75, "story": 0.75}
-# The visitor-phrasing fine-tune (issue 14): paraphrases, open-ended English, the docs corpus and
-# think-then-answer, with the template families kept in so their scores hold.
+# How often each family appears in the training mix (1 = average, families left out weigh 1); two
+# corpora join the generated families: "docs" (Python's glossary and FAQ, training/corpus.py) and
+# "wordnet" (everyday definitions, training/wordnet.py).
+DOCS, WORDNET = "docs", "wordnet"
+CORPORA = (DOCS, WORDNET)
+# The shipped model's mix (issue 14, trained from scratch in one run): the visitor phrasings carry
+# most weight, the template families keep enough to hold their scores and the six demos, and the
+# English question shapes, WordNet and the docs teach short, fluent answers to everything else.
 FAMILY_WEIGHTS = {
+    "math": 2.0, "acrostic": 1.5, "json": 2.0, "doctest_function": 1.0, "sentences": 1.0, "fact_list": 1.0,
+    "story": 0.8, "haiku": 0.8, "code_function": 0.4, "code_task": 0.6, "factual": 0.6, "open": 0.4,
+    "json_paraphrase": 6.0, "math_paraphrase": 5.0, "acrostic_paraphrase": 3.0,
+    "describe": 1.5, "explain": 1.0, "poem": 1.0, "why": 1.0, "how": 1.0, "tips": 0.6, "good": 0.5, "favorite": 0.4,
+    "suggest": 0.4, WORDNET: 2.0, DOCS: 0.6, "thinking": 0.6,
+}
+# Earlier mixes, named so `--family-weights NAME` repeats them (README, "Earlier recipes").
+BASE_FAMILY_WEIGHTS = {"math": 2.5, "acrostic": 2.5, "json": 2.0, "doctest_function": 1.25, "open": 0.75, "story": 0.75}
+VISITOR_1_FAMILY_WEIGHTS = {
     "math": 2.0, "acrostic": 1.5, "json": 2.0, "json_paraphrase": 5.0, "math_paraphrase": 4.0,
-    "acrostic_paraphrase": 4.0, "describe": 1.5, "explain": 1.0, "poem": 1.5, "docs": 1.0, "thinking": 0.75,
+    "acrostic_paraphrase": 4.0, "describe": 1.5, "explain": 1.0, "poem": 1.5, DOCS: 1.0, "thinking": 0.75,
     "sentences": 0.4, "doctest_function": 0.5, "fact_list": 0.4, "story": 0.4, "haiku": 0.4, "code_function": 0.3,
     "code_task": 0.5, "factual": 0.5, "open": 0.4,
 }
-DOCS = "docs"  # the corpus's name in a weights table
-# The mix the shipped tokenizer was trained on (kept apart so the tokenizer rebuilds byte for byte).
-TOKENIZER_FAMILY_WEIGHTS = {"math": 2.0, "acrostic": 1.5, "json": 1.5, "doctest_function": 1.25}
-TOKENIZER_TEXTS = 40_000  # tasks the BPE is trained on
-
-# Tried for issue 14, not shipped (README, "One mix from scratch"): one 18.5-minute run from scratch
-# on this mix, with a tokenizer trained on every generated family (`build_tokenizer(mix="all",
-# whole_numbers=200)`).  Named so `--family-weights one-mix` repeats it.
 ONE_MIX_FAMILY_WEIGHTS = {
     "math": 2.0, "acrostic": 1.5, "json": 2.5, "json_paraphrase": 5.0, "math_paraphrase": 4.5,
-    "acrostic_paraphrase": 3.0, "describe": 2.0, "explain": 1.75, "poem": 1.5, "docs": 0.4, "thinking": 0.75,
+    "acrostic_paraphrase": 3.0, "describe": 2.0, "explain": 1.75, "poem": 1.5, DOCS: 0.4, "thinking": 0.75,
     "sentences": 0.5, "doctest_function": 0.6, "fact_list": 0.5, "story": 0.5, "haiku": 0.5, "code_function": 0.35,
     "code_task": 0.5, "factual": 0.5, "open": 0.4,
 }
-NAMED_MIXES = {"base": BASE_FAMILY_WEIGHTS, "visitor": FAMILY_WEIGHTS, "one-mix": ONE_MIX_FAMILY_WEIGHTS}
-# The tokenizer's training texts: the shipped one's ("template") or every generated family ("all";
-# not the corpus, which CI does not have).
+NAMED_MIXES = {"shipped": FAMILY_WEIGHTS, "base": BASE_FAMILY_WEIGHTS, "visitor": VISITOR_1_FAMILY_WEIGHTS,
+               "one-mix": ONE_MIX_FAMILY_WEIGHTS}
+# The tokenizer's training texts: the first tokenizer's template families ("template"), or every
+# generated family ("all", the shipped one; not the corpora, which CI does not have).
+TOKENIZER_FAMILY_WEIGHTS = {"math": 2.0, "acrostic": 1.5, "json": 1.5, "doctest_function": 1.25}
+TOKENIZER_TEXTS = 60_000  # tasks the BPE is trained on
 TOKENIZER_MIXES = {
     "template": (TEMPLATE_FAMILIES, TOKENIZER_FAMILY_WEIGHTS),
-    "all": (FAMILIES, {**TOKENIZER_FAMILY_WEIGHTS, "json_paraphrase": 1.5, "math_paraphrase": 1.5,
-                       "acrostic_paraphrase": 1.5, "describe": 1.5, "explain": 1.5, "poem": 1.5}),
+    "all": (FAMILIES, {**TOKENIZER_FAMILY_WEIGHTS, "json_paraphrase": 2.0, "math_paraphrase": 1.5,
+                       "acrostic_paraphrase": 1.5, "describe": 1.5, "explain": 1.5, "poem": 1.5, "why": 1.5, "how": 1.5}),
 }
-VOCAB_SIZE = 3072  # small: the sampler draws 256 x vocab every step on the CPU
-_CHUNK = 5_000  # tasks per worker job when building examples
+VOCAB_SIZE = 4096  # small: the sampler draws 256 x vocab every step on the CPU (3,072 before issue 14)
 
 
 @dataclass(frozen=True)
@@ -72,14 +75,15 @@ class Example:
 
 def build_tokenizer(
     *, seed: int = 0, count: int = TOKENIZER_TEXTS, vocab_size: int = VOCAB_SIZE, isolate_capitals: bool = True,
-    mix: str = "template", whole_numbers: int = 0,
+    mix: str = "all", whole_numbers: int = 200,
 ):
     """Train the byte-level BPE on prompts and responses of the training mix (and the demo prompts).
 
-    With `whole_numbers`, every number below it is made frequent enough to become one token (with and
-    without a space before), so the parallel sampler writes an arithmetic answer as one token.  (Tried
-    too: one token per digit, as Gemma's tokenizer has; the sampler then commits a sum's digits in the
-    same step, each on its own, and template arithmetic fell from 100% to 24% in a 16.6-minute run.)
+    With `whole_numbers` (the shipped tokenizer: 200), every number below it is made frequent enough to
+    become one token (with and without a space before), so the parallel sampler writes an arithmetic
+    answer as one token.  (Tried too: one token per digit, as Gemma's tokenizer has; the sampler then
+    commits a sum's digits in the same step, each on its own, and template arithmetic fell from 100%
+    to 24% in a 16.6-minute run.)
     """
     families, weights = TOKENIZER_MIXES[mix]
     tasks = sample_tasks(count, seed=seed, weights=weights, families=families)
@@ -120,17 +124,22 @@ def encode_tasks(tokenizer, tasks: list[Task], *, canvas_length: int = CANVAS_LE
     return examples
 
 
-def training_tasks(count: int, *, seed: int, weights: dict[str, float], corpus: str | None = None) -> list[Task]:
-    """`count` training tasks mixed by `weights`; the "docs" share comes from the documentation corpus."""
-    docs_weight = weights.get(DOCS, 0.0)
+def training_tasks(count: int, *, seed: int, weights: dict[str, float], corpus: str | None = None,
+                   wordnet: str | None = None) -> list[Task]:
+    """`count` training tasks mixed by `weights`; the corpora's shares come from their record files
+    (`corpus`: the Python documentation, `wordnet`: WordNet's definitions; built when missing)."""
     families = [f for f in FAMILIES if weights.get(f, 1.0) > 0]
-    total = docs_weight + sum(weights.get(f, 1.0) for f in families)
-    n_docs = round(count * docs_weight / total)
-    tasks = sample_tasks(count - n_docs, seed=seed, weights=weights, families=families)
-    if n_docs:
+    total = sum(weights.get(c, 0.0) for c in CORPORA) + sum(weights.get(f, 1.0) for f in families)
+    counts = {c: round(count * weights.get(c, 0.0) / total) for c in CORPORA}
+    tasks = sample_tasks(count - sum(counts.values()), seed=seed, weights=weights, families=families)
+    if counts[DOCS]:
         from .corpus import DEFAULT_CORPUS, corpus_tasks, load_corpus
 
-        tasks += corpus_tasks(load_corpus(corpus or str(DEFAULT_CORPUS)), n_docs, seed=seed)
+        tasks += corpus_tasks(load_corpus(corpus or str(DEFAULT_CORPUS)), counts[DOCS], seed=seed)
+    if counts[WORDNET]:
+        from .wordnet import DEFAULT_RECORDS, load_records, wordnet_tasks
+
+        tasks += wordnet_tasks(load_records(wordnet or str(DEFAULT_RECORDS)), counts[WORDNET], seed=seed)
     return tasks
 
 
@@ -145,17 +154,19 @@ class TaskBatches:
     """
 
     def __init__(self, tokenizer_dir: str | Path, batch_size: int, *, seed: int, weights: dict[str, float] | None = None,
-                 corpus: str | None = None, canvas_length: int = CANVAS_LENGTH, steps: int | None = None):
+                 corpus: str | None = None, wordnet: str | None = None, canvas_length: int = CANVAS_LENGTH,
+                 steps: int | None = None):
         self.tokenizer_dir, self.batch_size, self.seed = str(tokenizer_dir), batch_size, seed
         self.weights = FAMILY_WEIGHTS if weights is None else weights
-        self.corpus, self.canvas_length, self.steps = corpus, canvas_length, steps
+        self.corpus, self.wordnet, self.canvas_length, self.steps = corpus, wordnet, canvas_length, steps
         self._tokenizer = None  # loaded in the process that makes the batches
 
     def __len__(self) -> int:
         return self.steps if self.steps is not None else 2**31 - 1
 
     def tasks(self, i: int) -> list[Task]:
-        return training_tasks(self.batch_size, seed=self.seed * 1_000_003 + i, weights=self.weights, corpus=self.corpus)
+        return training_tasks(self.batch_size, seed=self.seed * 1_000_003 + i, weights=self.weights, corpus=self.corpus,
+                              wordnet=self.wordnet)
 
     def __getitem__(self, i: int) -> dict[str, np.ndarray]:
         if self._tokenizer is None:
@@ -164,34 +175,6 @@ class TaskBatches:
             self._tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_dir)
         examples = encode_tasks(self._tokenizer, self.tasks(i), canvas_length=self.canvas_length)
         return collate(examples[: self.batch_size], canvas_length=self.canvas_length)  # a long answer's later blocks may fall off
-
-
-def _encode_chunk(job) -> list[Example]:
-    tokenizer_dir, count, seed, canvas_length, weights, corpus = job
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
-    tasks = training_tasks(count, seed=seed, weights=weights, corpus=corpus)
-    return encode_tasks(tokenizer, tasks, canvas_length=canvas_length)
-
-
-def build_examples(
-    tokenizer_dir: str | Path, count: int, *, seed: int, canvas_length: int = CANVAS_LENGTH, workers: int | None = None,
-    weights: dict[str, float] | None = None, corpus: str | None = None,
-) -> list[Example]:
-    """`count` training tasks encoded as examples; chunk i is drawn with seed (seed, i), so the result
-    does not depend on the number of workers.  `weights` overrides FAMILY_WEIGHTS (family -> weight)."""
-    jobs = []
-    for i, start in enumerate(range(0, count, _CHUNK)):
-        jobs.append((str(tokenizer_dir), min(_CHUNK, count - start), seed * 100_003 + i, canvas_length,
-                     FAMILY_WEIGHTS if weights is None else weights, corpus))
-    workers = workers or min(len(jobs), os.cpu_count() or 1)
-    if workers <= 1:
-        chunks = [_encode_chunk(job) for job in jobs]
-    else:
-        with ProcessPoolExecutor(workers) as pool:
-            chunks = list(pool.map(_encode_chunk, jobs))
-    return [example for chunk in chunks for example in chunk]
 
 
 def collate(examples: list[Example], *, canvas_length: int = CANVAS_LENGTH) -> dict[str, np.ndarray]:

@@ -6,7 +6,7 @@ Prints the template score and the paraphrase score side by side (JSON, arithmeti
 held-out template prompts against the separately written visitor set of
 prompts/tasks/paraphrase_eval.py), then the targets (valid JSON, acrostic initials, arithmetic,
 doctests, EOS), every family, the demo prompts' denoising (steps, tokens per step, tau_b) and,
-with --off-family, answers to 20 prompts outside every family.
+with --off-family, answers to two samples of 20 prompts outside the families.
 
     python -m training.evaluate                                   # the shipped model, CPU
     python -m training.evaluate --families json math acrostic --paraphrases 60 --off-family
@@ -85,7 +85,7 @@ def _run_item(item: dict) -> dict:
 def evaluation_items(families, per_family: int, *, demo_seeds: int, seed: int, paraphrases: int = 0,
                      off_family: bool = False) -> list[dict]:
     from prompts.demos import DEMO_NAMES
-    from prompts.tasks.paraphrase_eval import OFF_FAMILY_PROMPTS, SCORED_AS, paraphrase_eval_set
+    from prompts.tasks.paraphrase_eval import OFF_FAMILY_PROMPTS, OFF_FAMILY_PROMPTS_NEW, SCORED_AS, paraphrase_eval_set
     from prompts.tasks import heldout_tasks
     from prompts.tasks.demo_families import demo_task
 
@@ -96,8 +96,9 @@ def evaluation_items(families, per_family: int, *, demo_seeds: int, seed: int, p
             items.append({"kind": "paraphrase", "family": task.family, "scored_as": SCORED_AS[task.family],
                           "id": f"{task.family}-{i:03d}", "prompt": task.prompt, "answer": task.answer, "seed": seed})
     if off_family:
-        for i, prompt in enumerate(OFF_FAMILY_PROMPTS):
-            items.append({"kind": "off_family", "family": "off_family", "id": f"off-{i:02d}", "prompt": prompt,
+        for i, prompt in enumerate((*OFF_FAMILY_PROMPTS, *OFF_FAMILY_PROMPTS_NEW)):
+            sample = "off_family" if i < len(OFF_FAMILY_PROMPTS) else "off_family_new"
+            items.append({"kind": "off_family", "family": sample, "id": f"off-{i:02d}", "prompt": prompt,
                           "answer": None, "seed": seed})
     for family in families:
         count = per_family if family in scored else max(1, math.ceil(per_family * OTHER_FAMILY_SHARE))
@@ -204,7 +205,8 @@ def summarize(results: list[dict]) -> dict:
             side_by_side.append({"family": family, "template_n": len(template), "template": _share(r["ok"] for r in template),
                                  "template_target": SCORED_TARGETS.get(family), "paraphrase_n": len(visitor),
                                  "paraphrase": _share(r["ok"] for r in visitor), "paraphrase_target": target})
-    off_family = [{"prompt": r["prompt"], "response": r["response"]} for r in results if r["kind"] == "off_family"]
+    off_family = [{"sample": r["family"], "prompt": r["prompt"], "response": r["response"]}
+                  for r in results if r["kind"] == "off_family"]
     demos = [{k: r[k] for k in ("id", "seed", "ok", "eos", "steps_used", "content_tokens", "tokens_per_step",
                                 "max_new_per_step", "steps_with_new", "tau_b", "remasked", "wall_time_s")}
              for r in results if r["kind"] == "demo"]
@@ -251,10 +253,14 @@ def format_report(summary: dict) -> str:
                          f"{'yes' if d['eos'] else 'no':>4s} {d['steps_used'] or 0:5d} {d['content_tokens'] or 0:6d} "
                          f"{_num(d['tokens_per_step'], '{:8.1f}')} {d['max_new_per_step'] or 0:8d} "
                          f"{_num(d['tau_b'])} {d['remasked'] or 0:6d} {d['wall_time_s']:5.1f}")
-    if summary.get("off_family"):
-        lines += ["", "off-family prompts (answers as generated):"]
-        for row in summary["off_family"]:
-            lines.append(f"  Q: {row['prompt']}\n  A: {' '.join(row['response'].split())}")
+    titles = {"off_family": "off-family prompts, the first sample (answers as generated):",
+              "off_family_new": "off-family prompts, the second sample, written after the English families "
+                                "(answers as generated):"}
+    for sample, title in titles.items():
+        rows = [row for row in summary.get("off_family", ()) if row.get("sample", "off_family") == sample]
+        if rows:
+            lines += ["", title]
+            lines += [f"  Q: {row['prompt']}\n  A: {' '.join(row['response'].split())}" for row in rows]
     return "\n".join(lines)
 
 
@@ -270,7 +276,7 @@ def main(argv=None) -> None:
     parser.add_argument("--demo-seeds", type=int, default=3, help="seeds per demo prompt (0: skip the demos)")
     parser.add_argument("--paraphrases", type=int, default=60,
                         help="visitor-phrased items per scored family (prompts/tasks/paraphrase_eval.py; 0: skip)")
-    parser.add_argument("--off-family", action="store_true", help="also print answers to 20 prompts outside the families")
+    parser.add_argument("--off-family", action="store_true", help="also print answers to 40 prompts outside the families")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", help="cpu (the shipped experience, float32) or cuda")
     parser.add_argument("--workers", type=int, default=1, help="processes, each with its own copy of the model")

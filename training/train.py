@@ -65,6 +65,7 @@ class TrainConfig:
     init_from: str | None = None  # continue from a saved model folder (its weights and its tokenizer)
     family_weights: str | None = None  # "math=3,json=3" or a named mix: the task mix (default: data.FAMILY_WEIGHTS)
     corpus: str | None = None  # the "docs" corpus file (default: runs/corpus/python_docs.jsonl, built if missing)
+    wordnet: str | None = None  # the "wordnet" definitions file (default: runs/corpus/wordnet.jsonl, built if missing)
     compile: bool | None = None  # torch.compile every layer (default: on CUDA)
     stop_after_minutes: float | None = None  # end this process after this much training, resumable
     resume: bool = False  # go on with the run that --stop-after-minutes saved in --out
@@ -84,12 +85,12 @@ def parse_weights(text: str | None) -> dict[str, float] | None:
         return None
     from prompts.tasks import FAMILIES
 
-    from .data import DOCS, NAMED_MIXES
+    from .data import CORPORA, NAMED_MIXES
 
     if text.strip() in NAMED_MIXES:
         return dict(NAMED_MIXES[text.strip()])
 
-    known = (*FAMILIES, DOCS)
+    known = (*FAMILIES, *CORPORA)
     weights = {}
     for part in text.split(","):
         name, _, value = part.partition("=")
@@ -164,7 +165,7 @@ def batch_loader(config: TrainConfig, tokenizer_dir: str, first_step: int):
     from .data import TaskBatches
 
     batches = TaskBatches(tokenizer_dir, config.batch_size, seed=config.seed,
-                          weights=parse_weights(config.family_weights), corpus=config.corpus)
+                          weights=parse_weights(config.family_weights), corpus=config.corpus, wordnet=config.wordnet)
     workers = config.workers if config.workers is not None else max(0, min(12, (os.cpu_count() or 1) - 2))
     extra = dict(prefetch_factor=8, persistent_workers=True) if workers else {}
     return torch.utils.data.DataLoader(batches, batch_size=None, sampler=range(first_step, 2**31 - 1),

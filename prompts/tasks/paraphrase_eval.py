@@ -180,6 +180,33 @@ OFF_FAMILY_PROMPTS = (
     "Why is sleep important?",
 )
 
+# A second sample of 20, written on 2026-11-24 after the English families of issue 14 were fixed (why,
+# how, tips, what makes a good X, favourites, suggestions, WordNet definitions) and before the model
+# trained on them was run: the first sample's shapes ("Why is sleep important?", "What makes a good
+# friend?") are now families of their own, so these ask in shapes and about subjects no family has.
+OFF_FAMILY_PROMPTS_NEW = (
+    "Compare cats and dogs as pets.",
+    "Tell me a bedtime story about a dragon.",
+    "What would you do with a free afternoon?",
+    "Write a thank-you note to a teacher.",
+    "What is it like to live on a boat?",
+    "Explain the rules of tennis.",
+    "Write a short letter to a friend about your summer.",
+    "What do you think about rainy days?",
+    "Give me three reasons to learn history.",
+    "How are mountains formed?",
+    "Describe the smell of fresh bread.",
+    "What is the difference between weather and climate?",
+    "Tell me a fun fact about the moon.",
+    "Write a product description for a red umbrella.",
+    "What happens when water boils?",
+    "Invent a name for a new ice cream flavor and describe it.",
+    "How would you describe the color blue to someone?",
+    "Write two sentences about a lighthouse keeper.",
+    "What makes the ocean salty?",
+    "Say something kind to someone who had a bad day.",
+)
+
 _MAKERS = {"json_paraphrase": _json_item, "math_paraphrase": _math_item, "acrostic_paraphrase": _acrostic_item}
 FAMILIES = tuple(_MAKERS)
 SCORED_AS = {"json_paraphrase": "json", "math_paraphrase": "math", "acrostic_paraphrase": "acrostic"}
@@ -206,4 +233,5 @@ def paraphrase_eval_set(per_family: int = PER_FAMILY) -> list[Task]:
 
 def eval_prompts() -> frozenset[str]:
     """Every prompt that must stay out of training: the scored set and the off-family sample."""
-    return frozenset(task.prompt for task in _eval_set(PER_FAMILY)) | frozenset(OFF_FAMILY_PROMPTS)
+    return (frozenset(task.prompt for task in _eval_set(PER_FAMILY)) | frozenset(OFF_FAMILY_PROMPTS)
+            | frozenset(OFF_FAMILY_PROMPTS_NEW))

@@ -1,6 +1,7 @@
 """Everyday subjects for the open-ended English families: one plain, true sentence about each.
 
-Written for this project.  Each subject has a kind (animal, place, nature, thing, food, idea);
+Written for this project.  Each subject has a kind (animal, place, nature, thing, food, idea,
+person, activity);
 the kind picks the sentence frames and poem lines that fit it, so a subject missing here is
 still answered in its kind's words (the model learns to carry the asked subject into them).
 """
@@ -117,6 +118,45 @@ SUBJECTS = {
         "learning": "Learning is gaining new knowledge or skills through study, practice or experience.",
         "machine learning": "Machine learning is a way of building computer programs that improve by learning from examples.",
     },
+    "person": {
+        "a teacher": "A teacher is a person who helps others learn, in a classroom or anywhere else.",
+        "a doctor": "A doctor is a person trained to find out what makes people ill and to help them get better.",
+        "a firefighter": "A firefighter is a person who puts out fires and rescues people in danger.",
+        "a farmer": "A farmer is a person who grows crops or raises animals for food.",
+        "a nurse": "A nurse is a person who cares for sick and injured people, often in a hospital.",
+        "an astronaut": "An astronaut is a person trained to travel and work in space.",
+        "a chef": "A chef is a trained cook who prepares meals, often in a restaurant kitchen.",
+        "a pilot": "A pilot is a person who flies an airplane or a helicopter.",
+        "a scientist": "A scientist is a person who studies the world through careful observation and experiments.",
+        "an artist": "An artist is a person who makes paintings, music, stories or other works of art.",
+        "a neighbor": "A neighbor is a person who lives next door or close by.",
+        "a librarian": "A librarian is a person who looks after a library and helps people find books and information.",
+        "a musician": "A musician is a person who plays an instrument, sings or writes music.",
+        "an engineer": "An engineer is a person who designs and builds machines, bridges, roads or software.",
+        "a coach": "A coach is a person who trains players or a team and helps them improve.",
+        "a leader": "A leader is a person who guides a group and helps it reach a shared goal.",
+        "a parent": "A parent is a mother or father who raises and cares for a child.",
+    },
+    "activity": {
+        "swimming": "Swimming is moving through water using your arms and legs.",
+        "cycling": "Cycling is riding a bicycle, for fun, for exercise or to get from place to place.",
+        "running": "Running is moving quickly on foot, faster than walking.",
+        "painting": "Painting is making pictures with paint and brushes on paper, canvas or walls.",
+        "camping": "Camping is staying outdoors for a night or more, usually in a tent.",
+        "fishing": "Fishing is trying to catch fish, with a rod and line or with a net.",
+        "dancing": "Dancing is moving the body in rhythm to music.",
+        "hiking": "Hiking is taking a long walk in the countryside or the mountains.",
+        "baking": "Baking is cooking food such as bread and cakes with dry heat in an oven.",
+        "a first day at work": "A first day at work is the day a new worker meets the team and learns how things are done.",
+        "a picnic": "A picnic is a meal eaten outdoors, often on a blanket in a park or a field.",
+        "a birthday party": "A birthday party is a gathering to celebrate the day a person was born.",
+        "homework": "Homework is schoolwork that students do at home.",
+        "a road trip": "A road trip is a long journey by car, with stops along the way.",
+        "shopping": "Shopping is visiting shops or websites to look at and buy things.",
+        "chess": "Chess is a board game for two players in which each tries to trap the other's king.",
+        "yoga": "Yoga is a practice of stretching, breathing and calm attention that comes from India.",
+        "a holiday": "A holiday is a time away from work or school to rest, travel or celebrate.",
+    },
 }
 
 # Sentences that fit any subject of a kind; {x} is the subject ("dogs", "a clock").
@@ -139,6 +179,12 @@ KIND_SENTENCES = {
     "idea": ("{X} matters in everyday life more than we often notice.", "People have thought and written about {x} for centuries.",
              "Learning about {x} helps us understand the world and each other.", "{X} can be simple to describe but deep to understand.",
              "Everyone experiences {x} in their own way."),
+    "person": ("People often remember {x} who helped them long after they have grown up.",
+               "Being {x} takes patience, skill and care.", "Every town needs a good {x_bare}.",
+               "{X} can change someone's day with a few kind words.", "Many children dream of growing up to be {x}."),
+    "activity": ("Many people enjoy {x} on weekends and holidays.", "{X} can be a good way to relax and spend time with others.",
+                 "It takes a little practice to get good at {x}.", "{X} can be simple or challenging, depending on how you do it.",
+                 "People of all ages can enjoy {x}."),
 }
 
 # Four-line poems: lines that fit a kind, {x} the subject.
@@ -156,4 +202,8 @@ POEM_LINES = {
              "A taste of home we won't forget.", "With every bite of {x} the world feels right,", "And friends stay talking late at night."),
     "idea": ("{X} is something we can't hold,", "Yet it is worth much more than gold,", "It lives in what we say and do,",
              "In me, in others, and in you.", "So let us keep {x} close and near,", "And carry it from year to year."),
+    "person": ("{X} works from dawn till night,", "To make the world a little bright,", "With steady hands and open heart,",
+               "They do their quiet, useful part.", "Here's to {x}, strong and kind,", "Who leaves a better world behind."),
+    "activity": ("When {x} fills the afternoon,", "The hours pass by far too soon,", "We laugh, we try, we learn, we play,",
+                 "And make a memory of the day.", "Oh {x}, you make the day feel new,", "There's nothing I would rather do."),
 }
