@@ -8,8 +8,9 @@ probabilities. The logits themselves never leave the device.
 
 The entropy uses the max-shifted form  H = log s - t / s  with  s = sum exp(x - m),
 t = sum exp(x - m) (x - m),  m = max x,  which stays exact where it matters (near-certain
-positions, H close to 0) and needs no normalized copy of the logits. On CUDA the whole summary
-is one `torch.compile`d function, so Inductor fuses the reductions and materializes no
+positions, H close to 0) and needs no normalized copy of the logits. A -inf logit (a token a
+processor masked) adds nothing; NaN or +inf in a row make its entropy NaN, as Categorical does.
+On CUDA the whole summary is one `torch.compile`d function, so Inductor fuses the reductions and materializes no
 full-vocabulary tensor (benchmarks/bench_entropy.py measures it against
 `torch.distributions.Categorical`, the sampler's own formula). Elsewhere (CPU, MPS) the same
 formula runs eagerly: compiling for a small CPU model costs more than it saves.
@@ -41,7 +42,8 @@ def _entropy_parts(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.T
     shifted = x - peak
     weights = shifted.exp()
     total = weights.sum(dim=-1)
-    return peak, total, total.log() - (weights * shifted).sum(dim=-1) / total
+    moment = torch.where(weights == 0, 0.0, weights * shifted)  # a -inf logit: 0 * -inf would be NaN; it adds 0
+    return peak, total, total.log() - moment.sum(dim=-1) / total
 
 
 def top_k(logits: torch.Tensor, k: int, *, two_stage: bool = True) -> tuple[torch.Tensor, torch.Tensor]:

@@ -77,3 +77,19 @@ def test_compiled_summary_equals_the_eager_one():
     torch.testing.assert_close(compiled.entropy, eager.entropy, rtol=0, atol=2e-6)
     assert torch.equal(compiled.topk_ids, eager.topk_ids)
     np.testing.assert_allclose(compiled.topk_probs.float().numpy(), eager.topk_probs.float().numpy(), rtol=2e-3)
+
+
+def test_masked_logits_add_nothing_to_the_entropy():
+    """A processor's -inf (a masked token) is a zero-probability token, not a NaN: the entropy is the
+    sampler's over the tokens left. NaN or +inf in a row give NaN, as the sampler's Categorical does."""
+    logits = real_like_logits(6, 3072, seed=2)
+    logits[1, 100:] = -float("inf")
+    logits[2, 5] = float("inf")
+    logits[3, 9] = float("nan")
+    ours, theirs = entropy_nats(logits), sampler_entropy(logits)
+    assert torch.equal(torch.isnan(ours), torch.tensor([False, False, True, True, False, False]))
+    assert torch.equal(torch.isnan(theirs), torch.isnan(ours))
+    fine = ~torch.isnan(ours)
+    assert torch.all((ours[fine] - theirs[fine]).abs() <= 1e-5)
+    summary = summarize_logits(logits, 5)
+    assert torch.equal(summary.topk_ids.long(), torch.topk(logits, 5).indices)  # NaN ranks first, as in torch.topk
