@@ -19,17 +19,20 @@ does: -0.0 equals 0.0, NaN ranks above +inf. So the candidates are exactly the f
 descending sort of the row (`torch.sort(x, descending=True, stable=True)`): torch.topk's values, and
 among tied values the lowest ids (torch.topk may pick other ids of an equal value).
 
-The slice kernel keeps its best K in an unordered vector: a chunk element enters only if it beats
-the worst kept one (`floor`), so after the first chunk most elements cost one comparison, and the
-search is a short `while` loop of integer maxima. Rows holding NaN or +inf give a NaN entropy and
-NaN probabilities, as `torch.distributions.Categorical` does; their ids still follow the order above.
+The slice kernel keeps its best K in an unordered vector: a chunk's best element enters only if it
+beats the worst kept one (`floor`), so the search is a `while` loop of integer maxima over the chunk
+that runs K times on a slice's first chunk and, on random logits, ever fewer times after it.
+Rows holding NaN or +inf give a NaN entropy and NaN probabilities, as
+`torch.distributions.Categorical` does; their ids still follow the order above.
 
-Under TRITON_INTERPRET=1 (set before triton is imported) the same kernels run on CPU tensors:
-tests/test_logit_summary_triton.py checks them that way. Pitfalls of Triton met here:
-- `libdevice.exp` returns None in the interpreter (triton 3.6): `tl.exp` is used (ex2.approx on
-  NVIDIA, as Inductor's own code for the compiled summary uses).
-- -2**63 written as a literal inside a kernel is parsed as -(2**63), and 2**63 does not fit int64:
-  the sentinels are module-level constexprs.
+Under TRITON_INTERPRET=1 the same kernels run on CPU tensors: tests/test_logit_summary_triton.py
+checks them that way. Pitfalls of Triton's interpreter (3.6) met here:
+- It must be on when triton is first imported (tl.max and the like are jit functions made then)
+  and while the kernels run; torch.compile imports triton wherever it is installed.
+- A `range` over tensor bounds fails with numpy 2.4 (a 1-element array is no index): the number
+  of chunks per slice is a constexpr, CHUNKS.
+- `libdevice.exp` returns None in it, so `tl.exp` is used (ex2.approx.f32 in the sm_90 PTX);
+  the benchmark reports the entropy's distance to float64 on the GPU.
 """
 
 from __future__ import annotations
@@ -39,8 +42,9 @@ import triton
 import triton.language as tl
 
 MAX_TOPK = 16  # next_power_of_2(k) candidates per program live in registers; logit_summary.TRITON_MAX_TOPK
-# Launch shape, per the GPU benchmark (benchmarks/bench_entropy.py sweeps these): 256 x 262,144 float32
-# logits make 256 rows x 16 slices = 4,096 programs, each reading 4 chunks of 4,096 ids.
+# Launch plan: 256 x 262,144 float32 logits make 256 rows x 16 slices = 4,096 programs (~31 per H100 SM),
+# each reading 4 chunks of 4,096 ids (16 per thread). Chosen before any GPU run, with no register spills
+# at sm_90 (ptxas); benchmarks/bench_entropy.py times it against other plans.
 BLOCK = 4096
 SLICES = 16
 NUM_WARPS = 8
