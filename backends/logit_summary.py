@@ -17,7 +17,7 @@ Where it runs, by `compiled` (default: "on CUDA"):
   logits once for the entropy and the top-k (`logit_summary_triton.py`; its candidates are those
   of a stable descending sort: torch.topk's values, the lowest ids among tied values);
 - otherwise compiled: one `torch.compile`d function (Inductor fuses the entropy; the top-k is
-  two-stage `torch.topk`, as Inductor does not lower topk itself); the fallback when Triton is
+  two-stage `torch.topk`: by default Inductor calls aten topk); the fallback when Triton is
   missing or its first launch fails;
 - not compiled (CPU, MPS): the same formula eagerly: compiling for a small CPU model costs more
   than it saves.
