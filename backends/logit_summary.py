@@ -2,26 +2,38 @@
 
 Computed on the device from the processed float32 logits the sampler sees, and small enough to
 copy every step: (canvas,) float32 entropies, (canvas, k) int32 ids and (canvas, k) float16
-probabilities. The logits themselves never leave the device.
+probabilities. The logits themselves never leave the device, and nothing here writes to them.
 
     summary = summarize_logits(logits, k=5)        # LogitSummary(entropy, topk_ids, topk_probs)
 
 The entropy uses the max-shifted form  H = log s - t / s  with  s = sum exp(x - m),
 t = sum exp(x - m) (x - m),  m = max x,  which stays exact where it matters (near-certain
-positions, H close to 0) and needs no normalized copy of the logits. On CUDA the whole summary
-is one `torch.compile`d function, so Inductor fuses the reductions and materializes no
-full-vocabulary tensor (benchmarks/bench_entropy.py measures it against
-`torch.distributions.Categorical`, the sampler's own formula). Elsewhere (CPU, MPS) the same
-formula runs eagerly: compiling for a small CPU model costs more than it saves.
+positions, H close to 0) and needs no normalized copy of the logits. A -inf logit (a token a
+processor masked) adds nothing to s or t; NaN or +inf in a row make its entropy NaN, as
+`torch.distributions.Categorical` does.
+
+Where it runs, by `compiled` (default: "on CUDA"):
+- on CUDA with Triton installed and k <= TRITON_MAX_TOPK: two Triton kernels that read the
+  logits once for the entropy and the top-k (`logit_summary_triton.py`; its candidates are those
+  of a stable descending sort: torch.topk's values, the lowest ids among tied values);
+- otherwise compiled: one `torch.compile`d function (Inductor fuses the entropy; the top-k is
+  two-stage `torch.topk`: by default Inductor calls aten topk); the fallback when Triton is
+  missing or its first launch fails;
+- not compiled (CPU, MPS): the same formula eagerly: compiling for a small CPU model costs more
+  than it saves.
+benchmarks/bench_entropy.py times them on one real-shaped step and checks each against a float64
+reference and torch.topk.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import torch
 
 TOPK_CHUNK = 1024  # the two-stage top-k's first stage works on vocabulary slices of this many ids
+TRITON_MAX_TOPK = 16  # logit_summary_triton.MAX_TOPK: larger k goes to torch.compile
 
 
 class LogitSummary(NamedTuple):
@@ -41,7 +53,8 @@ def _entropy_parts(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.T
     shifted = x - peak
     weights = shifted.exp()
     total = weights.sum(dim=-1)
-    return peak, total, total.log() - (weights * shifted).sum(dim=-1) / total
+    moment = torch.where(weights == 0, 0.0, weights * shifted)  # a -inf logit: 0 * -inf would be NaN; it adds 0
+    return peak, total, total.log() - moment.sum(dim=-1) / total
 
 
 def top_k(logits: torch.Tensor, k: int, *, two_stage: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
@@ -73,15 +86,56 @@ def _summarize(logits: torch.Tensor, k: int, two_stage: bool = True) -> LogitSum
 
 
 _compiled_summarize = None
+_triton_summarize = None  # logit_summary_triton.summarize_triton once imported and launched once
+_triton_state = "untried"  # "untried", "ok", or "off" (not installed, or its first launch failed)
 
 
-def summarize_logits(logits: torch.Tensor, k: int, *, compiled: bool | None = None) -> LogitSummary:
-    """Entropy and top-k of the processed logits; `compiled` defaults to "on CUDA"."""
-    global _compiled_summarize
+def _try_triton(logits: torch.Tensor, k: int) -> LogitSummary | None:
+    """The Triton summary, or None where it is not to be used: no Triton, or its first launch failed.
+
+    Only the first launch is guarded (an old Triton or an unsupported GPU fails while compiling):
+    the capture then falls back to torch.compile for the rest of the process, with one warning.
+    Later errors are real ones and propagate."""
+    global _triton_summarize, _triton_state
+    if _triton_state == "off":
+        return None
+    if _triton_state == "ok":
+        return LogitSummary(*_triton_summarize(logits, k))
+    try:
+        from .logit_summary_triton import summarize_triton
+
+        summary = LogitSummary(*summarize_triton(logits, k))
+    except Exception as error:  # noqa: BLE001 - any failure to import or compile means "use the fallback"
+        _triton_state = "off"
+        warnings.warn(f"Triton logit summary unavailable ({type(error).__name__}: {error}); using torch.compile",
+                      RuntimeWarning, stacklevel=3)
+        return None
+    _triton_summarize, _triton_state = summarize_triton, "ok"
+    return summary
+
+
+def summary_path(logits: torch.Tensor, k: int, compiled: bool | None = None) -> str:
+    """Where `summarize_logits` computes this summary: "eager", "triton" or "compiled" ("triton" falls
+    back to "compiled" where Triton is missing or its first launch failed)."""
     if compiled is None:
         compiled = logits.is_cuda
     if not compiled:
+        return "eager"
+    if logits.is_cuda and k <= min(TRITON_MAX_TOPK, logits.shape[-1]):
+        return "triton"
+    return "compiled"
+
+
+def summarize_logits(logits: torch.Tensor, k: int, *, compiled: bool | None = None) -> LogitSummary:
+    """Entropy and top-k of the processed logits; `compiled` defaults to "on CUDA" (see the module docstring)."""
+    global _compiled_summarize
+    path = summary_path(logits, k, compiled)
+    if path == "eager":
         return _summarize(logits, k)
+    if path == "triton":
+        summary = _try_triton(logits, k)
+        if summary is not None:
+            return summary
     if _compiled_summarize is None:
         # Default mode, not "reduce-overhead": CUDA-graph outputs would be overwritten at the next
         # replay, and these are read after the step. Shapes are fixed for a run, so no dynamic shapes.

@@ -9,6 +9,19 @@ import pytest
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+def _no_gpu() -> bool:
+    import torch
+
+    return not torch.cuda.is_available()
+
+
+# Without a GPU, Triton's interpreter runs the capture's CUDA kernels on CPU tensors
+# (tests/test_logit_summary_triton.py). It works only if it is on when triton is first imported, and
+# torch.compile imports triton wherever it is installed, so it is switched on here, before any test runs.
+if _no_gpu():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _two_threads():
     import torch

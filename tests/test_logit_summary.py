@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
 
-from backends.logit_summary import TOPK_CHUNK, entropy_nats, summarize_logits, top_k
+from backends.logit_summary import TOPK_CHUNK, TRITON_MAX_TOPK, entropy_nats, summarize_logits, summary_path, top_k
 
 
 def sampler_entropy(logits: torch.Tensor) -> torch.Tensor:
@@ -77,3 +79,75 @@ def test_compiled_summary_equals_the_eager_one():
     torch.testing.assert_close(compiled.entropy, eager.entropy, rtol=0, atol=2e-6)
     assert torch.equal(compiled.topk_ids, eager.topk_ids)
     np.testing.assert_allclose(compiled.topk_probs.float().numpy(), eager.topk_probs.float().numpy(), rtol=2e-3)
+
+
+def test_masked_logits_add_nothing_to_the_entropy():
+    """A processor's -inf (a masked token) is a zero-probability token, not a NaN: the entropy is the
+    sampler's over the tokens left. NaN or +inf in a row give NaN, as the sampler's Categorical does."""
+    logits = real_like_logits(6, 3072, seed=2)
+    logits[1, 100:] = -float("inf")
+    logits[2, 5] = float("inf")
+    logits[3, 9] = float("nan")
+    ours, theirs = entropy_nats(logits), sampler_entropy(logits)
+    assert torch.equal(torch.isnan(ours), torch.tensor([False, False, True, True, False, False]))
+    assert torch.equal(torch.isnan(theirs), torch.isnan(ours))
+    fine = ~torch.isnan(ours)
+    assert torch.all((ours[fine] - theirs[fine]).abs() <= 1e-5)
+    summary = summarize_logits(logits, 5)
+    assert torch.equal(summary.topk_ids.long(), torch.topk(logits, 5).indices)  # NaN ranks first, as in torch.topk
+
+
+def test_the_summary_runs_where_compiled_says():
+    """Triton only for CUDA tensors and k up to TRITON_MAX_TOPK; compiled=False is always eager."""
+    from types import SimpleNamespace
+
+    cuda = SimpleNamespace(is_cuda=True, shape=(1, 256, 262_144))
+    cpu = SimpleNamespace(is_cuda=False, shape=(1, 256, 262_144))
+    assert summary_path(cuda, 5) == "triton" and summary_path(cuda, 0) == "triton"
+    assert summary_path(cuda, TRITON_MAX_TOPK + 1) == "compiled"
+    assert summary_path(SimpleNamespace(is_cuda=True, shape=(1, 4)), 5) == "compiled"  # k > vocab: torch.topk's error
+    assert summary_path(cuda, 5, compiled=False) == "eager"
+    assert summary_path(cpu, 5) == "eager" and summary_path(cpu, 5, compiled=True) == "compiled"
+
+
+def test_without_triton_the_summary_falls_back_to_torch_compile_with_one_warning(monkeypatch):
+    import sys
+
+    import backends.logit_summary as module
+
+    monkeypatch.setattr(module, "_triton_state", "untried")
+    monkeypatch.setitem(sys.modules, "backends.logit_summary_triton", None)  # import fails as without triton
+    logits = real_like_logits(4, 2048)
+    with pytest.warns(RuntimeWarning, match="Triton logit summary unavailable"):
+        assert module._try_triton(logits, 5) is None
+    assert module._triton_state == "off"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert module._try_triton(logits, 5) is None  # no second warning, no second try
+
+
+def test_a_failing_first_launch_falls_back_and_a_working_one_stays(monkeypatch):
+    import sys
+    import types
+
+    import backends.logit_summary as module
+
+    calls = []
+
+    def broken(logits, k):
+        calls.append(k)
+        raise RuntimeError("ptxas: no such GPU")
+
+    fake = types.SimpleNamespace(summarize_triton=broken)
+    monkeypatch.setitem(sys.modules, "backends.logit_summary_triton", fake)
+    monkeypatch.setattr(module, "_triton_state", "untried")
+    with pytest.warns(RuntimeWarning, match="ptxas: no such GPU"):
+        assert module._try_triton(real_like_logits(2, 64), 5) is None
+    assert module._try_triton(real_like_logits(2, 64), 5) is None and calls == [5]
+
+    fake.summarize_triton = lambda logits, k: module._summarize(logits, k)
+    monkeypatch.setattr(module, "_triton_state", "untried")
+    monkeypatch.setattr(module, "_triton_summarize", None)
+    first = module._try_triton(real_like_logits(2, 64), 3)
+    assert module._triton_state == "ok" and first.topk_ids.shape == (2, 3)
+    assert module._try_triton(real_like_logits(2, 64), 3) is not None
