@@ -105,7 +105,7 @@ def serve(args) -> None:
     trace = Trace.load(args.trace)
     # the app's model slot and the check before the queue (hosting.py) both see the stand-in as loaded
     app_module.MODELS = hosting.MODELS = StandInModels(ReplayBackend(trace, args.rate, Path(args.events)))
-    app_module.build_app("replay").queue(default_concurrency_limit=1).launch(
+    app_module.queue_app(app_module.build_app("replay")).launch(
         server_port=args.port, quiet=True, css=app_module.CSS
     )
 
