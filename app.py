@@ -13,8 +13,10 @@ shown); replaying a recorded step never touches the model.
 from __future__ import annotations
 
 import argparse
+import functools
 import html
 import json
+import logging
 import math
 import tempfile
 import threading
@@ -53,6 +55,13 @@ LIVE_VIEW_JS = (Path(__file__).resolve().parent / "visualizer" / "static" / "liv
 HOSTING = Hosting.from_environment()  # build_app(hosting=...) replaces it; see hosting.py
 SESSIONS = SessionRegistry()  # frees a session's run and files when its tab closes
 SESSION_TTL_S = 3 * 3600  # an idle session's state is dropped after this (Gradio's time_to_live)
+# Gradio's queue looks for work every 1 ms on Linux and for progress every 10 ms, idle or busy: the app
+# cost 32-60 ms of CPU a second with a page open and nothing to do, about what a live run adds at 25
+# steps/s. At 20 ms and 100 ms it costs 5-12 ms a second (BENCHMARKS.md, "Fifth run"); the price: a
+# queued call may wait up to 20 ms more to start, and gr.Progress bars (exports) move 10 times a second.
+QUEUE_POLL_S = 0.02
+PROGRESS_POLL_S = 0.1
+_LOG = logging.getLogger(__name__)
 
 CSS = """
 .dv-frame { max-height: 72vh; overflow: auto; }
@@ -624,6 +633,33 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
     return demo_app
 
 
+def queue_app(demo_app: gr.Blocks) -> gr.Blocks:
+    """Turn on Gradio's queue as this app runs it (one call at a time unless an event says otherwise)
+    and slow its idle polling to QUEUE_POLL_S and PROGRESS_POLL_S; returns `demo_app`, to launch.
+    Every launch goes through here, the tests' and benchmarks' too, so they measure what users get.
+
+    Gradio has no setting for the polling: this sets two private attributes of its `Queue`
+    (`sleep_when_free`, read by `start_processing`, and `progress_update_sleep_when_free`, read by
+    `start_progress_updates`; checked against Gradio 6.31's queueing.py). A Gradio without them
+    keeps its own intervals, and the log says so once."""
+    demo_app.queue(default_concurrency_limit=1)
+    queue = getattr(demo_app, "_queue", None)
+    intervals = {"sleep_when_free": QUEUE_POLL_S, "progress_update_sleep_when_free": PROGRESS_POLL_S}
+    missing = [name for name in intervals if not hasattr(queue, name)]
+    if missing:
+        _say_once(f"Gradio's queue has no {' or '.join(missing)} (renamed?): it keeps its own polling intervals, "
+                  "and the idle app costs more CPU (see app.queue_app)")
+    for name, seconds in intervals.items():
+        if name not in missing:
+            setattr(queue, name, seconds)
+    return demo_app
+
+
+@functools.cache
+def _say_once(message: str) -> None:
+    _LOG.warning(message)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description="Watch DiffusionGemma denoise in the browser.")
     parser.add_argument("--model", help="hub id or local folder to preselect (default: the best one here)")
@@ -636,7 +672,7 @@ def main(argv=None) -> None:
         parser.error(f"--model {args.model} is not in the hosted allowlist; add it with {hosting.EXTRA_MODELS_ENV}")
     demo_app = build_app(args.model, mode)
     hosting.preload_for_zero_gpu(choice_for(args.model).source if args.model else mode.choices[0].source)
-    demo_app.queue(default_concurrency_limit=1).launch(
+    queue_app(demo_app).launch(
         server_name=args.host, server_port=args.port, css=CSS, theme=gr.themes.Soft(),
         max_file_size=mode.limits.max_file_size,  # Gradio refuses a bigger upload before anything reads it
     )

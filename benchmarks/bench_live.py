@@ -12,7 +12,10 @@ For each run it reports, all from this one process tree:
   - frames drawn by the browser against frames emitted (the browser draws once per animation
     frame, the newest frame only: fewer draws than frames means it skipped stale ones);
   - lag from the last record leaving the backend to the final frame on screen (same machine
-    clock for both).
+    clock for both);
+  - after each run, the token inspector's round trip: a token clicked on the canvas until the
+    inspector shows its answer (the view's `inspect` ask, a queued Gradio event; browser clock),
+    the median of up to 5 clicks (one when the trace recorded no candidates: every answer is the same).
 It also prints, for the same trace, what the old server-rendered live view cost per frame
 (canvas + panel HTML bytes and render time, sampled on every 8th frame) and the encoder's own
 time per frame, so the ratios come from one run.
@@ -50,6 +53,16 @@ from visualizer.trace import Trace  # noqa: E402
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 STATS = "() => window.dvLiveView && window.dvLiveView.stats()"
+ASK_POSITIONS = (5, 37, 69, 101, 133)  # tokens of the first block, clicked after each run
+# click a token, resolve once the inspector's text changes (its answer), in ms of the browser's clock
+ASK = """(i) => new Promise((resolve, reject) => {
+  const box = document.querySelector("#dv-inspector"), before = box.textContent;
+  const seen = new MutationObserver(() => { if (box.textContent !== before) { seen.disconnect(); resolve(performance.now() - t0); } });
+  seen.observe(box, { childList: true, subtree: true, characterData: true });
+  setTimeout(() => { seen.disconnect(); reject(new Error(`no answer to the ask for token ${i}`)); }, 30000);
+  const t0 = performance.now();
+  document.querySelector(`.dv-canvas span[data-i="${i}"]`).click();
+})"""
 IDLE_S = 4  # seconds of the app idle (page open, no run) to measure its CPU floor
 
 
@@ -105,7 +118,7 @@ def serve(args) -> None:
     trace = Trace.load(args.trace)
     # the app's model slot and the check before the queue (hosting.py) both see the stand-in as loaded
     app_module.MODELS = hosting.MODELS = StandInModels(ReplayBackend(trace, args.rate, Path(args.events)))
-    app_module.build_app("replay").queue(default_concurrency_limit=1).launch(
+    app_module.queue_app(app_module.build_app("replay")).launch(
         server_port=args.port, quiet=True, css=app_module.CSS
     )
 
@@ -161,9 +174,12 @@ def free_port() -> int:
 def measure(trace_path: Path, rate: float, repeats: int) -> list[dict]:
     from playwright.sync_api import sync_playwright
 
+    from visualizer.alternatives import NO_CANDIDATES, alternatives_html
     from visualizer.states import frame_refs
 
-    frames = len(frame_refs(Trace.load(trace_path)))
+    trace = Trace.load(trace_path)
+    frames = len(frame_refs(trace))
+    asks = ASK_POSITIONS if NO_CANDIDATES not in alternatives_html(trace, 0, 0) else ASK_POSITIONS[:1]
     port = free_port()  # a fresh port per server: never a previous run's server answering
     events = Path(tempfile.mkdtemp(prefix="bench-live-")) / "events.json"
     log = events.with_name("server.log")
@@ -217,6 +233,8 @@ def measure(trace_path: Path, rate: float, repeats: int) -> list[dict]:
                 else:
                     raise SystemExit(f"the stand-in backend did not report its run; browser stats: {stats}; server log: {log.read_text()[-2000:]}")
                 emitted = json.loads(events.read_text())
+                ask_ms = [page.evaluate(ASK, i) for i in asks]
+                page.evaluate(f"() => document.querySelector('.dv-canvas span[data-i=\"{asks[-1]}\"]').click()")  # unpicked: the next run's end asks nothing for it
                 results.append({
                     "frames": frames, "rate": rate, "bytes_per_frame": received["data"] / frames,
                     "server_cpu_ms_per_frame": (cpu_after - cpu_before) * 1000 / frames,
@@ -224,6 +242,7 @@ def measure(trace_path: Path, rate: float, repeats: int) -> list[dict]:
                     "idle_ms_per_s": idle_rate * 1000,
                     "frames_drawn": stats["framesShown"], "lag_ms": stats["lastShownAt"] - emitted["last_record_at"] * 1000,
                     "browser_ms_per_frame": (stats["receiveMs"] + stats["drawMs"]) / frames, "updates": stats["receives"],
+                    "ask_ms": statistics.median(ask_ms),
                 })
                 page.wait_for_timeout(500)
             browser.close()
@@ -259,12 +278,12 @@ def report(name: str, trace_path: Path, rates, repeats: int) -> None:
     print(f"old server-rendered view: {costs['html_bytes_per_frame'] / 1024:.1f} KB and {costs['html_ms_per_frame']:.1f} ms CPU per frame "
           f"(every 8th frame); live log: {costs['log_bytes_per_frame'] / 1024:.2f} KB and {costs['encode_ms_per_frame']:.2f} ms per frame "
           f"-> {costs['html_bytes_per_frame'] / costs['log_bytes_per_frame']:.0f}x fewer bytes")
-    print("| steps/s | frames | KB/frame received | server CPU ms/frame | of which above idle | app idle CPU ms/s | updates seen by the view | frames drawn | view JS ms/frame | final-frame lag ms |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| steps/s | frames | KB/frame received | server CPU ms/frame | of which above idle | app idle CPU ms/s | updates seen by the view | frames drawn | view JS ms/frame | final-frame lag ms | token ask ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for rate in rates:
         for r in measure(trace_path, rate, repeats):
             print(f"| {rate:g} | {r['frames']} | {r['bytes_per_frame'] / 1024:.2f} | "
-                  f"{r['server_cpu_ms_per_frame']:.2f} | {r['above_idle_ms_per_frame']:.2f} | {r['idle_ms_per_s']:.0f} | {r['updates']} | {r['frames_drawn']} | {r['browser_ms_per_frame']:.2f} | {r['lag_ms']:.0f} |", flush=True)
+                  f"{r['server_cpu_ms_per_frame']:.2f} | {r['above_idle_ms_per_frame']:.2f} | {r['idle_ms_per_s']:.0f} | {r['updates']} | {r['frames_drawn']} | {r['browser_ms_per_frame']:.2f} | {r['lag_ms']:.0f} | {r['ask_ms']:.0f} |", flush=True)
 
 
 def main(argv=None) -> None:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 import json
+import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 
+import gradio as gr
 import httpx
 import pytest
 from gradio_client import Client
@@ -19,11 +23,16 @@ GENERATE_ARGS = dict(
 
 
 @pytest.fixture(scope="module")
-def served(no_eos_model_dir, random_model_dir):
+def launched(no_eos_model_dir):
     demo = app_module.build_app(str(no_eos_model_dir))
-    demo.queue(default_concurrency_limit=1).launch(prevent_thread_lock=True, quiet=True)
-    yield demo.local_url, str(no_eos_model_dir), str(random_model_dir)
+    app_module.queue_app(demo).launch(prevent_thread_lock=True, quiet=True)
+    yield demo
     demo.close()
+
+
+@pytest.fixture(scope="module")
+def served(launched, no_eos_model_dir, random_model_dir):
+    return launched.local_url, str(no_eos_model_dir), str(random_model_dir)
 
 
 def generate(client, prompt, model, **overrides):
@@ -176,3 +185,39 @@ def test_an_mlx_model_runs_with_its_own_sampler(served, mlx_models):
     statuses = [f["caption"] for f in frames_of(*outputs)]
     assert run_message(client)[1] == "" and "committed" in statuses[-1]
     assert all("remasked 0" in s for s in statuses if " step " in s)  # reveals accumulate: nothing is remasked
+
+
+def test_the_queue_polls_less_often_than_gradios_own_and_queued_calls_still_run(launched, served):
+    queue, gradios = launched._queue, gr.Blocks().queue()._queue
+    assert (queue.sleep_when_free, queue.progress_update_sleep_when_free) == (app_module.QUEUE_POLL_S, app_module.PROGRESS_POLL_S)
+    assert app_module.QUEUE_POLL_S > gradios.sleep_when_free and app_module.PROGRESS_POLL_S > gradios.progress_update_sleep_when_free
+    # and Gradio's loops still read them there (a Gradio that polled on other names would ignore ours)
+    assert "asyncio.sleep(self.sleep_when_free)" in inspect.getsource(type(queue).start_processing)
+    assert "asyncio.sleep(self.progress_update_sleep_when_free)" in inspect.getsource(type(queue).start_progress_updates)
+
+    # queued calls still start and finish: a run, then a burst of asks from several sessions at once
+    url, model, _ = served
+    client = Client(url, verbose=False)
+    frames = len(frames_of(*generate(client, "Name a colour.", model, max_new_tokens=256, steps=4)))
+    asks = [client.submit(i % frames, "standard", "grid", api_name="/show_frame") for i in range(12)]
+    strangers = [Client(url, verbose=False) for _ in range(3)]
+    with ThreadPoolExecutor(len(strangers)) as pool:
+        theirs = list(pool.map(lambda c: c.predict(0, "standard", "grid", api_name="/show_frame")[1], strangers))
+    assert [ask.result(timeout=60)[1].split(" · ")[0] for ask in asks] == [f"Frame {i % frames + 1}/{frames}" for i in range(12)]
+    assert theirs == ["No run yet: press Generate."] * 3
+
+
+def test_a_gradio_without_those_intervals_keeps_its_own_and_says_so_once(caplog):
+    class Queue:  # a future Gradio's queue, polling on other names
+        poll_s = 0.001
+
+    class Blocks:
+        def queue(self, **kwargs):
+            self._queue = Queue()
+
+    app_module._say_once.cache_clear()
+    with caplog.at_level(logging.WARNING):
+        apps = [app_module.queue_app(Blocks()) for _ in range(2)]
+    assert all(a._queue.poll_s == 0.001 and not hasattr(a._queue, "sleep_when_free") for a in apps)
+    said = [r.getMessage() for r in caplog.records if r.name == app_module.__name__]
+    assert len(said) == 1 and "no sleep_when_free or progress_update_sleep_when_free" in said[0]

@@ -16,7 +16,7 @@ from tests.test_app import GENERATE_ARGS, frames_of, run_message
 @pytest.fixture(scope="module")
 def served(no_eos_model_dir):
     demo = app_module.build_app(str(no_eos_model_dir))
-    demo.queue(default_concurrency_limit=1).launch(prevent_thread_lock=True, quiet=True)
+    app_module.queue_app(demo).launch(prevent_thread_lock=True, quiet=True)
     yield demo.local_url, str(no_eos_model_dir)
     demo.close()
 

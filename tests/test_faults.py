@@ -64,7 +64,7 @@ def served(no_eos_model_dir):
     original_models = app_module.MODELS
     app_module.MODELS = LoadedModels(keep=4, load=load)
     demo = app_module.build_app(hosting_mode=mode)
-    demo.queue(default_concurrency_limit=1).launch(prevent_thread_lock=True, quiet=True)
+    app_module.queue_app(demo).launch(prevent_thread_lock=True, quiet=True)
     yield demo.local_url
     demo.close()
     app_module.MODELS = original_models

@@ -64,7 +64,7 @@ def served(no_eos_model_dir, tmp_path_factory):
     mode = hosting.Hosting(True, hosting.Limits(max_new_tokens=256, max_denoising_steps=4, max_upload_mb=2, max_export_frames=40),
                            (ModelChoice(label, str(no_eos_model_dir), "transformers", True),))
     demo = app_module.build_app(hosting_mode=mode)
-    demo.queue(default_concurrency_limit=1).launch(prevent_thread_lock=True, quiet=True, max_file_size=mode.limits.max_file_size)
+    app_module.queue_app(demo).launch(prevent_thread_lock=True, quiet=True, max_file_size=mode.limits.max_file_size)
     client = Client(demo.local_url, verbose=False)
     client.submit("Name a colour.", label, 256, 4, 0.1, 0.4, 0.8, 0, "entropy-bound", 1.0,
                   api_name="/generate").result(timeout=120)  # a recorded run, so replay and export have work to do

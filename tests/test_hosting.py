@@ -47,7 +47,7 @@ def hosted(no_eos_model_dir):
     label = "Test model (built in)"
     mode = hosting.Hosting(True, LIMITS, (ModelChoice(label, str(no_eos_model_dir), "transformers", True),))
     demo = app_module.build_app(hosting_mode=mode)
-    demo.queue(default_concurrency_limit=1).launch(prevent_thread_lock=True, quiet=True, max_file_size=LIMITS.max_file_size)
+    app_module.queue_app(demo).launch(prevent_thread_lock=True, quiet=True, max_file_size=LIMITS.max_file_size)
     yield demo.local_url, label
     demo.close()
     del os.environ["GRADIO_HEARTBEAT_INTERVAL"]

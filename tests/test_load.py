@@ -23,7 +23,7 @@ def served(tmp_path):
     tempfile.tempdir = str(tmp_path)  # the sessions' folders land here, where the test can count them
     os.environ["GRADIO_HEARTBEAT_INTERVAL"] = "0.5"
     demo = app_module.build_app(hosting_mode=hosting.Hosting(True, hosting.Limits.hosted(), tuple(hosting.hosted_choices())))
-    demo.queue(default_concurrency_limit=1).launch(prevent_thread_lock=True, quiet=True)
+    app_module.queue_app(demo).launch(prevent_thread_lock=True, quiet=True)
     yield demo.local_url, tmp_path
     demo.close()
     tempfile.tempdir = None

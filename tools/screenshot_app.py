@@ -31,7 +31,7 @@ def app_page(*, model=None, hosting_mode=None, chromium="/usr/bin/chromium", wid
     from playwright.sync_api import sync_playwright
 
     ui = app_module.build_app(model, hosting_mode)
-    ui.queue(default_concurrency_limit=1).launch(prevent_thread_lock=True, quiet=True, css=app_module.CSS)
+    app_module.queue_app(ui).launch(prevent_thread_lock=True, quiet=True, css=app_module.CSS)
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
