@@ -45,9 +45,9 @@ MAX_TOPK = 16  # next_power_of_2(k) candidates per program live in registers; lo
 # Launch plan: 256 x 262,144 float32 logits make 256 rows x 16 slices = 4,096 programs (~31 per H100 SM),
 # each reading 4 chunks of 4,096 ids (16 per thread). Chosen before any GPU run, with no register spills
 # at sm_90 (ptxas); benchmarks/bench_entropy.py times it against other plans.
-BLOCK = 4096
+BLOCK = 2048
 SLICES = 16
-NUM_WARPS = 8
+NUM_WARPS = 4
 
 _EMPTY = tl.constexpr(-(2**63))  # a candidate slot holding nothing: below every real candidate
 _NEVER = tl.constexpr(2**63 - 1)  # a padding slot (k < its power of two): never the worst, never replaced

@@ -211,6 +211,10 @@ def main(argv=None) -> int:
         print(f"| {r['path']} | {r['prompt']} | {r['variant']} | {r['median']:.2f} ({r['low']:.2f}-{r['high']:.2f}) | "
               f"{r['ratio']:.3f} | {r['peak']:.1f} | {first} | {r['floor']:.2f} |")
     print(f"\nall captured runs bit-identical to stock: {identical}")
+    from backends import logit_summary
+
+    if args.topk:  # which implementation summarized the logits (Triton kernels, or the torch.compile fallback)
+        print(f"top-{args.topk} summary computed by: {logit_summary._triton_state == 'ok' and 'triton' or 'torch.compile'}")
     return 0 if identical else 1
 
 
