@@ -6,6 +6,7 @@ Uses Debian's Chromium through Playwright (no browser download); `.ci/run` insta
 
 from __future__ import annotations
 
+import json
 
 import pytest
 
@@ -152,8 +153,11 @@ def test_an_update_of_several_frames_is_played_out_and_the_end_jumps_to_the_last
         assert state["pace"] == [9, 17]
         state = receive(update(26))  # a new update while the last is played out: its newest frame at once
         assert state["pace"] == [17, 25] and state["target"] == 18
-        state = receive(update(n, finished=True))  # the end: the last frame at once, nothing played out
-        assert state["pace"] is None and state["target"] == n - 1
+        page.wait_for_timeout(150)
+        state = receive(update(n))  # the block's committed frame, before the end line: at once, not played out
+        assert json.loads(frames[-1])["kind"] == "commit" and state["pace"] is None and state["target"] == n - 1
         page.wait_for_function(f"() => {VIEW}.stats.shownIndex === {n - 1}")
+        state = receive(update(n, finished=True))  # the end: the last frame, nothing played out
+        assert state["pace"] is None and state["target"] == n - 1
     finally:
         page.evaluate(f"() => {{ const v = {VIEW}; v.trigger = v.savedTrigger; }}")

@@ -212,15 +212,18 @@
     // Following a live run.  The server sends a few updates a second, each with the frames made
     // since the last (app.py LIVE_MIN_INTERVAL_S); rather than jump a few steps at a time, the view
     // plays an update's frames out over about the time between updates.  Only the newest update is
-    // ever played out: a new one jumps to the newest frame of the one before at once, and the
-    // end of the run to its last frame, so a browser never plays back a backlog.
+    // ever played out: a new one jumps to the newest frame of the one before at once, and a block's
+    // commit or the end of the run to the newest frame, so a browser never plays back a backlog.
     follow() {
       const newest = this.frames.length - 1, now = performance.now();
       const before = this.pace ? this.pace.goal : this.target;
       if (newest === before && !this.end) return;  // nothing new: keep playing the last update out
       const gap = this.lastFramesAt ? now - this.lastFramesAt : 0;
       this.lastFramesAt = now;
-      if (this.end || before < 0 || newest - before < 2 || gap <= 0) {
+      // A block's committed frame is shown at once: the run's last one is its final frame, which must
+      // wait neither for the pacing nor for the end line (sent after the end-of-run figures are made).
+      const commits = this.frames.slice(Math.max(before, 0) + 1, newest + 1).some((f) => f && f.m.kind === "commit");
+      if (this.end || commits || before < 0 || newest - before < 2 || gap <= 0) {
         this.pace = null;
         this.target = newest;
         return;
