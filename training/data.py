@@ -159,15 +159,14 @@ class TaskBatches:
     """
 
     def __init__(self, tokenizer_dir: str | Path, batch_size: int, *, seed: int, weights: dict[str, float] | None = None,
-                 corpus: str | None = None, wordnet: str | None = None, canvas_length: int = CANVAS_LENGTH,
-                 steps: int | None = None):
+                 corpus: str | None = None, wordnet: str | None = None, canvas_length: int = CANVAS_LENGTH):
         self.tokenizer_dir, self.batch_size, self.seed = str(tokenizer_dir), batch_size, seed
         self.weights = FAMILY_WEIGHTS if weights is None else weights
-        self.corpus, self.wordnet, self.canvas_length, self.steps = corpus, wordnet, canvas_length, steps
+        self.corpus, self.wordnet, self.canvas_length = corpus, wordnet, canvas_length
         self._tokenizer = None  # loaded in the process that makes the batches
 
     def __len__(self) -> int:
-        return self.steps if self.steps is not None else 2**31 - 1
+        return 2**31 - 1  # as many as a run asks for
 
     def tasks(self, i: int) -> list[Task]:
         return training_tasks(self.batch_size, seed=self.seed * 1_000_003 + i, weights=self.weights, corpus=self.corpus,
