@@ -43,8 +43,9 @@ import triton.language as tl
 
 MAX_TOPK = 16  # next_power_of_2(k) candidates per program live in registers; logit_summary.TRITON_MAX_TOPK
 # Launch plan: 256 x 262,144 float32 logits make 256 rows x 16 slices = 4,096 programs (~31 per H100 SM),
-# each reading 4 chunks of 4,096 ids (16 per thread). Chosen before any GPU run, with no register spills
-# at sm_90 (ptxas); benchmarks/bench_entropy.py times it against other plans.
+# each reading 8 chunks of 2,048 ids with 4 warps (16 per thread; 80 registers, no spills at sm_90). The
+# fastest of the seven plans benchmarks/bench_entropy.py timed on an H100: 0.215 ms for the top-5 of a step
+# (4096 / 16 / 8 warps, the first choice: 0.307 ms; BENCHMARKS.md, "Second measurement").
 BLOCK = 2048
 SLICES = 16
 NUM_WARPS = 4

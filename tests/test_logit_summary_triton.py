@@ -141,7 +141,7 @@ def test_the_launch_plan_covers_the_vocabulary_once(kernels):
         block_used, slice_len, parts = kernels.launch_plan(vocab, block=block, slices=slices)
         assert slice_len % block_used == 0 and parts <= slices
         assert (parts - 1) * slice_len < vocab <= parts * slice_len  # no empty slice, no id left out
-    assert kernels.launch_plan(262_144) == (4096, 16_384, 16)  # the default: 4 chunks per program
+    assert kernels.launch_plan(262_144) == (2048, 16_384, 16)  # the default: 8 chunks per program
 
 
 COMPILE_FOR_H100 = textwrap.dedent('''
