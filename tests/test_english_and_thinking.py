@@ -46,9 +46,9 @@ def test_subject_words_agree_with_the_subject():
         task = GENERATORS["why"](rng)
         assert " is are " not in task.response and "they is" not in task.response.lower()
         assert not any(f"{p} are important" in task.response for p in ("Sleep", "Music", "A clock", "Time"))
-    from prompts.tasks.open_english import Subject, _fill
+    from prompts.tasks.open_english import Subject, fill
 
-    said = {text: _fill("{X} {be} important, and {it} {has} {its} place.", Subject(text, kind, None))
+    said = {text: fill("{X} {be} important, and {it} {has} {its} place.", Subject(text, kind, None))
             for text, kind in (("dogs", "animal"), ("sleep", "idea"), ("a clock", "thing"), ("the mountains", "place"),
                                ("chess", "activity"), ("glass", "thing"))}
     assert said["dogs"] == "Dogs are important, and they have their place."

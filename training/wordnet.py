@@ -29,6 +29,7 @@ from pathlib import Path
 
 from prompts.tasks import Task
 from prompts.tasks.grammar import choose
+from prompts.tasks.open_english import Subject, fill
 from prompts.tasks.paraphrase import _polite
 from prompts.tasks.subjects import KIND_SENTENCES
 
@@ -166,10 +167,8 @@ def wordnet_task(record: dict, rng: random.Random) -> Task:
     prompt = _polite(rng, choose(rng, _TELL, w=word, a=article))
     if record["kind"] not in KIND_FOLLOW_UP:
         return Task("define", prompt, text, None)
-    subject = (article + word) if countable else word
-    more = rng.choice(KIND_SENTENCES[record["kind"]])
-    extra = more.format(x=subject, X=subject[0].upper() + subject[1:], x_bare=word)
-    return Task("define", prompt, f"{text} {extra}", None)
+    subject = Subject((article + word) if countable else word, record["kind"], text)
+    return Task("define", prompt, f"{text} {fill(rng.choice(KIND_SENTENCES[record['kind']]), subject)}", None)
 
 
 def wordnet_tasks(records, count: int, *, seed: int) -> list[Task]:

@@ -50,20 +50,23 @@ class Subject:
     definition: str | None  # one true sentence, when the table has one
 
     @property
+    def bare(self) -> str:
+        """The subject without its article: "a clock" -> "clock"."""
+        return self.text.split(" ", 1)[1] if self.text.startswith(("a ", "an ", "the ")) else self.text
+
+    @property
     def plural(self) -> bool:
-        bare = self.text.split(" ", 1)[1] if self.text.startswith(("a ", "an ", "the ")) else self.text
-        last = bare.split(" ")[-1]
+        last = self.bare.split(" ")[-1]
         singular_s = ("news", "mathematics", "physics", "chess", "glass", "grass", "gas", "yoga", "series", "bus")
         return (not self.text.startswith(("a ", "an ")) and last.endswith("s") and not last.endswith(("ss", "us", "is"))
                 and last not in singular_s and self.kind not in ("idea", "activity"))
 
 
-def _fill(line: str, subject: Subject, **extra: str) -> str:
+def fill(line: str, subject: Subject, **extra: str) -> str:
     """A bank sentence with the subject and the words that agree with it filled in."""
     x = subject.text
-    bare = x.split(" ", 1)[1] if x.startswith(("a ", "an ", "the ")) else x
     many = subject.plural
-    return line.format(x=x, X=x[0].upper() + x[1:], x_bare=bare, be="are" if many else "is", it="they" if many else "it",
+    return line.format(x=x, X=x[0].upper() + x[1:], x_bare=subject.bare, be="are" if many else "is", it="they" if many else "it",
                        its="their" if many else "its", them="them" if many else "it", does="do" if many else "does",
                        has="have" if many else "has", **extra)
 
@@ -149,7 +152,7 @@ def make_describe(rng: random.Random) -> Task:
     subject = _subject(rng)
     prompt = _polite(rng, choose(rng, _DESCRIBE, **_asked(subject)))
     extra = rng.sample(KIND_SENTENCES[subject.kind], 2 if subject.definition else 3)
-    sentences = ([subject.definition] if subject.definition else []) + [_fill(s, subject) for s in extra]
+    sentences = ([subject.definition] if subject.definition else []) + [fill(s, subject) for s in extra]
     return Task("describe", prompt, " ".join(sentences), None)
 
 
@@ -164,7 +167,7 @@ def make_poem(rng: random.Random) -> Task:
     lines = POEM_LINES[subject.kind]  # two couplets: lines 0-3, or the closing couplet 4-5 then 2-3
     chosen = lines[0:4] if rng.random() < 0.6 else [*lines[4:6], *lines[2:4]]
     prompt = _polite(rng, choose(rng, _POEM, **_asked(subject)))
-    return Task("poem", prompt, "\n".join(_fill(line, subject) for line in chosen), None)
+    return Task("poem", prompt, "\n".join(fill(line, subject) for line in chosen), None)
 
 
 def make_why(rng: random.Random) -> Task:
@@ -174,8 +177,8 @@ def make_why(rng: random.Random) -> Task:
         return Task("why", prompt, f"{rng.choice(qb.WHY_PEOPLE).format(vp=vp)} {rng.choice(qb.WHY_MORE)}", None)
     subject = _subject(rng)
     prompt = _polite(rng, choose(rng, _WHY_IMPORTANT, **_asked(subject)))
-    reason = _fill(rng.choice(qb.WHY_IMPORTANT[subject.kind]), subject)
-    return Task("why", prompt, f"{reason} {_fill(rng.choice(KIND_SENTENCES[subject.kind]), subject)}", None)
+    reason = fill(rng.choice(qb.WHY_IMPORTANT[subject.kind]), subject)
+    return Task("why", prompt, f"{reason} {fill(rng.choice(KIND_SENTENCES[subject.kind]), subject)}", None)
 
 
 def make_how(rng: random.Random) -> Task:
@@ -188,7 +191,7 @@ def make_how(rng: random.Random) -> Task:
     subject = _subject(rng, kinds=tuple(qb.HOW_WORKS), known_only=rng.random() < 0.7)
     prompt = _polite(rng, choose(rng, _HOW_WORKS, **_asked(subject)))
     sentences = ([subject.definition] if subject.definition else []) + [
-        _fill(s, subject) for s in rng.sample(qb.HOW_WORKS[subject.kind], 1 if subject.definition else 2)]
+        fill(s, subject) for s in rng.sample(qb.HOW_WORKS[subject.kind], 1 if subject.definition else 2)]
     return Task("how", prompt, " ".join(sentences), None)
 
 

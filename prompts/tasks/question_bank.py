@@ -3,7 +3,7 @@
 Written for this project.  A 10M-parameter model cannot know facts about whatever a visitor
 asks; what it can learn is to answer each *shape* of question in a few plain, fluent sentences
 that carry the asked subject along.  So these are answer patterns, filled with the subject (and
-with `is`/`are`, `it`/`they` agreeing with it, see open_english._fill), not a list of prompts.
+with `is`/`are`, `it`/`they` agreeing with it, see open_english.fill), not a list of prompts.
 
 Keys in the sentences: {x} the subject as asked ("dogs", "a clock"), {X} capitalised, {x_bare}
 without its article, {be} is/are, {it} it/they, {its} its/their, {them} it/them, {does} does/do,
