@@ -1,5 +1,5 @@
 """Where a training step's time goes: ms per step of the real `train_step`, per batch size, eager
-and with compiled layers.
+and with compiled layers, and with answers that fit a short canvas trained on one (`--short-canvas`).
 
 The training time budget depends on the step time.  For each variant (batch size x eager or
 `--compile both`) this builds the demo preset from the same seed and makes `--steps` real batches
@@ -17,6 +17,7 @@ steps take with the first variant.
 
     python benchmarks/bench_train_step.py --compile both --batch-sizes 256 512      # the comparison
     python benchmarks/bench_train_step.py --profile --recipe-steps 4538
+    python benchmarks/bench_train_step.py --batch-sizes 512 1024 --short-canvas 0 64
     python benchmarks/bench_train_step.py --preset test --batch-sizes 4 8 --steps 3 --device cpu
 """
 
@@ -52,6 +53,8 @@ def main(argv=None) -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--compile", choices=("off", "on", "both"), default="off",
                         help="compiled layers (training.train.compile_layers): off, on, or both as separate variants")
+    parser.add_argument("--short-canvas", type=int, nargs="+", default=[0],
+                        help="TaskBatches' short canvas per variant (0: every answer on the full canvas)")
     parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
     parser.add_argument("--profile", action="store_true", help="also measure the share of time kernels ran (CUDA)")
     parser.add_argument("--recipe-steps", type=int, default=None, help="print the minutes this many steps take")
@@ -81,18 +84,19 @@ def main(argv=None) -> None:
     name = torch.cuda.get_device_name(device) if on_cuda else "cpu"
     print(f"preset {args.preset}, {name}, torch {torch.__version__}", flush=True)
     compiles = {"off": [False], "on": [True], "both": [False, True]}[args.compile]
-    variants = [(batch_size, compiled) for batch_size in args.batch_sizes for compiled in compiles]
+    variants = [(batch_size, compiled, short) for batch_size in args.batch_sizes for compiled in compiles
+                for short in args.short_canvas]
 
     runs = {}  # variant -> (model, optimizer, generator, config, batches)
-    for batch_size, compiled in variants:
+    for batch_size, compiled, short in variants:
         config = TrainConfig(preset=args.preset, batch_size=batch_size)
         torch.manual_seed(0)
         model = DiffusionGemmaForBlockDiffusion(small_config(vocab, args.preset)).to(device).train()
         if compiled:
             compile_layers(model)
-        source = TaskBatches(TOKENIZER_DIR, batch_size, seed=0)
-        batches = [to_device(source[i], device) for i in range(args.steps)]
-        runs[batch_size, compiled] = (model, make_optimizer(model, config), torch.Generator(device=device).manual_seed(0),
+        source = TaskBatches(TOKENIZER_DIR, batch_size, seed=0, short_canvas=short or None)
+        batches = [[to_device(part, device) for part in source[i]] for i in range(args.steps)]
+        runs[batch_size, compiled, short] = (model, make_optimizer(model, config), torch.Generator(device=device).manual_seed(0),
                                       config, batches)
 
     def one_pass(variant) -> float:
@@ -116,15 +120,16 @@ def main(argv=None) -> None:
                 torch.cuda.empty_cache()
 
     first = None
-    for (batch_size, compiled), rounds in timings.items():
+    for (batch_size, compiled, short), rounds in timings.items():
         best = min(rounds)
         first = first or (batch_size, best)
         speedup = (batch_size / best) / (first[0] / first[1])
-        line = (f"batch {batch_size:4d} {'compiled' if compiled else 'eager   '}: "
+        line = (f"batch {batch_size:4d} {'compiled' if compiled else 'eager   '}"
+                f"{f', short canvas {short}' if short else ''}: "
                 f"{' / '.join(f'{ms:.1f}' for ms in rounds)} ms/step (rounds), "
                 f"{batch_size / best * 1000:.0f} examples/s, x{speedup:.2f} examples/s vs the first")
         if args.profile and on_cuda:
-            line += f", kernels busy {kernel_share(one_pass, (batch_size, compiled), args.steps):.0%} of the step"
+            line += f", kernels busy {kernel_share(one_pass, (batch_size, compiled, short), args.steps):.0%} of the step"
         print(line, flush=True)
     if args.recipe_steps and first:
         print(f"{args.recipe_steps} steps at batch {first[0]}: {args.recipe_steps * first[1] / 60000:.1f} min "

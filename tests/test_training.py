@@ -303,11 +303,65 @@ def test_batches_are_made_on_demand_the_same_anywhere():
     weights = {**{f: 0.0 for f in FAMILIES}, "json": 1.0, "math": 1.0}  # a family left out weighs 1
     batches = TaskBatches(TOKENIZER_DIR, 6, seed=3, weights=weights)
     again = TaskBatches(TOKENIZER_DIR, 6, seed=3, weights=weights)
-    first = batches[7]
+    [first] = batches[7]
     assert first["target"].shape == (6, 256) and first["context_ids"].shape[0] == 6
-    assert all(np.array_equal(first[k], again[7][k]) for k in first)  # a batch depends on (seed, index) alone
-    assert not np.array_equal(first["target"], batches[8]["target"])
+    assert all(np.array_equal(first[k], again[7][0][k]) for k in first)  # a batch depends on (seed, index) alone
+    assert not np.array_equal(first["target"], batches[8][0]["target"])
     assert {t.family for i in range(5) for t in batches.tasks(i)} == {"json", "math"}
+
+
+def test_short_answers_go_to_a_short_canvas_and_nothing_is_lost():
+    from prompts.tasks import FAMILIES
+    from training.data import TaskBatches
+
+    weights = {**{f: 0.0 for f in FAMILIES}, "math": 1.0, "fact_list": 1.0}  # ~15 and ~115 tokens
+    whole = TaskBatches(TOKENIZER_DIR, 64, seed=3, weights=weights)[2][0]
+    parts = TaskBatches(TOKENIZER_DIR, 64, seed=3, weights=weights, short_canvas=32, full_share=0.25)[2]
+    short, full = parts
+    assert short["target"].shape[1] == 32 and full["target"].shape[1] == 256
+    assert (short["content_length"] <= 32).all() and (full["content_length"] > 32).any()
+    assert 0 < ((full["content_length"] <= 32).sum()) < len(short["target"])  # a share of short ones stays full
+
+    def blocks(part):
+        return sorted(tuple(row[:n]) for row, n in zip(part["target"].tolist(), part["content_length"]))
+
+    assert sorted(blocks(short) + blocks(full)) == blocks(whole)  # every block once, unchanged
+    assert (short["target"][short["content_length"][:, None] <= np.arange(32)] == 1).all()  # <eos> fill
+    again = TaskBatches(TOKENIZER_DIR, 64, seed=3, weights=weights, short_canvas=32, full_share=0.25)[2]
+    assert all(np.array_equal(a[k], b[k]) for a, b in zip(parts, again) for k in a)
+
+
+def test_train_step_weighs_the_parts_as_one_batch_on_the_full_canvas(random_model):
+    """A short-canvas part and a full one: each position's loss weighs 1 / (examples x full canvas), as
+    in one batch on the full canvas, and the step's gradient is their sum."""
+    from training.train import train_step
+
+    rng = np.random.default_rng(2)
+
+    def examples(n, length):
+        return [Example(rng.integers(5, 300, 6).astype(np.int32), rng.integers(5, 300, length).astype(np.int32))
+                for _ in range(n)]
+
+    parts = [to_device(collate(examples(3, 5), canvas_length=8), "cpu"),
+             to_device(collate(examples(2, 12), canvas_length=16), "cpu")]
+    weight = next(random_model.parameters())
+    optimizer = torch.optim.SGD(random_model.parameters(), lr=0.0)
+    stats = train_step(random_model, optimizer, parts, TrainConfig(grad_clip=1e9), self_condition=True,
+                       generator=torch.Generator().manual_seed(4))
+    step_grad = weight.grad.clone()
+
+    random_model.zero_grad()
+    generator, by_hand = torch.Generator().manual_seed(4), 0.0
+    for part in parts:  # the same draws, in the same order
+        mean, _ = diffusion_loss(random_model, part, self_condition=True, generator=generator)
+        weighted = mean * part["target"].numel() / (5 * 16)
+        weighted.backward()
+        by_hand += weighted.item()
+    assert stats["loss"].item() == pytest.approx(by_hand, rel=1e-5)
+    torch.testing.assert_close(step_grad, weight.grad, rtol=1e-4, atol=1e-7)
+    assert by_hand != pytest.approx(sum(diffusion_loss(random_model, p, self_condition=True,
+                                                       generator=torch.Generator().manual_seed(4))[0].item()
+                                        for p in parts) / 2, rel=1e-3)  # not a plain mean of the parts
 
 
 def test_a_stopped_and_resumed_run_ends_with_the_weights_of_an_unbroken_one(tmp_path):

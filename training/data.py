@@ -7,7 +7,7 @@ The response ends with `<turn|>` (id 106); `collate` fills the rest of the canva
 (id 1), as the real model's canvases end.
 
     tokenizer = build_tokenizer(seed=0)                         # BPE trained on the task mix
-    batch = TaskBatches(tokenizer_dir, 256, seed=1)[0]          # batch 0 of a run: collated numpy arrays
+    parts = TaskBatches(tokenizer_dir, 256, seed=1)[0]          # batch 0 of a run: [collated numpy arrays]
 """
 
 from __future__ import annotations
@@ -70,6 +70,8 @@ TOKENIZER_MIXES = {
     "all": (FAMILIES, {**TOKENIZER_FAMILY_WEIGHTS, "json_paraphrase": 2.0, "math_paraphrase": 1.5,
                        "acrostic_paraphrase": 1.5, "describe": 1.5, "explain": 1.5, "poem": 1.5, "why": 1.5, "how": 1.5}),
 }
+# With a short canvas, the share of short answers still trained on the full one (TaskBatches).
+FULL_CANVAS_SHARE = 0.2
 VOCAB_SIZE = 3072  # small: the sampler draws 256 x vocab every step on the CPU
 
 
@@ -154,15 +156,23 @@ class TaskBatches:
     DataLoader's workers build them in parallel while the GPU trains, every batch is new text
     (no fixed pool to repeat), and a run resumed at step i sees the batches it would have seen.
 
+    With `short_canvas` (say 64), a batch comes in two parts: the blocks that fit the short canvas on
+    it, the rest (and a `full_share` of the short ones, so the model keeps seeing short answers on the
+    canvas it is sampled on) on the full 256.  Nine answers in ten fit 64 tokens, and the decoder's
+    work grows with the canvas: most of a full canvas is the `<eos>` fill.  train_step weighs the parts
+    as one batch on the full canvas (objective.diffusion_loss's `normalizer`).
+
         batches = TaskBatches("assets/tokenizer", 256, seed=0, weights=FAMILY_WEIGHTS)
-        batch = batches[17]                         # collate()'s dict of numpy arrays
+        parts = batches[17]                         # [collate()'s dict of numpy arrays]
     """
 
     def __init__(self, tokenizer_dir: str | Path, batch_size: int, *, seed: int, weights: dict[str, float] | None = None,
-                 corpus: str | None = None, wordnet: str | None = None, canvas_length: int = CANVAS_LENGTH):
+                 corpus: str | None = None, wordnet: str | None = None, canvas_length: int = CANVAS_LENGTH,
+                 short_canvas: int | None = None, full_share: float = FULL_CANVAS_SHARE):
         self.tokenizer_dir, self.batch_size, self.seed = str(tokenizer_dir), batch_size, seed
         self.weights = FAMILY_WEIGHTS if weights is None else weights
         self.corpus, self.wordnet, self.canvas_length = corpus, wordnet, canvas_length
+        self.short_canvas, self.full_share = short_canvas, full_share
         self._tokenizer = None  # loaded in the process that makes the batches
 
     def __len__(self) -> int:
@@ -172,13 +182,23 @@ class TaskBatches:
         return training_tasks(self.batch_size, seed=self.seed * 1_000_003 + i, weights=self.weights, corpus=self.corpus,
                               wordnet=self.wordnet)
 
-    def __getitem__(self, i: int) -> dict[str, np.ndarray]:
+    def __getitem__(self, i: int) -> list[dict[str, np.ndarray]]:
+        """Batch i as one or two parts (collate()'s dicts): with `short_canvas`, the blocks that fit it,
+        less a `full_share` drawn with the batch's own seed, are one part on the short canvas, the rest
+        the other on the full one."""
         if self._tokenizer is None:
             from transformers import AutoTokenizer
 
             self._tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_dir)
         examples = encode_tasks(self._tokenizer, self.tasks(i), canvas_length=self.canvas_length)
-        return collate(examples[: self.batch_size], canvas_length=self.canvas_length)  # a long answer's later blocks may fall off
+        examples = examples[: self.batch_size]  # a long answer's later blocks may fall off
+        if not self.short_canvas:
+            return [collate(examples, canvas_length=self.canvas_length)]
+        coins = np.random.default_rng([self.seed, i, 1]).random(len(examples))
+        short = [len(e.block) <= self.short_canvas and coin >= self.full_share for e, coin in zip(examples, coins)]
+        parts = [([e for e, s in zip(examples, short) if s], self.short_canvas),
+                 ([e for e, s in zip(examples, short) if not s], self.canvas_length)]
+        return [collate(part, canvas_length=length) for part, length in parts if part]
 
 
 def collate(examples: list[Example], *, canvas_length: int = CANVAS_LENGTH) -> dict[str, np.ndarray]:

@@ -94,12 +94,16 @@ def place_own_samples(canvas: torch.Tensor, newly_accepted: torch.Tensor, scaled
 
 
 def diffusion_loss(model, batch: dict[str, torch.Tensor], *, self_condition: bool, self_correction: float = 0.0,
-                   self_correction_max_entropy: float | None = None, generator=None):
+                   self_correction_max_entropy: float | None = None, generator=None, normalizer: float | None = None):
     """Cross-entropy of the clean block from a noised canvas; returns (loss, detached stats).
 
     `self_correction` (self-conditioned batches only): share of the positions accepted since the
     first pass that hold the first pass's sample instead of the clean target; with
     `self_correction_max_entropy`, only positions where that pass's entropy was below it.
+    The loss is the mean over every canvas position, or with `normalizer` their sum divided by it:
+    a part of a batch on a short canvas passes (examples in the whole batch) x (full canvas length),
+    so its positions weigh what they would on the full canvas (the <eos> fill it leaves out costs
+    next to nothing once learnt).
     """
     target = batch["target"]
     batch_size, canvas_length = target.shape
@@ -128,7 +132,7 @@ def diffusion_loss(model, batch: dict[str, torch.Tensor], *, self_condition: boo
 
     logits = decoder_logits(model, cache, canvas, batch, sc_logits)
     token_loss = F.cross_entropy(logits.reshape(-1, vocab_size), target.reshape(-1), reduction="none").view_as(target)
-    loss = token_loss.mean()
+    loss = token_loss.mean() if normalizer is None else token_loss.sum() / normalizer
 
     with torch.no_grad():
         content = torch.arange(canvas_length, device=device)[None, :] < batch["content_length"][:, None]

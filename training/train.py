@@ -69,6 +69,7 @@ class TrainConfig:
     compile: bool = False  # torch.compile every layer (compile_layers: faster steps, minutes of compiling)
     stop_after_minutes: float | None = None  # end this process after this much training, resumable
     resume: bool = False  # go on with the run that --stop-after-minutes saved in --out
+    short_canvas: int | None = None  # train answers that fit this many tokens on a canvas this long (TaskBatches)
 
 
 def learning_rate(step: int, total: int, config: TrainConfig) -> float:
@@ -117,21 +118,31 @@ def make_optimizer(model, config: TrainConfig):
     )
 
 
-def train_step(model, optimizer, batch: dict, config: TrainConfig, *, self_condition: bool, generator) -> dict:
-    """One optimisation step on a batch already on the model's device (bf16 autocast on CUDA); returns
-    the objective's detached stats."""
+def train_step(model, optimizer, parts: list[dict], config: TrainConfig, *, self_condition: bool, generator) -> dict:
+    """One optimisation step on a batch already on the model's device (bf16 autocast on CUDA), given
+    as TaskBatches' parts: one, or a short-canvas part and a full one, whose gradients add up to the
+    whole batch's on the full canvas.  Returns the objective's detached stats, averaged over the
+    parts by their examples."""
     import torch
 
     from .objective import diffusion_loss
 
     device = next(model.parameters()).device.type
-    with torch.autocast(device, dtype=torch.bfloat16, enabled=device == "cuda"):
-        loss, stats = diffusion_loss(model, batch, self_condition=self_condition,
-                                     self_correction=config.self_correction,
-                                     self_correction_max_entropy=config.self_correction_max_entropy,
-                                     generator=generator)
+    examples = sum(len(part["target"]) for part in parts)
+    full_canvas = max(part["target"].shape[1] for part in parts)
+    normalizer = None if len(parts) == 1 else examples * full_canvas
     optimizer.zero_grad(set_to_none=True)
-    loss.backward()
+    stats = {}
+    for part in parts:
+        with torch.autocast(device, dtype=torch.bfloat16, enabled=device == "cuda"):
+            loss, part_stats = diffusion_loss(model, part, self_condition=self_condition,
+                                              self_correction=config.self_correction,
+                                              self_correction_max_entropy=config.self_correction_max_entropy,
+                                              generator=generator, normalizer=normalizer)
+        loss.backward()
+        share = len(part["target"]) / examples
+        for key, value in part_stats.items():  # the parts' losses already add up to the batch's
+            stats[key] = stats.get(key, 0) + (value if key == "loss" else value * share)
     torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
     optimizer.step()
     return stats
@@ -171,7 +182,8 @@ def batch_loader(config: TrainConfig, tokenizer_dir: str, first_step: int):
     from .data import TaskBatches
 
     batches = TaskBatches(tokenizer_dir, config.batch_size, seed=config.seed,
-                          weights=parse_weights(config.family_weights), corpus=config.corpus, wordnet=config.wordnet)
+                          weights=parse_weights(config.family_weights), corpus=config.corpus, wordnet=config.wordnet,
+                          short_canvas=config.short_canvas)
     workers = config.workers if config.workers is not None else max(0, min(12, (os.cpu_count() or 1) - 2))
     extra = dict(prefetch_factor=8, persistent_workers=True) if workers else {}
     return torch.utils.data.DataLoader(batches, batch_size=None, sampler=range(first_step, 2**31 - 1),
@@ -237,15 +249,15 @@ def train(config: TrainConfig) -> Path:
     window, tokens, row = [], 0, None
     device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     stopped_early = False
-    for numpy_batch in batch_loader(config, tokenizer_dir, step):
+    for numpy_parts in batch_loader(config, tokenizer_dir, step):
         if step >= total_steps:
             break
-        batch = to_device(numpy_batch, device)
+        parts = [to_device(part, device) for part in numpy_parts]
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, total_steps, config)
         self_condition = self_condition_draw(config.seed, step, config.self_condition_share)
-        window.append(train_step(model, optimizer, batch, config, self_condition=self_condition, generator=generator))
-        tokens += batch["target"].numel() + batch["context_ids"].numel()
+        window.append(train_step(model, optimizer, parts, config, self_condition=self_condition, generator=generator))
+        tokens += sum(part["target"].numel() + part["context_ids"].numel() for part in parts)
         step += 1
 
         if config.minutes is not None and not state and step == 20:
@@ -328,6 +340,8 @@ def parse_args(argv=None) -> TrainConfig:
         parser.error("--self-correction-max-entropy must be above 0 (nats)")
     if config.resume and not (Path(config.out) / RESUME_FILE).is_file():
         parser.error(f"--resume: no {RESUME_FILE} in {config.out} (it is written by --stop-after-minutes)")
+    if config.short_canvas is not None and not 1 <= config.short_canvas <= 256:
+        parser.error("--short-canvas is a canvas length: 1 to 256 tokens")
     if config.stop_after_minutes is not None and config.stop_after_minutes <= 0:
         parser.error("--stop-after-minutes must be above 0")
     for name in ("steps", "batch_size"):
