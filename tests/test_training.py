@@ -316,18 +316,19 @@ def test_short_answers_go_to_a_short_canvas_and_nothing_is_lost():
 
     weights = {**{f: 0.0 for f in FAMILIES}, "math": 1.0, "fact_list": 1.0}  # ~15 and ~115 tokens
     whole = TaskBatches(TOKENIZER_DIR, 64, seed=3, weights=weights)[2][0]
-    parts = TaskBatches(TOKENIZER_DIR, 64, seed=3, weights=weights, short_canvas=32, full_share=0.25)[2]
+    parts = TaskBatches(TOKENIZER_DIR, 64, seed=3, weights=weights, short_canvas=32, full_share=0.75)[2]
     short, full = parts
-    assert short["target"].shape[1] == 32 and full["target"].shape[1] == 256
+    assert short["target"].shape == (16, 32) and full["target"].shape == (48, 256)  # fixed part sizes
     assert (short["content_length"] <= 32).all() and (full["content_length"] > 32).any()
-    assert 0 < ((full["content_length"] <= 32).sum()) < len(short["target"])  # a share of short ones stays full
+    assert (full["content_length"] <= 32).any()  # short ones fill up the full part
+    assert short["context_ids"].shape[1] % 16 == 0 and full["context_ids"].shape[1] % 16 == 0  # few shapes
 
     def blocks(part):
         return sorted(tuple(row[:n]) for row, n in zip(part["target"].tolist(), part["content_length"]))
 
     assert sorted(blocks(short) + blocks(full)) == blocks(whole)  # every block once, unchanged
     assert (short["target"][short["content_length"][:, None] <= np.arange(32)] == 1).all()  # <eos> fill
-    again = TaskBatches(TOKENIZER_DIR, 64, seed=3, weights=weights, short_canvas=32, full_share=0.25)[2]
+    again = TaskBatches(TOKENIZER_DIR, 64, seed=3, weights=weights, short_canvas=32, full_share=0.75)[2]
     assert all(np.array_equal(a[k], b[k]) for a, b in zip(parts, again) for k in a)
 
 
