@@ -38,7 +38,7 @@ class Preset:
 PRESETS = {
     # Random-weight model for tests that need exact control: builds in a second, runs 256 tokens in ~1 s.
     "test": Preset(64, 2, 2, 1, 32, 128, 4, 2, 32),
-    # The built-in demo model (assets/models/diffusiongemma-tiny-demo): ~9.8M parameters, 19.6 MB in
+    # The built-in demo model (assets/models/diffusiongemma-tiny-demo): ~10.0M parameters, 20.1 MB in
     # bf16; small enough for a denoising step in ~0.1 s on 2 CPU threads, big enough to learn the task mix.
     "demo": Preset(256, 6, 4, 2, 64, 512, 8, 2, 128),
 }

@@ -1,4 +1,4 @@
-"""What the built-in 9.8M-parameter model was trained to answer, with example prompts, for the app.
+"""What the built-in 10.0M-parameter model was trained to answer, with example prompts, for the app.
 
 The model knows only its training families (prompts/tasks and the Python-documentation corpus);
 the app shows this next to the demo picker so a visitor asks something it can do.
@@ -33,13 +33,15 @@ GUIDE: tuple[Family, ...] = (
     Family("Shaped writing", "exactly N sentences, stories that end where they begin, haiku",
            ("Why is the sky blue? Answer in exactly three sentences.",
             "Write a haiku about rain, then explain its 5-7-5 syllable structure.")),
-    Family("Everyday English", "describe, explain in one sentence, a short poem: animals, places, food, ideas",
-           ("Describe the moon.", "Explain gravity in one sentence.", "Write a short poem about autumn.")),
+    Family("Everyday English", "describe, explain in one sentence, a short poem, why and how questions, what a word "
+           "means: animals, places, food, ideas",
+           ("Describe the moon.", "Explain gravity in one sentence.", "Write a short poem about autumn.",
+            "How does a bicycle work?")),
     Family("Python's documentation", "glossary terms and FAQ questions",
            ("What is a generator in Python?", "Explain duck-typing in one sentence.")),
 )
 
-INTRO = ("A 9.8M-parameter model trained here on a small task mix: it answers these kinds of prompts, and "
+INTRO = ("A 10.0M-parameter model trained here on a small task mix: it answers these kinds of prompts, and "
          "anything else only loosely. Think-then-answer (Gemma 4's thought channel) is trained too, with "
          "`enable_thinking=True` in the chat template.")
 

@@ -60,7 +60,7 @@ def test_shipped_tokenizer_matches_assets():
 def test_loads_through_the_backend_as_float32_on_cpu(backend):
     info = backend.info
     assert info.backend == "transformers" and info.device == "cpu" and info.dtype == "float32"
-    assert info.builtin and info.vocab_size == len(backend.tokenizer) == 3072
+    assert info.builtin and info.vocab_size == len(backend.tokenizer) == 4096
     assert 5e6 < info.parameters < 15e6
 
 

@@ -42,7 +42,7 @@ def one_thread():
 def test_tokenizer_keeps_gemma_special_ids(tokenizer):
     ids = tokenizer.convert_tokens_to_ids(["<pad>", "<eos>", "<bos>", "<|turn>", "<turn|>", "<|tool_response>"])
     assert ids == [0, 1, 2, 105, 106, 50]
-    assert len(tokenizer) == 3072
+    assert len(tokenizer) == 4096
 
 
 def test_chat_template_is_gemma4_style(tokenizer):
@@ -232,7 +232,7 @@ def test_trained_folder_loads_like_a_checkpoint(tiny_run):
     assert generation["eos_token_id"] == [1, 106] and generation["pad_token_id"] == 0
     assert generation["max_denoising_steps"] == 48 and generation["sampler_config"]["entropy_bound"] == 0.1
     backend = TransformersBackend(str(tiny_run), device="cpu")
-    assert backend.info.vocab_size == 3072 and backend.info.canvas_length == 256 and backend.info.dtype == "float32"
+    assert backend.info.vocab_size == 4096 and backend.info.canvas_length == 256 and backend.info.dtype == "float32"
     trace = record_trace(backend, "Why is the sky blue?", GenerationSettings(seed=0, max_denoising_steps=3))
     assert trace.blocks and len(trace.block_steps(0)) == trace.blocks[0].steps_used <= 3
 

@@ -24,10 +24,10 @@ def main(argv=None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--isolate-capitals", action=argparse.BooleanOptionalAction, default=True,
                         help="make every capital letter its own token, so an acrostic copies letters (default: on)")
-    parser.add_argument("--mix", choices=sorted(TOKENIZER_MIXES), default="template",
-                        help="the texts: the shipped tokenizer's template families, or every generated family")
-    parser.add_argument("--whole-numbers", type=int, default=0,
-                        help="make every number below this one token (0, the shipped tokenizer: what BPE merges)")
+    parser.add_argument("--mix", choices=sorted(TOKENIZER_MIXES), default="all",
+                        help="the texts: every generated family (the shipped tokenizer's), or the template families only")
+    parser.add_argument("--whole-numbers", type=int, default=200,
+                        help="make every number below this one token (200, the shipped tokenizer; 0: what BPE merges)")
     args = parser.parse_args(argv)
     if args.texts < 1 or not 300 <= args.vocab_size <= 65536 or not 0 <= args.whole_numbers <= 1000:
         parser.error("--texts must be at least 1, --vocab-size between 300 and 65536, --whole-numbers 0 to 1000")

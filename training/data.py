@@ -63,12 +63,16 @@ OPEN_MIX_FAMILY_WEIGHTS = {
 # which makes the short families cheap): the open-mix run learnt arithmetic worst (34% on templates).
 OPEN_MIX_2_FAMILY_WEIGHTS = {**OPEN_MIX_FAMILY_WEIGHTS, "math": 3.0, "math_paraphrase": 7.0, "acrostic_paraphrase": 4.0,
                              DOCS: 0.4, "thinking": 0.5}
+# A short fine-tune after open-mix-2: the visitor JSON and arithmetic it left furthest from their goals.
+JSON_MATH_FINETUNE_WEIGHTS = {**OPEN_MIX_2_FAMILY_WEIGHTS, "json_paraphrase": 12.0, "math_paraphrase": 12.0, "json": 4.0,
+                              "math": 4.0}
 NAMED_MIXES = {"base": BASE_FAMILY_WEIGHTS, "visitor": FAMILY_WEIGHTS, "one-mix": ONE_MIX_FAMILY_WEIGHTS,
-               "open-mix": OPEN_MIX_FAMILY_WEIGHTS, "open-mix-2": OPEN_MIX_2_FAMILY_WEIGHTS}
+               "open-mix": OPEN_MIX_FAMILY_WEIGHTS, "open-mix-2": OPEN_MIX_2_FAMILY_WEIGHTS,
+               "json-math-finetune": JSON_MATH_FINETUNE_WEIGHTS}
 # The tokenizer's training texts: the template families (the shipped tokenizer's), or every generated
 # family ("all", tried for issue 14; not the corpora, which CI does not have).
 TOKENIZER_FAMILY_WEIGHTS = {"math": 2.0, "acrostic": 1.5, "json": 1.5, "doctest_function": 1.25}
-TOKENIZER_TEXTS = 40_000  # tasks the BPE is trained on
+TOKENIZER_TEXTS = 60_000  # tasks the BPE is trained on
 TOKENIZER_MIXES = {
     "template": (TEMPLATE_FAMILIES, TOKENIZER_FAMILY_WEIGHTS),
     "all": (FAMILIES, {**TOKENIZER_FAMILY_WEIGHTS, "json_paraphrase": 2.0, "math_paraphrase": 1.5,
@@ -79,7 +83,7 @@ TOKENIZER_MIXES = {
 # on the canvas it is sampled on (TaskBatches).
 FULL_CANVAS_SHARE = 0.3
 CONTEXT_MULTIPLE = 16  # contexts are padded to a multiple of this: few distinct shapes, see collate
-VOCAB_SIZE = 3072  # small: the sampler draws 256 x vocab every step on the CPU
+VOCAB_SIZE = 4096  # small: the sampler draws 256 x vocab every step on the CPU
 
 
 @dataclass(frozen=True)
@@ -90,7 +94,7 @@ class Example:
 
 def build_tokenizer(
     *, seed: int = 0, count: int = TOKENIZER_TEXTS, vocab_size: int = VOCAB_SIZE, isolate_capitals: bool = True,
-    mix: str = "template", whole_numbers: int = 0,
+    mix: str = "all", whole_numbers: int = 200,
 ):
     """Train the byte-level BPE on prompts and responses of the training mix (and the demo prompts).
 
