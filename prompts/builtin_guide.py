@@ -36,7 +36,7 @@ GUIDE: tuple[Family, ...] = (
     Family("Everyday English", "describe, explain in one sentence, a short poem, why and how questions, what a word "
            "means: animals, places, food, ideas",
            ("Describe the moon.", "Explain gravity in one sentence.", "Write a short poem about autumn.",
-            "How does a bicycle work?")),
+            "How does a refrigerator work?")),
     Family("Python's documentation", "glossary terms and FAQ questions",
            ("What is a generator in Python?", "Explain duck-typing in one sentence.")),
 )
