@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import glob
-import json
 import random
 import re
 from functools import cache
@@ -27,6 +26,8 @@ from pathlib import Path
 
 from prompts.tasks import Task
 from prompts.tasks.grammar import choose
+
+from .jsonl import read_jsonl, write_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CORPUS = ROOT / "runs" / "corpus" / "python_docs.jsonl"
@@ -133,10 +134,7 @@ def build_corpus(sources: str | None = None) -> list[dict]:
 
 
 def write_corpus(out: Path = DEFAULT_CORPUS, sources: str | None = None) -> Path:
-    records = build_corpus(sources)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    return out
+    return write_jsonl(build_corpus(sources), out)
 
 
 @cache
@@ -145,7 +143,7 @@ def load_corpus(path: str = str(DEFAULT_CORPUS)) -> tuple[dict, ...]:
     file = Path(path)
     if not file.is_file():
         write_corpus(file)
-    return tuple(json.loads(line) for line in file.read_text(encoding="utf-8").splitlines() if line.strip())
+    return read_jsonl(file)
 
 
 _GLOSSARY_ASKS = (

@@ -201,13 +201,8 @@ class TaskBatches:
         short canvas, the rest the other on the full one (a rare batch with more long blocks than that
         leaves the extra ones out)."""
         if self._tokenizer is None:
-            import os
-
             from transformers import AutoTokenizer
 
-            # One thread per batch-making process: the tokenizer's own thread pool (a thread per core in
-            # each of a DataLoader's workers) starved the training process, 1.2 s a step against 0.67.
-            os.environ["TOKENIZERS_PARALLELISM"] = "false"
             self._tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_dir)
         examples = encode_tasks(self._tokenizer, self.tasks(i), canvas_length=self.canvas_length)
         examples = examples[: self.batch_size]  # a long answer's later blocks may fall off

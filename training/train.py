@@ -130,8 +130,7 @@ def train_step(model, optimizer, parts: list[dict], config: TrainConfig, *, self
 
     device = next(model.parameters()).device.type
     examples = sum(len(part["target"]) for part in parts)
-    full_canvas = max(part["target"].shape[1] for part in parts)
-    normalizer = None if len(parts) == 1 else examples * full_canvas
+    normalizer = examples * max(part["target"].shape[1] for part in parts)  # one part: the plain mean
     optimizer.zero_grad(set_to_none=True)
     stats = {}
     for part in parts:

@@ -21,7 +21,6 @@ contain books and other materials for reading and study."}.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import re
 from functools import cache
@@ -32,6 +31,8 @@ from prompts.tasks.grammar import choose
 from prompts.tasks.open_english import Subject, fill
 from prompts.tasks.paraphrase import _polite
 from prompts.tasks.subjects import KIND_SENTENCES
+
+from .jsonl import read_jsonl, write_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_RECORDS = ROOT / "runs" / "corpus" / "wordnet.jsonl"
@@ -134,10 +135,7 @@ def build_records(source: Path = SOURCE) -> list[dict]:
 
 
 def write_records(out: Path = DEFAULT_RECORDS, source: Path = SOURCE) -> Path:
-    records = build_records(source)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    return out
+    return write_jsonl(build_records(source), out)
 
 
 @cache
@@ -146,7 +144,7 @@ def load_records(path: str = str(DEFAULT_RECORDS)) -> tuple[dict, ...]:
     file = Path(path)
     if not file.is_file():
         write_records(file)
-    return tuple(json.loads(line) for line in file.read_text(encoding="utf-8").splitlines() if line.strip())
+    return read_jsonl(file)
 
 
 _DEFINE = (
