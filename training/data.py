@@ -63,12 +63,15 @@ OPEN_MIX_FAMILY_WEIGHTS = {
 # which makes the short families cheap): the open-mix run learnt arithmetic worst (34% on templates).
 OPEN_MIX_2_FAMILY_WEIGHTS = {**OPEN_MIX_FAMILY_WEIGHTS, "math": 3.0, "math_paraphrase": 7.0, "acrostic_paraphrase": 4.0,
                              DOCS: 0.4, "thinking": 0.5}
+# Open-mix-2 with more JSON, for the run after the math families began writing out their working
+# (prompts/tasks/arithmetic.py): visitor JSON was the furthest from its goal after open-mix-2.
+OPEN_MIX_3_FAMILY_WEIGHTS = {**OPEN_MIX_2_FAMILY_WEIGHTS, "json_paraphrase": 8.0, "json": 2.5}
 # A short fine-tune after open-mix-2: the visitor JSON and arithmetic it left furthest from their goals.
 JSON_MATH_FINETUNE_WEIGHTS = {**OPEN_MIX_2_FAMILY_WEIGHTS, "json_paraphrase": 12.0, "math_paraphrase": 12.0, "json": 4.0,
                               "math": 4.0}
 NAMED_MIXES = {"base": BASE_FAMILY_WEIGHTS, "visitor": FAMILY_WEIGHTS, "one-mix": ONE_MIX_FAMILY_WEIGHTS,
                "open-mix": OPEN_MIX_FAMILY_WEIGHTS, "open-mix-2": OPEN_MIX_2_FAMILY_WEIGHTS,
-               "json-math-finetune": JSON_MATH_FINETUNE_WEIGHTS}
+               "open-mix-3": OPEN_MIX_3_FAMILY_WEIGHTS, "json-math-finetune": JSON_MATH_FINETUNE_WEIGHTS}
 # The tokenizer's training texts: the template families (the shipped tokenizer's), or every generated
 # family ("all", tried for issue 14; not the corpora, which CI does not have).
 TOKENIZER_FAMILY_WEIGHTS = {"math": 2.0, "acrostic": 1.5, "json": 1.5, "doctest_function": 1.25}
