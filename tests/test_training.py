@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -17,7 +18,7 @@ from training.denoising_stats import block_stats
 from training.objective import (decoder_logits, diffusion_loss, encode_context, noise_levels, place_own_samples,
                                 replace_with_noise, to_device)
 from training.tokenizer import END_TURN_ID, EOS_ID, PAD_ID, train_tokenizer
-from training.train import TrainConfig, learning_rate, train
+from training.train import TrainConfig, learning_rate, parse_args, train
 
 TOKENIZER_DIR = "assets/tokenizer"
 
@@ -390,6 +391,21 @@ def test_a_stopped_and_resumed_run_ends_with_the_weights_of_an_unbroken_one(tmp_
     assert all(torch.equal(whole[k], resumed[k]) for k in whole)
     steps = [json.loads(line)["step"] for line in (pieces / "train_log.jsonl").read_text().splitlines()]
     assert steps == [1, 2, 3, 4]
+
+
+def test_resume_goes_on_with_the_stopped_runs_settings(tmp_path, capsys):
+    """`--resume --out DIR` alone continues the stopped recipe (mix, batch, canvas), not the defaults."""
+    out = tmp_path / "run"
+    stopped = TrainConfig(out=str(out), preset="test", tokenizer=TOKENIZER_DIR, steps=3, batch_size=4, lr=1e-3,
+                          warmup_steps=1, workers=0, device="cpu", family_weights="base", short_canvas=64,
+                          stop_after_minutes=1e-9)
+    with torch.random.fork_rng():
+        train(stopped)
+    resumed = parse_args(["--out", str(out), "--resume", "--batch-size", "99"])
+    assert resumed == dataclasses.replace(stopped, resume=True, stop_after_minutes=None)
+    assert "ignoring --batch-size" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        parse_args(["--out", str(tmp_path / "never-stopped"), "--resume"])
 
 
 def test_family_weights_are_parsed_or_rejected():

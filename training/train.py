@@ -149,6 +149,7 @@ def train_step(model, optimizer, parts: list[dict], config: TrainConfig, *, self
 
 
 RESUME_FILE = "resume.pt"  # the whole training state, written by --stop-after-minutes
+RESUME_CONFIG_FILE = "resume_config.json"  # the stopped run's settings, which --resume goes on with
 
 
 def compile_layers(model) -> None:
@@ -289,6 +290,7 @@ def train(config: TrainConfig) -> Path:
         torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "generator": generator.get_state(),
                     "step": step, "total_steps": total_steps, "train_seconds": earlier_seconds + train_seconds,
                     "segments": segments}, out / RESUME_FILE)
+        (out / RESUME_CONFIG_FILE).write_text(json.dumps(dataclasses.asdict(config), indent=2) + "\n")
     save_model(model, tokenizer, out, config.save_dtype)
     summary = {
         "config": dataclasses.asdict(config),
@@ -308,8 +310,30 @@ def train(config: TrainConfig) -> Path:
               f"(the model so far is saved in {out})", flush=True)
     else:
         (out / RESUME_FILE).unlink(missing_ok=True)
+        (out / RESUME_CONFIG_FILE).unlink(missing_ok=True)
         print(f"saved {out} after {step} steps in {(earlier_seconds + train_seconds) / 60:.1f} min", flush=True)
     return out
+
+
+def resumed_config(given: TrainConfig, parser: argparse.ArgumentParser) -> TrainConfig:
+    """The stopped run's own settings, with only when to stop again taken from the command line.
+
+    A run resumed with other settings (another mix, batch size or canvas) would train a recipe no
+    command describes; so `--resume --out DIR` is all it needs, and the other flags are ignored."""
+    saved = Path(given.out) / RESUME_CONFIG_FILE
+    if not (Path(given.out) / RESUME_FILE).is_file() or not saved.is_file():
+        parser.error(f"--resume: no {RESUME_FILE} and {RESUME_CONFIG_FILE} in {given.out} (--stop-after-minutes writes them)")
+    settings = json.loads(saved.read_text())
+    config = dataclasses.replace(TrainConfig(**settings), resume=True, out=given.out,
+                                 stop_after_minutes=given.stop_after_minutes)
+    defaults = TrainConfig()
+    ignored = [f.name for f in dataclasses.fields(TrainConfig)
+               if getattr(given, f.name) not in (getattr(defaults, f.name), getattr(config, f.name))
+               and f.name not in ("resume", "stop_after_minutes")]
+    if ignored:
+        print(f"--resume goes on with the stopped run's settings; ignoring --{', --'.join(n.replace('_', '-') for n in ignored)}",
+              flush=True)
+    return config
 
 
 def parse_args(argv=None) -> TrainConfig:
@@ -338,8 +362,8 @@ def parse_args(argv=None) -> TrainConfig:
         parser.error("--self-correction is a share of positions: between 0 and 1")
     if config.self_correction_max_entropy is not None and config.self_correction_max_entropy <= 0:
         parser.error("--self-correction-max-entropy must be above 0 (nats)")
-    if config.resume and not (Path(config.out) / RESUME_FILE).is_file():
-        parser.error(f"--resume: no {RESUME_FILE} in {config.out} (it is written by --stop-after-minutes)")
+    if config.resume:
+        config = resumed_config(config, parser)
     if config.short_canvas is not None and not 1 <= config.short_canvas <= 256:
         parser.error("--short-canvas is a canvas length: 1 to 256 tokens")
     if config.stop_after_minutes is not None and config.stop_after_minutes <= 0:
