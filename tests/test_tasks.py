@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 
 import pytest
 
@@ -26,7 +25,6 @@ from prompts.tasks import (
     split_of,
 )
 from prompts.tasks import bank, checks
-from prompts.tasks.arithmetic import worked
 from prompts.tasks.demo_families import demo_task
 
 
@@ -167,43 +165,6 @@ def test_math_checker_reads_the_final_answer():
     assert checks.check_number(19, "So she has 19 apples")
     assert not checks.check_number(19, "12 + 7 = 19. The answer is 18.")
     assert not checks.check_number(19, "I do not know.")
-
-
-def _sides(sentence: str) -> list[int]:
-    """The value of each side of "a + b = a + 40 + 8 = 79 + 8 = 87" (digits and + - * / only)."""
-    values = []
-    for side in sentence.split(" = "):
-        assert re.fullmatch(r"\d+( [-+*/] \d+)*", side), side
-        tokens = side.split(" ")
-        value = int(tokens[0])
-        for symbol, number in zip(tokens[1::2], tokens[2::2]):
-            value = {"+": value + int(number), "-": value - int(number), "*": value * int(number),
-                     "/": value // int(number)}[symbol]
-        values.append(value)
-    return values
-
-
-def test_worked_arithmetic_splits_two_digit_sums_and_differences_at_the_tens():
-    assert worked(39, "+", 48) == "39 + 48 = 39 + 40 + 8 = 79 + 8 = 87."
-    assert worked(52, "-", 49) == "52 - 49 = 52 - 40 - 9 = 12 - 9 = 3."
-    assert worked(8, "+", 48) == "8 + 48 = 48 + 8 = 56."
-    assert worked(39, "+", 40) == "39 + 40 = 79."  # nothing to split
-    assert worked(7, "*", 8) == "7 * 8 = 56."
-
-
-@pytest.mark.parametrize("family", ["math", "math_paraphrase"])
-def test_every_step_of_the_math_working_is_right(family):
-    rng, split = random.Random(3), 0
-    for _ in range(600):
-        task = GENERATORS[family](rng)
-        work, _, final = task.response.partition(" The answer is ")
-        assert final == f"{task.answer}."
-        for sentence in work.rstrip(".").split(". "):
-            values = _sides(sentence)
-            assert len(set(values)) == 1, sentence
-            split += len(values) == 4
-        assert values[0] == task.answer
-    assert split > 50  # the two-digit cases are common, and they are written out
 
 
 def test_code_checker_runs_hidden_tests_in_a_subprocess():

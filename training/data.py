@@ -63,8 +63,8 @@ OPEN_MIX_FAMILY_WEIGHTS = {
 # which makes the short families cheap): the open-mix run learnt arithmetic worst (34% on templates).
 OPEN_MIX_2_FAMILY_WEIGHTS = {**OPEN_MIX_FAMILY_WEIGHTS, "math": 3.0, "math_paraphrase": 7.0, "acrostic_paraphrase": 4.0,
                              DOCS: 0.4, "thinking": 0.5}
-# Open-mix-2 with more JSON, for the run after the math families began writing out their working
-# (prompts/tasks/arithmetic.py): visitor JSON was the furthest from its goal after open-mix-2.
+# Open-mix-2 with more JSON: tried for issue 14 with worked arithmetic, not shipped (README, "Worked
+# arithmetic"; training/experiments/2026-11-25-worked-math/).
 OPEN_MIX_3_FAMILY_WEIGHTS = {**OPEN_MIX_2_FAMILY_WEIGHTS, "json_paraphrase": 8.0, "json": 2.5}
 # A short fine-tune after open-mix-2: the visitor JSON and arithmetic it left furthest from their goals.
 JSON_MATH_FINETUNE_WEIGHTS = {**OPEN_MIX_2_FAMILY_WEIGHTS, "json_paraphrase": 12.0, "math_paraphrase": 12.0, "json": 4.0,

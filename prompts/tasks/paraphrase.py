@@ -22,7 +22,6 @@ import random
 import string
 
 from . import bank, words
-from .arithmetic import worked
 from .demo_families import ACROSTIC_WORDS, _topic_line
 from .grammar import choose, expand
 from .types import Task
@@ -462,7 +461,7 @@ def make_math_paraphrase(rng: random.Random) -> Task:
                         do_have=expand(rng, do_have, pron=pronoun), things=things, box=box, boxes=boxes)
     prompt = _polite(rng, prompt[0].upper() + prompt[1:])
     symbol = _OPERATIONS[op][0]
-    return Task("math_paraphrase", prompt, f"{worked(a, symbol, b)} The answer is {answer}.", answer)
+    return Task("math_paraphrase", prompt, f"{a} {symbol} {b} = {answer}. The answer is {answer}.", answer)
 
 
 # ---- acrostic --------------------------------------------------------------------------------

@@ -15,7 +15,6 @@ import json
 import random
 
 from . import bank, checks
-from .arithmetic import worked
 from .code_specs import distinct_examples, function_specs
 from .types import Task
 
@@ -37,7 +36,7 @@ def make_math(rng: random.Random) -> Task:
             f"There are {a} {many} in a {box}. {name} puts in {b} more. How many {many} are in the {box} now?",
             f"{name} found {a} {many} on Monday and {b} {many} on Tuesday. How many {many} did {he} find in all?",
         ))
-        work = worked(a, "+", b)
+        work = f"{a} + {b} = {answer}."
     elif kind == "sub":
         a = rng.randint(5, 30)
         b = rng.randint(1, a - 1)
@@ -47,7 +46,7 @@ def make_math(rng: random.Random) -> Task:
             f"A {box} holds {a} {many}. {name} takes out {b}. How many {many} are left in the {box}?",
             f"{name} needs {a} {many} and already has {b}. How many more {many} does {he} need?",
         ))
-        work = worked(a, "-", b)
+        work = f"{a} - {b} = {answer}."
     elif kind == "mul":
         a, b = rng.randint(2, 9), rng.randint(2, 9)
         answer = a * b
@@ -55,7 +54,7 @@ def make_math(rng: random.Random) -> Task:
             f"There are {a} {boxes} with {b} {many} in each. How many {many} are there in total?",
             f"{name} buys {a} packs of {many}. Each pack has {b} {many}. How many {many} does {he} buy?",
         ))
-        work = worked(a, "*", b)
+        work = f"{a} * {b} = {answer}."
     elif kind == "div":
         b, answer = rng.randint(2, 9), rng.randint(2, 9)
         a = b * answer
@@ -63,7 +62,7 @@ def make_math(rng: random.Random) -> Task:
             f"{name} shares {a} {many} equally among {b} friends. How many {many} does each friend get?",
             f"{a} {many} are packed into {b} {boxes} with the same number in each. How many {many} are in each {box}?",
         ))
-        work = worked(a, "/", b)
+        work = f"{a} / {b} = {answer}."
     else:
         a, b = rng.randint(2, 6), rng.randint(2, 6)
         c = rng.randint(1, a * b - 1)
@@ -72,7 +71,7 @@ def make_math(rng: random.Random) -> Task:
             f"{name} buys {a} bags with {b} {many} in each bag and gives {c} {many} to {other}. "
             f"How many {many} does {name} have left?"
         )
-        work = f"{a} * {b} = {a * b}. " + worked(a * b, "-", c)
+        work = f"{a} * {b} = {a * b}. {a * b} - {c} = {answer}."
     return Task("math", prompt, f"{work} The answer is {answer}.", answer)
 
 
