@@ -27,7 +27,7 @@ from pathlib import Path
 from prompts.tasks import Task
 from prompts.tasks.grammar import choose
 
-from .jsonl import read_jsonl, write_jsonl
+from .jsonl import read_or_build_jsonl, write_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CORPUS = ROOT / "runs" / "corpus" / "python_docs.jsonl"
@@ -140,10 +140,7 @@ def write_corpus(out: Path = DEFAULT_CORPUS, sources: str | None = None) -> Path
 @cache
 def load_corpus(path: str = str(DEFAULT_CORPUS)) -> tuple[dict, ...]:
     """The records of a corpus file; built from the installed package first if the file is missing."""
-    file = Path(path)
-    if not file.is_file():
-        write_corpus(file)
-    return read_jsonl(file)
+    return read_or_build_jsonl(Path(path), build_corpus)
 
 
 _GLOSSARY_ASKS = (

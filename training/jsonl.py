@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -14,3 +15,10 @@ def write_jsonl(records: list[dict], out: Path) -> Path:
 
 def read_jsonl(path: Path) -> tuple[dict, ...]:
     return tuple(json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+
+
+def read_or_build_jsonl(path: Path, build: Callable[[], list[dict]]) -> tuple[dict, ...]:
+    """The records of `path`, written from `build()` first if the file is missing."""
+    if not path.is_file():
+        write_jsonl(build(), path)
+    return read_jsonl(path)

@@ -32,7 +32,7 @@ from prompts.tasks.open_english import Subject, fill
 from prompts.tasks.paraphrase import _polite
 from prompts.tasks.subjects import KIND_SENTENCES
 
-from .jsonl import read_jsonl, write_jsonl
+from .jsonl import read_or_build_jsonl, write_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_RECORDS = ROOT / "runs" / "corpus" / "wordnet.jsonl"
@@ -141,10 +141,7 @@ def write_records(out: Path = DEFAULT_RECORDS, source: Path = SOURCE) -> Path:
 @cache
 def load_records(path: str = str(DEFAULT_RECORDS)) -> tuple[dict, ...]:
     """The records of a WordNet file; built from the installed package first if the file is missing."""
-    file = Path(path)
-    if not file.is_file():
-        write_records(file)
-    return read_jsonl(file)
+    return read_or_build_jsonl(Path(path), build_records)
 
 
 _DEFINE = (
