@@ -31,12 +31,13 @@ DOCS, WORDNET = "docs", "wordnet"
 CORPORA = (DOCS, WORDNET)
 # Families added after a mix was used weigh 0 in it, so a named mix still means what it trained.
 _LATER_ENGLISH = {"why": 0.0, "how": 0.0, "tips": 0.0, "good": 0.0, "favorite": 0.0, "suggest": 0.0, WORDNET: 0.0}
+_LATER_DRILLS = {"math_drill": 0.0}
 # The shipped model's last two stages (the visitor stages of issue 14), and the training default.
 FAMILY_WEIGHTS = {
     "math": 2.0, "acrostic": 1.5, "json": 2.0, "json_paraphrase": 5.0, "math_paraphrase": 4.0,
     "acrostic_paraphrase": 4.0, "describe": 1.5, "explain": 1.0, "poem": 1.5, DOCS: 1.0, "thinking": 0.75,
     "sentences": 0.4, "doctest_function": 0.5, "fact_list": 0.4, "story": 0.4, "haiku": 0.4, "code_function": 0.3,
-    "code_task": 0.5, "factual": 0.5, "open": 0.4, **_LATER_ENGLISH,
+    "code_task": 0.5, "factual": 0.5, "open": 0.4, **_LATER_ENGLISH, **_LATER_DRILLS,
 }
 # The shipped model's first stage: the twelve template families (nothing else existed then).
 BASE_FAMILY_WEIGHTS = {
@@ -48,7 +49,7 @@ ONE_MIX_FAMILY_WEIGHTS = {
     "math": 2.0, "acrostic": 1.5, "json": 2.5, "json_paraphrase": 5.0, "math_paraphrase": 4.5,
     "acrostic_paraphrase": 3.0, "describe": 2.0, "explain": 1.75, "poem": 1.5, DOCS: 0.4, "thinking": 0.75,
     "sentences": 0.5, "doctest_function": 0.6, "fact_list": 0.5, "story": 0.5, "haiku": 0.5, "code_function": 0.35,
-    "code_task": 0.5, "factual": 0.5, "open": 0.4, **_LATER_ENGLISH,
+    "code_task": 0.5, "factual": 0.5, "open": 0.4, **_LATER_ENGLISH, **_LATER_DRILLS,
 }
 # Tried for issue 14, not shipped (README, "Open word pools and question shapes"): one 20.5-minute run
 # from scratch with the open-vocabulary paraphrases, the English question shapes and WordNet.
@@ -57,7 +58,7 @@ OPEN_MIX_FAMILY_WEIGHTS = {
     "story": 0.8, "haiku": 0.8, "code_function": 0.4, "code_task": 0.6, "factual": 0.6, "open": 0.4,
     "json_paraphrase": 6.0, "math_paraphrase": 5.0, "acrostic_paraphrase": 3.0,
     "describe": 1.5, "explain": 1.0, "poem": 1.0, "why": 1.0, "how": 1.0, "tips": 0.6, "good": 0.5, "favorite": 0.4,
-    "suggest": 0.4, WORDNET: 2.0, DOCS: 0.6, "thinking": 0.6,
+    "suggest": 0.4, WORDNET: 2.0, DOCS: 0.6, "thinking": 0.6, **_LATER_DRILLS,
 }
 # The open mix with more arithmetic and acrostics, for a run on short canvases (`--short-canvas 64`,
 # which makes the short families cheap): the open-mix run learnt arithmetic worst (34% on templates).
@@ -69,16 +70,22 @@ OPEN_MIX_3_FAMILY_WEIGHTS = {**OPEN_MIX_2_FAMILY_WEIGHTS, "json_paraphrase": 8.0
 # A short fine-tune after open-mix-2: the visitor JSON and arithmetic it left furthest from their goals.
 JSON_MATH_FINETUNE_WEIGHTS = {**OPEN_MIX_2_FAMILY_WEIGHTS, "json_paraphrase": 12.0, "math_paraphrase": 12.0, "json": 4.0,
                               "math": 4.0}
+# Open-mix-3 with arithmetic worksheets (prompts/tasks/drills.py: five to eight sums per answer, so
+# the ~6,000 facts of the visitors' range each come up hundreds of times in a run), and the fine-tune
+# that follows it.
+OPEN_MIX_4_FAMILY_WEIGHTS = {**OPEN_MIX_3_FAMILY_WEIGHTS, "math_drill": 3.0}
+DRILL_FINETUNE_WEIGHTS = {**JSON_MATH_FINETUNE_WEIGHTS, "json_paraphrase": 14.0, "json": 5.0, "math_drill": 5.0}
 NAMED_MIXES = {"base": BASE_FAMILY_WEIGHTS, "visitor": FAMILY_WEIGHTS, "one-mix": ONE_MIX_FAMILY_WEIGHTS,
                "open-mix": OPEN_MIX_FAMILY_WEIGHTS, "open-mix-2": OPEN_MIX_2_FAMILY_WEIGHTS,
-               "open-mix-3": OPEN_MIX_3_FAMILY_WEIGHTS, "json-math-finetune": JSON_MATH_FINETUNE_WEIGHTS}
+               "open-mix-3": OPEN_MIX_3_FAMILY_WEIGHTS, "json-math-finetune": JSON_MATH_FINETUNE_WEIGHTS,
+               "open-mix-4": OPEN_MIX_4_FAMILY_WEIGHTS, "drill-finetune": DRILL_FINETUNE_WEIGHTS}
 # The tokenizer's training texts: the template families (the shipped tokenizer's), or every generated
 # family ("all", tried for issue 14; not the corpora, which CI does not have).
 TOKENIZER_FAMILY_WEIGHTS = {"math": 2.0, "acrostic": 1.5, "json": 1.5, "doctest_function": 1.25}
 TOKENIZER_TEXTS = 60_000  # tasks the BPE is trained on
 TOKENIZER_MIXES = {
     "template": (TEMPLATE_FAMILIES, TOKENIZER_FAMILY_WEIGHTS),
-    "all": (FAMILIES, {**TOKENIZER_FAMILY_WEIGHTS, "json_paraphrase": 2.0, "math_paraphrase": 1.5,
+    "all": (FAMILIES, {**TOKENIZER_FAMILY_WEIGHTS, **_LATER_DRILLS, "json_paraphrase": 2.0, "math_paraphrase": 1.5,
                        "acrostic_paraphrase": 1.5, "describe": 1.5, "explain": 1.5, "poem": 1.5, "why": 1.5, "how": 1.5}),
 }
 # With a short canvas, the share of a batch's rows on the full one: every block too long for the short

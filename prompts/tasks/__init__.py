@@ -4,8 +4,9 @@ Twelve template families: six demo families (acrostic, sentences, doctest_functi
 story, haiku: the shapes of prompts/demos.py) and six probe regimes (math, code_function,
 code_task, factual, open, json: the study's regimes).  Three paraphrase families
 (`paraphrase.py`) ask json, math and acrostic tasks the way visitors do, built compositionally;
-three open-ended English families (`open_english.py`: describe, explain, poem) and a
-think-then-answer family (`thinking.py`, asked with `enable_thinking`) complete the mix.  Everything is generated from the project's own word lists and
+three open-ended English families (`open_english.py`: describe, explain, poem), a
+think-then-answer family (`thinking.py`, asked with `enable_thinking`) and arithmetic worksheets
+(`drills.py`: many sums per answer) complete the mix.  Everything is generated from the project's own word lists and
 fact tables (`bank.py`), deterministically from a seed.
 
 Every prompt belongs to one split, fixed by a hash of its text: "heldout" (1 in 8 prompts) or
@@ -26,7 +27,7 @@ import random
 import zlib
 from collections.abc import Iterator, Sequence
 
-from . import demo_families, open_english, paraphrase, probe_families, thinking
+from . import demo_families, drills, open_english, paraphrase, probe_families, thinking
 from .types import Task
 
 DEMO_FAMILIES = tuple(demo_families.GENERATORS)
@@ -35,9 +36,11 @@ TEMPLATE_FAMILIES = DEMO_FAMILIES + PROBE_REGIMES  # the original twelve (the to
 PARAPHRASE_FAMILIES = tuple(paraphrase.GENERATORS)  # visitor-style phrasings of json, math and acrostic
 ENGLISH_FAMILIES = tuple(open_english.GENERATORS)  # describe X, explain Y in one sentence, a poem about Z
 THINKING_FAMILIES = tuple(thinking.GENERATORS)  # think-then-answer in Gemma 4's thought channel
-FAMILIES = TEMPLATE_FAMILIES + PARAPHRASE_FAMILIES + ENGLISH_FAMILIES + THINKING_FAMILIES
+DRILL_FAMILIES = tuple(drills.GENERATORS)  # arithmetic worksheets: many sums per answer
+# New families go last: a mix that gives them no weight then draws exactly what it drew before.
+FAMILIES = TEMPLATE_FAMILIES + PARAPHRASE_FAMILIES + ENGLISH_FAMILIES + THINKING_FAMILIES + DRILL_FAMILIES
 GENERATORS = {**demo_families.GENERATORS, **probe_families.GENERATORS, **paraphrase.GENERATORS,
-              **open_english.GENERATORS, **thinking.GENERATORS}
+              **open_english.GENERATORS, **thinking.GENERATORS, **drills.GENERATORS}
 
 HELDOUT_ONE_IN = 8
 TRAIN, HELDOUT = "train", "heldout"
@@ -123,6 +126,8 @@ def check_task(task: Task, response: str) -> bool | None:
         return None
     if task.family in thinking.GENERATORS:
         return thinking.check_thinking(task, response, check_task)
+    if task.family in drills.GENERATORS:
+        return drills.check_math_drill(task.answer, response)
     if task.family in paraphrase.CHECKED_AS:
         task = Task(paraphrase.CHECKED_AS[task.family], task.prompt, task.response, task.answer)
     if task.family in demo_families.GENERATORS:
@@ -132,6 +137,6 @@ def check_task(task: Task, response: str) -> bool | None:
 
 __all__ = [
     "DEMO_FAMILIES", "PROBE_REGIMES", "TEMPLATE_FAMILIES", "PARAPHRASE_FAMILIES", "ENGLISH_FAMILIES",
-    "THINKING_FAMILIES", "FAMILIES", "Task", "split_of", "iter_tasks", "heldout_tasks", "sample_tasks",
+    "THINKING_FAMILIES", "DRILL_FAMILIES", "FAMILIES", "Task", "split_of", "iter_tasks", "heldout_tasks", "sample_tasks",
     "check_task", "TRAIN", "HELDOUT",
 ]
