@@ -31,7 +31,7 @@ DOCS, WORDNET = "docs", "wordnet"
 CORPORA = (DOCS, WORDNET)
 # Families added after a mix was used weigh 0 in it, so a named mix still means what it trained.
 _LATER_ENGLISH = {"why": 0.0, "how": 0.0, "tips": 0.0, "good": 0.0, "favorite": 0.0, "suggest": 0.0, WORDNET: 0.0}
-_LATER_DRILLS = {"math_drill": 0.0}
+_LATER_DRILLS = {"math_drill": 0.0, "json_key_drill": 0.0}
 # The shipped model's last two stages (the visitor stages of issue 14), and the training default.
 FAMILY_WEIGHTS = {
     "math": 2.0, "acrostic": 1.5, "json": 2.0, "json_paraphrase": 5.0, "math_paraphrase": 4.0,
@@ -73,12 +73,16 @@ JSON_MATH_FINETUNE_WEIGHTS = {**OPEN_MIX_2_FAMILY_WEIGHTS, "json_paraphrase": 12
 # Open-mix-3 with arithmetic worksheets (prompts/tasks/drills.py: five to eight sums per answer, so
 # the ~6,000 facts of the visitors' range each come up hundreds of times in a run), and the fine-tune
 # that follows it.
-OPEN_MIX_4_FAMILY_WEIGHTS = {**OPEN_MIX_3_FAMILY_WEIGHTS, "math_drill": 3.0}
-DRILL_FINETUNE_WEIGHTS = {**JSON_MATH_FINETUNE_WEIGHTS, "json_paraphrase": 14.0, "json": 5.0, "math_drill": 5.0}
+OPEN_MIX_4_FAMILY_WEIGHTS = {**OPEN_MIX_3_FAMILY_WEIGHTS, "math_drill": 3.0, "json_key_drill": 0.0}
+DRILL_FINETUNE_WEIGHTS = {**JSON_MATH_FINETUNE_WEIGHTS, "json_paraphrase": 14.0, "json": 5.0, "math_drill": 5.0,
+                          "json_key_drill": 0.0}
+# A short third stage after drill-finetune: JSON with many keys the model cannot recall, so it copies them.
+KEY_DRILL_FINETUNE_WEIGHTS = {**DRILL_FINETUNE_WEIGHTS, "json_key_drill": 12.0}
 NAMED_MIXES = {"base": BASE_FAMILY_WEIGHTS, "visitor": FAMILY_WEIGHTS, "one-mix": ONE_MIX_FAMILY_WEIGHTS,
                "open-mix": OPEN_MIX_FAMILY_WEIGHTS, "open-mix-2": OPEN_MIX_2_FAMILY_WEIGHTS,
                "open-mix-3": OPEN_MIX_3_FAMILY_WEIGHTS, "json-math-finetune": JSON_MATH_FINETUNE_WEIGHTS,
-               "open-mix-4": OPEN_MIX_4_FAMILY_WEIGHTS, "drill-finetune": DRILL_FINETUNE_WEIGHTS}
+               "open-mix-4": OPEN_MIX_4_FAMILY_WEIGHTS, "drill-finetune": DRILL_FINETUNE_WEIGHTS,
+               "key-drill-finetune": KEY_DRILL_FINETUNE_WEIGHTS}
 # The tokenizer's training texts: the template families (the shipped tokenizer's), or every generated
 # family ("all", tried for issue 14; not the corpora, which CI does not have).
 TOKENIZER_FAMILY_WEIGHTS = {"math": 2.0, "acrostic": 1.5, "json": 1.5, "doctest_function": 1.25}

@@ -5,8 +5,8 @@ story, haiku: the shapes of prompts/demos.py) and six probe regimes (math, code_
 code_task, factual, open, json: the study's regimes).  Three paraphrase families
 (`paraphrase.py`) ask json, math and acrostic tasks the way visitors do, built compositionally;
 three open-ended English families (`open_english.py`: describe, explain, poem), a
-think-then-answer family (`thinking.py`, asked with `enable_thinking`) and arithmetic worksheets
-(`drills.py`: many sums per answer) complete the mix.  Everything is generated from the project's own word lists and
+think-then-answer family (`thinking.py`, asked with `enable_thinking`) and drills
+(`drills.py`: arithmetic worksheets, JSON with many unseen keys) complete the mix.  Everything is generated from the project's own word lists and
 fact tables (`bank.py`), deterministically from a seed.
 
 Every prompt belongs to one split, fixed by a hash of its text: "heldout" (1 in 8 prompts) or
@@ -36,7 +36,7 @@ TEMPLATE_FAMILIES = DEMO_FAMILIES + PROBE_REGIMES  # the original twelve (the to
 PARAPHRASE_FAMILIES = tuple(paraphrase.GENERATORS)  # visitor-style phrasings of json, math and acrostic
 ENGLISH_FAMILIES = tuple(open_english.GENERATORS)  # describe X, explain Y in one sentence, a poem about Z
 THINKING_FAMILIES = tuple(thinking.GENERATORS)  # think-then-answer in Gemma 4's thought channel
-DRILL_FAMILIES = tuple(drills.GENERATORS)  # arithmetic worksheets: many sums per answer
+DRILL_FAMILIES = tuple(drills.GENERATORS)  # arithmetic worksheets, JSON with many unseen keys
 # New families go last: a mix that gives them no weight then draws exactly what it drew before.
 FAMILIES = TEMPLATE_FAMILIES + PARAPHRASE_FAMILIES + ENGLISH_FAMILIES + THINKING_FAMILIES + DRILL_FAMILIES
 GENERATORS = {**demo_families.GENERATORS, **probe_families.GENERATORS, **paraphrase.GENERATORS,
@@ -126,10 +126,11 @@ def check_task(task: Task, response: str) -> bool | None:
         return None
     if task.family in thinking.GENERATORS:
         return thinking.check_thinking(task, response, check_task)
-    if task.family in drills.GENERATORS:
+    if task.family == "math_drill":
         return drills.check_math_drill(task.answer, response)
-    if task.family in paraphrase.CHECKED_AS:
-        task = Task(paraphrase.CHECKED_AS[task.family], task.prompt, task.response, task.answer)
+    checked_as = {**paraphrase.CHECKED_AS, **drills.CHECKED_AS}.get(task.family)
+    if checked_as:
+        task = Task(checked_as, task.prompt, task.response, task.answer)
     if task.family in demo_families.GENERATORS:
         return demo_families.check_demo_family(task, response)
     return probe_families.check_probe_regime(task, response)

@@ -1,4 +1,7 @@
-"""Arithmetic worksheets: many small sums in one answer, so the built-in model meets its facts often.
+"""Drills: answers that pack many of what the built-in model gets wrong, so it meets them often.
+
+Arithmetic worksheets (`math_drill`) and JSON objects with many keys it has never seen
+(`json_key_drill`).
 
 A visitor's arithmetic goes wrong in the result, not in the setup (`29 - 22 = 41`): every number
 below 200 is one token, so each of the ~6,000 sums and differences in the visitors' range is a fact
@@ -19,7 +22,7 @@ import random
 import re
 
 from .grammar import choose, expand
-from .paraphrase import _OPERATIONS, _operands, _polite, _say
+from .paraphrase import _OPERATIONS, _operands, _polite, _say, make_json_paraphrase
 from .types import Task
 
 PROBLEMS = (5, 8)  # problems per worksheet: eight answer lines still fit the 64-token training canvas
@@ -67,4 +70,13 @@ def check_math_drill(answers: list[int], response: str) -> bool:
     return True
 
 
-GENERATORS = {"math_drill": make_math_drill}
+def make_json_key_drill(rng: random.Random) -> Task:
+    """A visitor-style JSON request with four to six keys, every one built from open word pools or
+    made up (`zone_label`, `vorbask`): a visitor's keys are often ones no training list has, and a
+    miscopied key (`capcount` for `capacity`) was the visitor JSON family's commonest miss."""
+    task = make_json_paraphrase(rng, counts=(4, 5, 6), open_only=True)
+    return Task("json_key_drill", task.prompt, task.response, task.answer)
+
+
+GENERATORS = {"math_drill": make_math_drill, "json_key_drill": make_json_key_drill}
+CHECKED_AS = {"json_key_drill": "json"}  # checked like the template family

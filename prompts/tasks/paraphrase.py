@@ -167,13 +167,16 @@ def _camel(key: str) -> str:
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
-def json_key(rng: random.Random) -> tuple[str, str, object]:
+def json_key(rng: random.Random, *, open_only: bool = False) -> tuple[str, str, object]:
     """(key, type, value pool or None) for one requested field.
 
     Half are keys people ask for (with realistic values); the rest are built from open word pools
     or made up, so the model must copy the key from the prompt rather than recall it; one in five
-    gets a type unlike its name (visitors ask for "age" as a number, "zip_code" as a string)."""
+    gets a type unlike its name (visitors ask for "age" as a number, "zip_code" as a string).
+    With `open_only`, every key is built or made up: none is one the model could recall."""
     draw = rng.random()
+    if open_only:
+        draw = 0.45 + 0.55 * draw
     if draw < 0.45:
         kind = rng.choice(("string", "string", "integer", "integer", "number", "boolean", "array"))
         key = rng.choice(GENERIC_KEYS if rng.random() < 0.2 else tuple(JSON_KEYS[kind]))
@@ -302,12 +305,16 @@ _JSON_FRAMES = (
 )
 
 
-def make_json_paraphrase(rng: random.Random) -> Task:
-    count = rng.choice((1, 2, 2, 2, 3, 3, 3, 4, 4, 5))
+JSON_KEY_COUNTS = (1, 2, 2, 2, 3, 3, 3, 4, 4, 5)
+
+
+def make_json_paraphrase(rng: random.Random, *, counts: tuple[int, ...] = JSON_KEY_COUNTS,
+                         open_only: bool = False) -> Task:
+    count = rng.choice(counts)
     keys: list[tuple[str, str]] = []
     pools = {}
     while len(keys) < count:
-        key, kind, pool = json_key(rng)
+        key, kind, pool = json_key(rng, open_only=open_only)
         if key not in (k for k, _ in keys):
             keys.append((key, kind))
             pools[key] = pool
