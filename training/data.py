@@ -32,14 +32,14 @@ CORPORA = (DOCS, WORDNET)
 # Families added after a mix was used weigh 0 in it, so a named mix still means what it trained.
 _LATER_ENGLISH = {"why": 0.0, "how": 0.0, "tips": 0.0, "good": 0.0, "favorite": 0.0, "suggest": 0.0, WORDNET: 0.0}
 _LATER_DRILLS = {"math_drill": 0.0, "json_key_drill": 0.0}
-# The shipped model's last two stages (the visitor stages of issue 14), and the training default.
+# An earlier model's last two stages (the first visitor stages of issue 14), and the training default.
 FAMILY_WEIGHTS = {
     "math": 2.0, "acrostic": 1.5, "json": 2.0, "json_paraphrase": 5.0, "math_paraphrase": 4.0,
     "acrostic_paraphrase": 4.0, "describe": 1.5, "explain": 1.0, "poem": 1.5, DOCS: 1.0, "thinking": 0.75,
     "sentences": 0.4, "doctest_function": 0.5, "fact_list": 0.4, "story": 0.4, "haiku": 0.4, "code_function": 0.3,
     "code_task": 0.5, "factual": 0.5, "open": 0.4, **_LATER_ENGLISH, **_LATER_DRILLS,
 }
-# The shipped model's first stage: the twelve template families (nothing else existed then).
+# An earlier model's first stage: the twelve template families (nothing else existed then).
 BASE_FAMILY_WEIGHTS = {
     **{f: 0.0 for f in FAMILIES if f not in TEMPLATE_FAMILIES}, DOCS: 0.0, WORDNET: 0.0,
     "math": 2.5, "acrostic": 2.5, "json": 2.0, "doctest_function": 1.25, "open": 0.75, "story": 0.75,
@@ -67,16 +67,18 @@ OPEN_MIX_2_FAMILY_WEIGHTS = {**OPEN_MIX_FAMILY_WEIGHTS, "math": 3.0, "math_parap
 # Open-mix-2 with more JSON: tried for issue 14 with worked arithmetic, not shipped (README, "Worked
 # arithmetic"; training/experiments/2026-11-25-worked-math/).
 OPEN_MIX_3_FAMILY_WEIGHTS = {**OPEN_MIX_2_FAMILY_WEIGHTS, "json_paraphrase": 8.0, "json": 2.5}
-# A short fine-tune after open-mix-2: the visitor JSON and arithmetic it left furthest from their goals.
+# A short fine-tune after open-mix-2 (the model shipped until 2026-11-25): the visitor JSON and arithmetic it left
+# furthest from their goals.
 JSON_MATH_FINETUNE_WEIGHTS = {**OPEN_MIX_2_FAMILY_WEIGHTS, "json_paraphrase": 12.0, "math_paraphrase": 12.0, "json": 4.0,
                               "math": 4.0}
-# Open-mix-3 with arithmetic worksheets (prompts/tasks/drills.py: five to eight sums per answer, so
-# the ~6,000 facts of the visitors' range each come up hundreds of times in a run), and the fine-tune
-# that follows it.
+# The shipped model's two stages (README, "How it was trained"): open-mix-3 with arithmetic worksheets
+# (prompts/tasks/drills.py: five to eight sums per answer, so the ~6,000 facts of the visitors' range each
+# come up hundreds of times in a run), then a fine-tune with JSON, arithmetic and the worksheets weighed up.
 OPEN_MIX_4_FAMILY_WEIGHTS = {**OPEN_MIX_3_FAMILY_WEIGHTS, "math_drill": 3.0, "json_key_drill": 0.0}
 DRILL_FINETUNE_WEIGHTS = {**JSON_MATH_FINETUNE_WEIGHTS, "json_paraphrase": 14.0, "json": 5.0, "math_drill": 5.0,
                           "json_key_drill": 0.0}
-# A short third stage after drill-finetune: JSON with many keys the model cannot recall, so it copies them.
+# A short third stage after drill-finetune, tried and not shipped (README, "A third stage of unseen JSON keys"):
+# JSON with many keys the model cannot recall, so it copies them.
 KEY_DRILL_FINETUNE_WEIGHTS = {**DRILL_FINETUNE_WEIGHTS, "json_key_drill": 12.0}
 NAMED_MIXES = {"base": BASE_FAMILY_WEIGHTS, "visitor": FAMILY_WEIGHTS, "one-mix": ONE_MIX_FAMILY_WEIGHTS,
                "open-mix": OPEN_MIX_FAMILY_WEIGHTS, "open-mix-2": OPEN_MIX_2_FAMILY_WEIGHTS,
