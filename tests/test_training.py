@@ -67,6 +67,20 @@ def test_isolate_capitals_makes_each_capital_a_token():
     assert isolated.decode(isolated.encode("Calm waves, OCEAN", add_special_tokens=False)) == "Calm waves, OCEAN"
 
 
+def test_space_apart_splits_a_word_the_same_after_a_space_and_after_a_quote():
+    texts = ["the capacity of the hall and the capacity of the room", '{"a": 1, "b": 2}'] * 20  # never quoted
+    plain = train_tokenizer(texts, vocab_size=600)
+    apart = train_tokenizer(texts, vocab_size=600, space_apart=True)
+
+    def word_pieces(tok, text):
+        pieces = [tok.decode([i]) for i in tok.encode(text, add_special_tokens=False)]
+        return [p.strip(' "') for p in pieces if p.strip(' "')]
+
+    assert word_pieces(apart, " capacity") == word_pieces(apart, '"capacity') == ["capacity"]
+    assert word_pieces(plain, " capacity") != word_pieces(plain, '"capacity')  # what the option is for
+    assert apart.decode(apart.encode('Keys: salary, "seats" {"a": 1}', add_special_tokens=False)) == 'Keys: salary, "seats" {"a": 1}'
+
+
 def test_whole_numbers_makes_every_number_below_it_one_token():
     """The option the issue-14 runs used: an arithmetic answer is one token for the parallel sampler."""
     whole = build_tokenizer(count=300, whole_numbers=200)

@@ -28,12 +28,15 @@ def main(argv=None) -> None:
                         help="the texts: every generated family (the shipped tokenizer's), or the template families only")
     parser.add_argument("--whole-numbers", type=int, default=200,
                         help="make every number below this one token (200, the shipped tokenizer; 0: what BPE merges)")
+    parser.add_argument("--space-apart", action="store_true",
+                        help="keep the space before a lowercase word apart, so a word splits the same after a space "
+                             "and after a quote (tried for issue 14; the shipped tokenizer does not)")
     args = parser.parse_args(argv)
     if args.texts < 1 or not 300 <= args.vocab_size <= 65536 or not 0 <= args.whole_numbers <= 1000:
         parser.error("--texts must be at least 1, --vocab-size between 300 and 65536, --whole-numbers 0 to 1000")
     tokenizer = build_tokenizer(
         seed=args.seed, count=args.texts, vocab_size=args.vocab_size, isolate_capitals=args.isolate_capitals,
-        mix=args.mix, whole_numbers=args.whole_numbers,
+        mix=args.mix, whole_numbers=args.whole_numbers, space_apart=args.space_apart,
     )
     tokenizer.save_pretrained(args.out)
     print(f"saved a {len(tokenizer)}-token tokenizer to {args.out}")

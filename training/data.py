@@ -110,7 +110,7 @@ class Example:
 
 def build_tokenizer(
     *, seed: int = 0, count: int = TOKENIZER_TEXTS, vocab_size: int = VOCAB_SIZE, isolate_capitals: bool = True,
-    mix: str = "all", whole_numbers: int = 200,
+    mix: str = "all", whole_numbers: int = 200, space_apart: bool = False,
 ):
     """Train the byte-level BPE on prompts and responses of the training mix (and the demo prompts).
 
@@ -124,7 +124,7 @@ def build_tokenizer(
     texts = [t.prompt for t in tasks] + [t.response for t in tasks] + [d.prompt for d in DEMOS]
     if whole_numbers:
         texts += [" ".join(map(str, range(whole_numbers))), "\n".join(map(str, range(whole_numbers)))] * 200
-    return train_tokenizer(texts, vocab_size=vocab_size, isolate_capitals=isolate_capitals)
+    return train_tokenizer(texts, vocab_size=vocab_size, isolate_capitals=isolate_capitals, space_apart=space_apart)
 
 
 def prompt_ids_batch(tokenizer, prompts: list[str], *, enable_thinking: bool = False) -> list[list[int]]:

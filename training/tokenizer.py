@@ -56,13 +56,19 @@ def special_tokens() -> list[str]:
     return tokens
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int = 2048, *, isolate_capitals: bool = False):
+def train_tokenizer(texts: Iterable[str], vocab_size: int = 2048, *, isolate_capitals: bool = False,
+                    space_apart: bool = False):
     """Train the byte-level BPE on `texts` and wrap it as a transformers fast tokenizer.
 
     With `isolate_capitals`, every capital letter (with the space before it) is a token of its
     own: "Calm waves" -> "C", "alm", " waves".  A small model then writes an acrostic by copying
     letter tokens from the prompt ("O, C, E" or "OCEANS" alike) instead of having to spell
     merged tokens it has no way to see inside.
+
+    With `space_apart`, a space before a lowercase letter is a token of its own, so a word is split
+    into the same pieces after a space and after a quote: ` salary` in a prompt and `"salary` in a
+    JSON answer both give `salary`'s pieces, where byte-level BPE gives ` sal`+`ary` and
+    `s`+`al`+`ary`.  English answers get longer in tokens (about 1.7x).
     """
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -70,9 +76,13 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 2048, *, isolate_cap
     specials = special_tokens()
     bpe = Tokenizer(models.BPE(unk_token=None, byte_fallback=False))
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    splits = []
     if isolate_capitals:
-        capitals = pre_tokenizers.Split(Regex(" ?[A-Z]"), behavior="isolated")
-        bpe.pre_tokenizer = pre_tokenizers.Sequence([capitals, bpe.pre_tokenizer])
+        splits.append(pre_tokenizers.Split(Regex(" ?[A-Z]"), behavior="isolated"))
+    if space_apart:
+        splits.append(pre_tokenizers.Split(Regex(" (?=[a-z])"), behavior="isolated"))
+    if splits:
+        bpe.pre_tokenizer = pre_tokenizers.Sequence([*splits, bpe.pre_tokenizer])
     bpe.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
