@@ -25,9 +25,14 @@ def test_every_line_is_a_true_fact_asked_in_the_prompt_in_order():
             a, op, b, equals, result = line.split()
             assert equals == "=" and int(result) == answer == int(eval(f"{a} {op} {b}"))  # noqa: S307 (digits only)
             # both operands are in the prompt, as digits or words, after the previous problem's
-            spans = [re.search(rf"(?<![\w-]){re.escape(form)}(?![\w-])", task.prompt[position:])
-                     for form in (a, number_words(int(a)), "a hundred" if a == "100" else a)]
-            assert any(spans), (task.prompt, line)
+            ends = []
+            for operand in (a, b):
+                forms = (operand, number_words(int(operand)), "a hundred" if operand == "100" else operand)
+                found = [m for form in forms
+                         if (m := re.compile(rf"(?<![\w-]){re.escape(form)}(?![\w-])").search(task.prompt, position))]
+                assert found, (task.prompt, line, operand)
+                ends.append(min(m.end() for m in found))
+            position = max(ends)
         assert check_task(task, task.response) is True
 
 

@@ -74,9 +74,8 @@ JSON_MATH_FINETUNE_WEIGHTS = {**OPEN_MIX_2_FAMILY_WEIGHTS, "json_paraphrase": 12
 # The shipped model's two stages (README, "How it was trained"): open-mix-3 with arithmetic worksheets
 # (prompts/tasks/drills.py: five to eight sums per answer, so the ~6,000 facts of the visitors' range each
 # come up hundreds of times in a run), then a fine-tune with JSON, arithmetic and the worksheets weighed up.
-OPEN_MIX_4_FAMILY_WEIGHTS = {**OPEN_MIX_3_FAMILY_WEIGHTS, "math_drill": 3.0, "json_key_drill": 0.0}
-DRILL_FINETUNE_WEIGHTS = {**JSON_MATH_FINETUNE_WEIGHTS, "json_paraphrase": 14.0, "json": 5.0, "math_drill": 5.0,
-                          "json_key_drill": 0.0}
+OPEN_MIX_4_FAMILY_WEIGHTS = {**OPEN_MIX_3_FAMILY_WEIGHTS, "math_drill": 3.0}
+DRILL_FINETUNE_WEIGHTS = {**JSON_MATH_FINETUNE_WEIGHTS, "json_paraphrase": 14.0, "json": 5.0, "math_drill": 5.0}
 # A short third stage after drill-finetune, tried and not shipped (README, "A third stage of unseen JSON keys"):
 # JSON with many keys the model cannot recall, so it copies them.
 KEY_DRILL_FINETUNE_WEIGHTS = {**DRILL_FINETUNE_WEIGHTS, "json_key_drill": 12.0}

@@ -42,6 +42,8 @@ FAMILIES = TEMPLATE_FAMILIES + PARAPHRASE_FAMILIES + ENGLISH_FAMILIES + THINKING
 GENERATORS = {**demo_families.GENERATORS, **probe_families.GENERATORS, **paraphrase.GENERATORS,
               **open_english.GENERATORS, **thinking.GENERATORS, **drills.GENERATORS}
 
+CHECKED_AS = {**paraphrase.CHECKED_AS, **drills.CHECKED_AS}  # family -> the family whose checker it uses
+
 HELDOUT_ONE_IN = 8
 TRAIN, HELDOUT = "train", "heldout"
 SPLITS = (TRAIN, HELDOUT)
@@ -128,9 +130,8 @@ def check_task(task: Task, response: str) -> bool | None:
         return thinking.check_thinking(task, response, check_task)
     if task.family == "math_drill":
         return drills.check_math_drill(task.answer, response)
-    checked_as = {**paraphrase.CHECKED_AS, **drills.CHECKED_AS}.get(task.family)
-    if checked_as:
-        task = Task(checked_as, task.prompt, task.response, task.answer)
+    if task.family in CHECKED_AS:
+        task = Task(CHECKED_AS[task.family], task.prompt, task.response, task.answer)
     if task.family in demo_families.GENERATORS:
         return demo_families.check_demo_family(task, response)
     return probe_families.check_probe_regime(task, response)
