@@ -28,9 +28,9 @@ def main(argv=None) -> None:
                         help="the texts: every generated family (the shipped tokenizer's), or the template families only")
     parser.add_argument("--whole-numbers", type=int, default=200,
                         help="make every number below this one token (200, the shipped tokenizer; 0: what BPE merges)")
-    parser.add_argument("--space-apart", action="store_true",
+    parser.add_argument("--space-apart", action=argparse.BooleanOptionalAction, default=True,
                         help="keep the space before a lowercase word apart, so a word splits the same after a space "
-                             "and after a quote (tried for issue 14; the shipped tokenizer does not)")
+                             "and after a quote: a JSON key is copied from the prompt piece by piece (default: on)")
     args = parser.parse_args(argv)
     if args.texts < 1 or not 300 <= args.vocab_size <= 65536 or not 0 <= args.whole_numbers <= 1000:
         parser.error("--texts must be at least 1, --vocab-size between 300 and 65536, --whole-numbers 0 to 1000")
