@@ -167,17 +167,20 @@ def _camel(key: str) -> str:
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
+RECALLED_KEY_SHARE = 0.45  # of json_key's keys, those people ask for (from JSON_KEYS, with realistic values)
+
+
 def json_key(rng: random.Random, *, open_only: bool = False) -> tuple[str, str, object]:
     """(key, type, value pool or None) for one requested field.
 
-    Half are keys people ask for (with realistic values); the rest are built from open word pools
+    45% are keys people ask for (with realistic values); the rest are built from open word pools
     or made up, so the model must copy the key from the prompt rather than recall it; one in five
     gets a type unlike its name (visitors ask for "age" as a number, "zip_code" as a string).
     With `open_only`, every key is built or made up: none is one the model could recall."""
     draw = rng.random()
-    if open_only:
-        draw = 0.45 + 0.55 * draw
-    if draw < 0.45:
+    if open_only:  # the same draw, mapped onto the built-or-made-up range, so the rest of the stream is unchanged
+        draw = RECALLED_KEY_SHARE + (1 - RECALLED_KEY_SHARE) * draw
+    if draw < RECALLED_KEY_SHARE:
         kind = rng.choice(("string", "string", "integer", "integer", "number", "boolean", "array"))
         key = rng.choice(GENERIC_KEYS if rng.random() < 0.2 else tuple(JSON_KEYS[kind]))
         pool = JSON_KEYS[kind].get(key)
