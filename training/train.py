@@ -161,7 +161,9 @@ def compile_layers(model) -> None:
     against 438 eager (1.43x), but the compiling took about 7 minutes of a 23-minute budget: Dynamo
     specialises on each layer's `layer_idx` and on whether its cache layer is initialised, so it
     recompiles layer after layer until its recompile limit (8), and a resumed run compiles again.
-    Hence off by default; worth it only for runs much longer than the compile."""
+    The demo preset needs 30 graphs (CPU recompile log, 2026-11-25), so past the limit most layer
+    variants ran eager in that measurement.  Hence off by default; worth it only for runs much
+    longer than the compile."""
     for layer in (*model.model.encoder.language_model.layers, *model.model.decoder.layers):
         layer.compile(dynamic=True)
 
