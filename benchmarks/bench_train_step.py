@@ -77,6 +77,8 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if min(args.batch_sizes) < 1 or min(args.steps, args.rounds) < 1:
         parser.error("batch sizes, --steps and --rounds must be at least 1")
+    if args.top_ops and not args.profile:
+        parser.error("--top-ops prints the profile: add --profile")
 
     import numpy as np
     import torch
