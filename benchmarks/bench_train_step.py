@@ -141,7 +141,8 @@ def main(argv=None) -> None:
                 torch.cuda.empty_cache()
 
     first = None
-    for (batch_size, compiled, short, routing), rounds in timings.items():
+    for variant, rounds in timings.items():
+        batch_size, compiled, short, routing = variant
         best = min(rounds)
         first = first or (batch_size, best)
         speedup = (batch_size / best) / (first[0] / first[1])
@@ -150,7 +151,7 @@ def main(argv=None) -> None:
                 f"{' / '.join(f'{ms:.1f}' for ms in rounds)} ms/step (rounds), "
                 f"{batch_size / best * 1000:.0f} examples/s, x{speedup:.2f} examples/s vs the first")
         if args.profile and on_cuda:
-            line += f", kernels busy {kernel_share(one_pass, (batch_size, compiled, short, routing), args.steps, args.top_ops):.0%} of the step"
+            line += f", kernels busy {kernel_share(one_pass, variant, args.steps, args.top_ops):.0%} of the step"
         print(line, flush=True)
     if args.recipe_steps and first:
         print(f"{args.recipe_steps} steps at batch {first[0]}: {args.recipe_steps * first[1] / 60000:.1f} min "

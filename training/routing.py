@@ -21,6 +21,7 @@ import types
 
 import torch
 from torch import nn
+from transformers.models.diffusion_gemma.modeling_diffusion_gemma import DiffusionGemmaTextRouter
 
 
 def gather_routing_forward(self, hidden_states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -35,8 +36,9 @@ def gather_routing_forward(self, hidden_states: torch.Tensor) -> tuple[torch.Ten
     return router_probabilities, top_k_weights * scale, top_k_index
 
 
-def routers(model) -> list[nn.Module]:
-    return [module for name, module in model.named_modules() if name.endswith(".router")]
+def routers(model) -> list[DiffusionGemmaTextRouter]:
+    """The routers whose forward gather_routing_forward copies: transformers' class, not any module named so."""
+    return [module for module in model.modules() if isinstance(module, DiffusionGemmaTextRouter)]
 
 
 def use_gather_routing(model) -> None:
