@@ -71,6 +71,7 @@ class TrainConfig:
     stop_after_minutes: float | None = None  # end this process after this much training, resumable
     resume: bool = False  # go on with the run that --stop-after-minutes saved in --out
     short_canvas: int | None = None  # train answers that fit this many tokens on a canvas this long (TaskBatches)
+    routing: str = "gather"  # the MoE router's scale lookup: "gather" (training/routing.py) or transformers' "stock"
 
 
 def learning_rate(step: int, total: int, config: TrainConfig) -> float:
@@ -213,6 +214,7 @@ def train(config: TrainConfig) -> Path:
 
     from backends.small_models import small_config
     from .objective import to_device
+    from .routing import use_gather_routing
 
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -231,6 +233,8 @@ def train(config: TrainConfig) -> Path:
     if state:
         model.load_state_dict(state["model"])
     model = model.to(device).train()
+    if config.routing == "gather":
+        use_gather_routing(model)  # same outputs, a cheaper backward on CUDA (training/routing.py)
     compiled = config.compile
     if compiled:
         compile_layers(model)
@@ -350,6 +354,8 @@ def parse_args(argv=None) -> TrainConfig:
         parser.add_argument(flag, type=kind, default=getattr(defaults, f.name))
     args = parser.parse_args(argv)
     config = TrainConfig(**vars(args))
+    if config.routing not in ("gather", "stock"):
+        parser.error(f"unknown --routing {config.routing!r}; choose gather or stock")
     if config.preset not in PRESETS:
         parser.error(f"unknown preset {config.preset!r}; choose one of: {', '.join(PRESETS)}")
     if not (Path(config.tokenizer) / "tokenizer.json").is_file():
