@@ -263,10 +263,32 @@ def test_train_cli_rejects_bad_arguments(capsys):
         main(["--steps", "0"])
     capsys.readouterr()
     for bad, message in ((["--self-correction", "1.5"], "between 0 and 1"),
-                         (["--self-correction-max-entropy", "0"], "must be above 0")):
+                         (["--self-correction-max-entropy", "0"], "must be above 0"),
+                         (["--routing", "sorted"], "unknown --routing 'sorted'")):
         with pytest.raises(SystemExit):
             main(bad)
         assert message in capsys.readouterr().err
+
+
+def test_training_gathers_the_routers_scale_unless_told_stock(tmp_path, monkeypatch):
+    """--routing gather (the default) patches every router before the first step; stock leaves transformers'
+    forward; the first step's loss is the same either way (the forward is transformers' bit for bit)."""
+    import training.routing
+
+    patched = []
+    real = training.routing.use_gather_routing
+    monkeypatch.setattr(training.routing, "use_gather_routing",
+                        lambda model: (patched.append(len(training.routing.routers(model))), real(model)))
+    first_losses = {}
+    for routing in ("gather", "stock"):
+        out = tmp_path / routing
+        config = TrainConfig(out=str(out), preset="test", tokenizer=TOKENIZER_DIR, steps=1, batch_size=4,
+                             warmup_steps=1, log_every=1, workers=0, device="cpu", routing=routing)
+        with torch.random.fork_rng():
+            train(config)
+        first_losses[routing] = json.loads((out / "train_log.jsonl").read_text().splitlines()[0])["loss"]
+    assert len(patched) == 1 and patched[0] > 0  # the gather run only, and it found routers to patch
+    assert first_losses["gather"] == first_losses["stock"]
 
 
 # ---- denoising statistics and the evaluation report ----------------------------------------------
