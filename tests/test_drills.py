@@ -58,6 +58,7 @@ def test_named_mixes_made_before_the_worksheets_do_not_draw_them():
     """A named mix means what it trained: only the mixes made for the worksheets draw any."""
     with_drills = {name for name, weights in NAMED_MIXES.items()
                    if weights.get("math_drill", 1.0) > 0 or weights.get("json_key_drill", 1.0) > 0}
-    assert with_drills == {"open-mix-4", "drill-finetune", "key-drill-finetune", "math-finetune"}
+    assert with_drills == {"open-mix-4", "drill-finetune", "key-drill-finetune", "math-finetune", "balance-finetune",
+                           "json-acrostic-finetune"}
     tasks = sample_tasks(3000, seed=0, weights=NAMED_MIXES["open-mix-2"])
     assert not any(t.family == "math_drill" for t in tasks)
