@@ -16,7 +16,7 @@ from training.data import Example, build_tokenizer, collate, encode_tasks, promp
 from tests.fake_records import fake_trace
 from training.denoising_stats import block_stats
 from training.objective import (decoder_logits, diffusion_loss, encode_context, noise_levels, place_own_samples,
-                                replace_with_noise, to_device)
+                                shift_accepted, replace_with_noise, to_device)
 from training.tokenizer import END_TURN_ID, EOS_ID, PAD_ID, train_tokenizer
 from training.train import TrainConfig, learning_rate, parse_args, train
 
@@ -191,6 +191,38 @@ def test_own_samples_go_only_to_newly_accepted_low_entropy_positions():
     assert 0.45 < (half < 50).float().mean() < 0.55
 
 
+def test_shifted_canvases_hold_the_target_off_by_one_or_two_from_a_cut_in_the_content():
+    rows, length = 400, 24
+    target = torch.arange(length).repeat(rows, 1) + 1000  # distinct ids: an offset is readable off the canvas
+    canvas = torch.full((rows, length), 7)  # noise stand-in
+    accepted = torch.rand(rows, length, generator=torch.Generator().manual_seed(1)) < 0.6
+    canvas = torch.where(accepted, target, canvas)
+    content_length = torch.randint(4, length, (rows,), generator=torch.Generator().manual_seed(2))
+    out = shift_accepted(canvas, target, accepted, content_length, 0.5, generator=torch.Generator().manual_seed(3))
+
+    assert torch.equal(out[~accepted], canvas[~accepted])  # noise stays noise
+    changed = (out != canvas).any(1)
+    assert 0.4 < changed.float().mean() < 0.6
+    seen_shifts = set()
+    for row in torch.nonzero(changed).flatten().tolist():
+        moved = torch.nonzero(out[row] != canvas[row]).flatten()
+        cut = int(moved[0])  # the cut, or the first accepted position after it
+        offsets = [int(target[row, i] - out[row, i]) for i in moved]  # target[i - shift] = target[i] - shift
+        shift = max(set(offsets), key=offsets.count)  # all of them but where the canvas's end clamps
+        assert shift in {-2, -1, 1, 2}
+        seen_shifts.add(shift)
+        after = [i for i in range(cut, length) if accepted[row, i]]  # every accepted position from the cut on
+        expected = [int(target[row, min(max(i - shift, 0), length - 1)]) for i in after]
+        assert out[row, after].tolist() == expected
+        assert torch.equal(out[row, :cut], canvas[row, :cut])
+    assert seen_shifts == {-2, -1, 1, 2}
+    everywhere = torch.ones_like(accepted)  # every position accepted: the first one moved is the cut
+    out = shift_accepted(target, target, everywhere, content_length, 1.0, generator=torch.Generator().manual_seed(4))
+    cuts = (out != target).int().argmax(1)
+    assert (out != target).any(1).all() and (cuts < content_length).all() and cuts.min() == 0 and cuts.float().mean() > 3
+    assert torch.equal(shift_accepted(canvas, target, accepted, content_length, 0.0), canvas)
+
+
 def test_self_correction_changes_what_the_second_pass_sees(random_model):
     rng = np.random.default_rng(1)
     examples = [Example(rng.integers(5, 300, 6).astype(np.int32), rng.integers(5, 300, 16).astype(np.int32))
@@ -206,6 +238,16 @@ def test_self_correction_changes_what_the_second_pass_sees(random_model):
 
     assert loss(0.0) == loss(0.0)  # the generator fixes every draw
     assert loss(1.0) != loss(0.0)
+
+    def shifted_loss(share):
+        with torch.no_grad():
+            value, _ = diffusion_loss(random_model, batch, self_condition=False, shift_correction=share,
+                                      generator=torch.Generator().manual_seed(3))
+        return value.item()
+
+    unshifted = diffusion_loss(random_model, batch, self_condition=False, generator=torch.Generator().manual_seed(3))
+    assert shifted_loss(0.0) == unshifted[0].item()  # off draws nothing: older recipes keep their random streams
+    assert shifted_loss(1.0) != shifted_loss(0.0)
 
 
 def test_learning_rate_warms_up_then_decays():
@@ -264,7 +306,8 @@ def test_train_cli_rejects_bad_arguments(capsys):
     capsys.readouterr()
     for bad, message in ((["--self-correction", "1.5"], "between 0 and 1"),
                          (["--self-correction-max-entropy", "0"], "must be above 0"),
-                         (["--routing", "sorted"], "unknown --routing 'sorted'")):
+                         (["--routing", "sorted"], "unknown --routing 'sorted'"),
+                         (["--shift-correction", "2"], "share of examples")):
         with pytest.raises(SystemExit):
             main(bad)
         assert message in capsys.readouterr().err

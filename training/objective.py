@@ -18,6 +18,12 @@ What the sampler does at inference (generation_diffusion_gemma.py), and what tra
   Trained on uniform noise alone, every plausible token on the canvas is the truth, so the model
   copies a wrong accepted token with near-zero entropy and the sampler keeps it; with its own
   slips on the canvas it learns to doubt them, and the sampler re-noises them;
+- the sampler can commit later structure before what precedes it is settled: a JSON key's closing
+  `":` placed while the value in front of it still has no length, so the key must then be squeezed
+  or stretched into the slot (training/experiments/2026-11-25-gather-retrain/key_commits.py).  With
+  `shift_correction` > 0, that share of the examples holds its accepted tokens, from a random cut
+  on, one or two positions off; the loss still targets the truth, so the model learns to doubt
+  structure that does not line up with the text before it, and the sampler can re-noise it;
 - the block is committed from the argmax at every position, so the loss is cross-entropy of the
   clean target at all canvas positions, noised or not, <eos> tail included.
 
@@ -93,13 +99,32 @@ def place_own_samples(canvas: torch.Tensor, newly_accepted: torch.Tensor, scaled
     return torch.where(own, samples, canvas)
 
 
+def shift_accepted(canvas: torch.Tensor, target: torch.Tensor, accepted: torch.Tensor, content_length: torch.Tensor,
+                   share: float, max_shift: int = 2, generator=None) -> torch.Tensor:
+    """`canvas` where, in `share` of the rows, the `accepted` positions from a random cut inside the content
+    onward hold the target shifted by 1 to `max_shift` positions, either way (clamped at the canvas's
+    ends): later structure committed at the wrong offset.  Every other position is left as it was."""
+    batch_size, length = canvas.shape
+    device = canvas.device
+    rows = torch.rand(batch_size, 1, device=device, generator=generator) < share
+    cut = (torch.rand(batch_size, 1, device=device, generator=generator) * content_length[:, None]).long()
+    size = torch.randint(1, max_shift + 1, (batch_size, 1), device=device, generator=generator)
+    sign = torch.where(torch.rand(batch_size, 1, device=device, generator=generator) < 0.5, -1, 1)
+    index = torch.arange(length, device=device)[None, :]
+    shifted = target.gather(1, (index - size * sign).clamp(0, length - 1))
+    return torch.where(rows & accepted & (index >= cut), shifted, canvas)
+
+
 def diffusion_loss(model, batch: dict[str, torch.Tensor], *, self_condition: bool, self_correction: float = 0.0,
-                   self_correction_max_entropy: float | None = None, generator=None, normalizer: float | None = None):
+                   self_correction_max_entropy: float | None = None, shift_correction: float = 0.0, generator=None,
+                   normalizer: float | None = None):
     """Cross-entropy of the clean block from a noised canvas; returns (loss, detached stats).
 
     `self_correction` (self-conditioned batches only): share of the positions accepted since the
     first pass that hold the first pass's sample instead of the clean target; with
     `self_correction_max_entropy`, only positions where that pass's entropy was below it.
+    `shift_correction`: share of the examples whose accepted tokens, from a random cut on, sit one or
+    two positions off (shift_accepted; before the own samples go in).
     The loss is the mean over every canvas position, or with `normalizer` their sum divided by it:
     a part of a batch on a short canvas passes (examples in the whole batch) x (full canvas length),
     so its positions weigh what they would on the full canvas (the <eos> fill it leaves out costs
@@ -114,6 +139,9 @@ def diffusion_loss(model, batch: dict[str, torch.Tensor], *, self_condition: boo
     u = torch.rand(target.shape, device=device, generator=generator)
     noised = u < r
     canvas = replace_with_noise(target, noised, vocab_size, generator)
+    if shift_correction > 0:  # no draws at 0: runs without it keep their random streams
+        canvas = shift_accepted(canvas, target, ~noised, batch["content_length"], shift_correction,
+                                generator=generator)
     cache = encode_context(model, batch)
 
     sc_logits = None

@@ -58,6 +58,7 @@ class TrainConfig:
     self_condition_share: float = 0.5  # batches that get the no-grad self-conditioning pass
     self_correction: float = 0.0  # in those, share of newly accepted positions holding the model's own sample
     self_correction_max_entropy: float | None = None  # ... only where the first pass's entropy is below this (nats)
+    shift_correction: float = 0.0  # share of examples whose accepted tokens sit 1-2 positions off from a cut on
     seed: int = 0
     log_every: int = 50
     device: str | None = None  # default: cuda when available, else cpu
@@ -139,6 +140,7 @@ def train_step(model, optimizer, parts: list[dict], config: TrainConfig, *, self
             loss, part_stats = diffusion_loss(model, part, self_condition=self_condition,
                                               self_correction=config.self_correction,
                                               self_correction_max_entropy=config.self_correction_max_entropy,
+                                              shift_correction=config.shift_correction,
                                               generator=generator, normalizer=normalizer)
         loss.backward()
         share = len(part["target"]) / examples
@@ -368,6 +370,8 @@ def parse_args(argv=None) -> TrainConfig:
         parser.error(str(exc))
     if not 0 <= config.self_correction <= 1:
         parser.error("--self-correction is a share of positions: between 0 and 1")
+    if not 0 <= config.shift_correction <= 1:
+        parser.error("--shift-correction is a share of examples: between 0 and 1")
     if config.self_correction_max_entropy is not None and config.self_correction_max_entropy <= 0:
         parser.error("--self-correction-max-entropy must be above 0 (nats)")
     if config.resume:
