@@ -26,12 +26,9 @@ _spec.loader.exec_module(scan)
 def main() -> None:
     model, per_family, workers, out_file = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     results = run_items(scan.items(per_family, seed=0), model=model, device="cpu", workers=workers, threads=1)
-    scores = {family: sum(r["ok"] for r in results if r["family"] == family) for family in scan.FAMILIES}
-    print(model, {f: f"{n}/{per_family}" for f, n in scores.items()}, flush=True)
-    with open(out_file, "w") as out:
-        out.write(f"{model} {scores} of {per_family} each\n")
-        for r in results:
-            out.write(f"[{r['family']} ok={r['ok']} steps={r['steps_used']}] Q: {r['prompt']}\n  A: {r['response']}\n")
+    found = scan.scores(results)
+    print(model, {f: f"{n}/{per_family}" for f, n in found.items()}, flush=True)
+    scan.write_answers(results, out_file, header=f"{model} {found} of {per_family} each\n")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """Where the built-in model miscopies JSON keys: for every key after the first in its answers to held-out
 training-generator visitor JSON prompts (the development set's kind, not the evaluation set), was the key's
 closing `":` committed before the key's own pieces (a slot fixed before the key's length was known), and was
-the key copied right (its text in the prompt)?  Commit step: the step from which a position stays accepted.
+the key copied right (its text in the prompt)?  A key's slot counts as fixed from the step its tokens stay
+accepted (the last run of `block_commits(...).accepted`; the study's commit step, the first acceptance, would
+count a closing quote that the sampler later re-noised).
 
     python training/experiments/2026-11-25-gather-retrain/key_commits.py assets/models/diffusiongemma-tiny-demo 120
 """
@@ -18,18 +20,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 from backends import record_trace  # noqa: E402
 from backends.transformers_backend import TransformersBackend  # noqa: E402
 from prompts.tasks import heldout_tasks  # noqa: E402
+from visualizer.metrics.commits import block_commits  # noqa: E402
 from visualizer.settings import GenerationSettings  # noqa: E402
 
 
-def commit_steps(trace, end: int) -> list[int]:
-    accepted = np.stack([s.accepted for s in trace.block_steps(0)])
-    steps = []
-    for i in range(end):
-        j = len(accepted) - 1
-        while j > 0 and accepted[j - 1, i]:
-            j -= 1
-        steps.append(j)
-    return steps
+def stays_accepted_from(accepted: np.ndarray) -> np.ndarray:
+    """(canvas,) the step from which each position stays accepted to the end ((steps, canvas) in)."""
+    steps = len(accepted)
+    last_not_accepted = np.where(~accepted, np.arange(steps)[:, None], -1).max(axis=0)
+    return last_not_accepted + 1
 
 
 def main() -> None:
@@ -39,10 +38,10 @@ def main() -> None:
     table: dict[tuple[bool, bool], int] = {}
     for task in heldout_tasks("json_paraphrase", count):
         trace = record_trace(backend, task.prompt, GenerationSettings(seed=0))
-        ids = [int(t) for t in trace.block_steps(0)[-1].canvas]
-        end = next((k for k, t in enumerate(ids) if t in (106, 1)), len(ids))  # <turn|> or <eos>
-        commit = commit_steps(trace, end)
-        pieces = [trace.piece(t) for t in ids[:end]]
+        commits = block_commits(trace, 0)
+        end = commits.content_length
+        commit = stays_accepted_from(commits.accepted)
+        pieces = [trace.piece(int(t)) for t in commits.tokens[:end]]
         starts = np.cumsum([0] + [len(p) for p in pieces])
         text = "".join(pieces)
 

@@ -57,18 +57,28 @@ def with_settings(folder: Path, changes: dict) -> str:
     return str(folder)
 
 
+def scores(results: list[dict]) -> dict[str, int]:
+    """Right answers per visitor family."""
+    return {family: sum(r["ok"] for r in results if r["family"] == family) for family in FAMILIES}
+
+
+def write_answers(results: list[dict], path, header: str = "") -> None:
+    with open(path, "w") as out:
+        out.write(header)
+        for r in results:
+            out.write(f"[{r['family']} ok={r['ok']} steps={r['steps_used']}] Q: {r['prompt']}\n  A: {r['response']}\n")
+
+
 def main() -> None:
     name, per_family, seed, workers = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     changes = json.loads(sys.argv[5]) if len(sys.argv) > 5 else {}
     with tempfile.TemporaryDirectory() as folder:
         results = run_items(items(per_family, seed), model=with_settings(Path(folder), changes), device="cpu",
                             workers=workers, threads=1)
-    scores = {family: sum(r["ok"] for r in results if r["family"] == family) for family in FAMILIES}
     steps = [r["steps_used"] for r in results if r.get("steps_used")]
-    print(name, changes, {f: f"{n}/{per_family}" for f, n in scores.items()}, f"mean steps {sum(steps) / len(steps):.1f}")
-    with open(HERE / f"{name}-s{seed}.txt", "w") as out:
-        for r in results:
-            out.write(f"[{r['family']} ok={r['ok']} steps={r['steps_used']}] Q: {r['prompt']}\n  A: {r['response']}\n")
+    print(name, changes, {f: f"{n}/{per_family}" for f, n in scores(results).items()},
+          f"mean steps {sum(steps) / len(steps):.1f}")
+    write_answers(results, HERE / f"{name}-s{seed}.txt")
 
 
 if __name__ == "__main__":
