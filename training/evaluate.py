@@ -11,6 +11,7 @@ with --off-family, answers to two samples of 20 prompts outside the families.
     python -m training.evaluate                                   # the shipped model, CPU
     python -m training.evaluate --families json math acrostic --paraphrases 60 --off-family
     python -m training.evaluate --per-family 10 --families json math
+    python -m training.evaluate --model runs/final --visitor-set dev --paraphrases 60   # choose on this, not eval
     python -m training.evaluate --workers 8 --threads 2 --json eval.json
 
 Held-out tasks never appear in the training data (prompts/tasks: split by a hash of the
@@ -82,17 +83,26 @@ def _run_item(item: dict) -> dict:
     }
 
 
+def visitor_tasks(visitor_set: str, count: int) -> list:
+    """`count` tasks a family of the evaluation set ("eval") or of the development set ("dev"), which is
+    for choosing between models without looking at the evaluation set."""
+    from prompts.tasks.paraphrase_eval import paraphrase_eval_set
+    from prompts.tasks.visitor_dev import visitor_dev_set
+
+    return {"eval": paraphrase_eval_set, "dev": visitor_dev_set}[visitor_set](count)
+
+
 def evaluation_items(families, per_family: int, *, demo_seeds: int, seed: int, paraphrases: int = 0,
-                     off_family: bool = False) -> list[dict]:
+                     off_family: bool = False, visitor_set: str = "eval") -> list[dict]:
     from prompts.demos import DEMO_NAMES
-    from prompts.tasks.paraphrase_eval import OFF_FAMILY_PROMPTS, OFF_FAMILY_PROMPTS_NEW, SCORED_AS, paraphrase_eval_set
+    from prompts.tasks.paraphrase_eval import OFF_FAMILY_PROMPTS, OFF_FAMILY_PROMPTS_NEW, SCORED_AS
     from prompts.tasks import heldout_tasks
     from prompts.tasks.demo_families import demo_task
 
     scored = {family for family, _ in SCORED.values()}
     items = []
     if paraphrases:
-        for i, task in enumerate(paraphrase_eval_set(paraphrases)):
+        for i, task in enumerate(visitor_tasks(visitor_set, paraphrases)):
             items.append({"kind": "paraphrase", "family": task.family, "scored_as": SCORED_AS[task.family],
                           "id": f"{task.family}-{i:03d}", "prompt": task.prompt, "answer": task.answer, "seed": seed})
     if off_family:
@@ -266,6 +276,7 @@ def format_report(summary: dict) -> str:
 
 def main(argv=None) -> None:
     from prompts.tasks import FAMILIES, TEMPLATE_FAMILIES, THINKING_FAMILIES
+    from prompts.tasks.visitor_dev import PER_FAMILY as DEV_PER_FAMILY
 
     FAMILIES = tuple(f for f in FAMILIES if f not in THINKING_FAMILIES)  # the backend asks without enable_thinking
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -276,6 +287,9 @@ def main(argv=None) -> None:
     parser.add_argument("--demo-seeds", type=int, default=3, help="seeds per demo prompt (0: skip the demos)")
     parser.add_argument("--paraphrases", type=int, default=60,
                         help="visitor-phrased items per scored family (prompts/tasks/paraphrase_eval.py; 0: skip)")
+    parser.add_argument("--visitor-set", choices=("eval", "dev"), default="eval",
+                        help="the visitor-phrased items: the evaluation set, or the development set "
+                             "(prompts/tasks/visitor_dev.py) for choosing between models")
     parser.add_argument("--off-family", action="store_true", help="also print answers to 40 prompts outside the families")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", help="cpu (the shipped experience, float32) or cuda")
@@ -298,8 +312,10 @@ def main(argv=None) -> None:
 
     if not 0 <= args.paraphrases <= 200:
         parser.error("--paraphrases must be between 0 and 200")
+    if args.visitor_set == "dev" and args.paraphrases > DEV_PER_FAMILY:
+        parser.error(f"--visitor-set dev has {DEV_PER_FAMILY} items a family: --paraphrases at most {DEV_PER_FAMILY}")
     items = evaluation_items(args.families, args.per_family, demo_seeds=args.demo_seeds, seed=args.seed,
-                             paraphrases=args.paraphrases, off_family=args.off_family)
+                             paraphrases=args.paraphrases, off_family=args.off_family, visitor_set=args.visitor_set)
     started = time.perf_counter()
     results = run_items(items, model=args.model, device=args.device, workers=args.workers, threads=args.threads)
     summary = summarize(results)

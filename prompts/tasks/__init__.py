@@ -57,18 +57,19 @@ def _demo_prompts() -> frozenset[str]:
 
 
 @functools.cache
-def _paraphrase_eval_prompts() -> frozenset[str]:
+def _visitor_set_prompts() -> frozenset[str]:
     from .paraphrase_eval import eval_prompts
+    from .visitor_dev import dev_prompts
 
-    return eval_prompts()
+    return eval_prompts() | dev_prompts()
 
 
 def split_of(prompt: str) -> str:
     """'train' or 'heldout', from a hash of the prompt text alone (the paraphrase evaluation set
-    is always held out)."""
+    and the visitor development set are always held out)."""
     if prompt in _demo_prompts():
         return TRAIN
-    if prompt in _paraphrase_eval_prompts():
+    if prompt in _visitor_set_prompts():
         return HELDOUT
     digest = hashlib.sha256(prompt.encode("utf-8")).digest()
     return HELDOUT if int.from_bytes(digest[:4], "big") % HELDOUT_ONE_IN == 0 else TRAIN
