@@ -1,4 +1,5 @@
-"""Visitor-style paraphrases (prompts/tasks/paraphrase.py) and the held-out paraphrase evaluation set."""
+"""Visitor-style paraphrases (prompts/tasks/paraphrase.py), the held-out paraphrase evaluation set and the
+visitor development set's place outside training."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from prompts.tasks.paraphrase_eval import PER_FAMILY, SCORED_AS, paraphrase_eval
 from prompts.tasks import HELDOUT, PARAPHRASE_FAMILIES, check_task, sample_tasks, split_of
 from prompts.tasks.grammar import expand
 from prompts.tasks.paraphrase import CHECKED_AS, GENERATORS, number_words
+from prompts.tasks.visitor_dev import visitor_dev_set
 
 
 def test_grammar_expands_nested_alternatives_and_optional_parts():
@@ -67,15 +69,19 @@ def test_eval_set_is_fixed_distinct_and_checkable():
     assert all(check_task(t, "") is False for t in items)
 
 
-def test_eval_prompts_are_held_out_and_never_in_the_training_stream():
+def test_eval_and_dev_prompts_are_held_out_and_never_in_the_training_stream():
+    """The evaluation set and the visitor development set (prompts/tasks/visitor_dev.py), against one stream."""
     eval_prompts = {t.prompt for t in paraphrase_eval_set()}
-    assert all(split_of(p) == HELDOUT for p in eval_prompts)
-    stream = sample_tasks(30_000, seed=0, weights={f: 4.0 for f in PARAPHRASE_FAMILIES})
-    assert {t.prompt for t in stream} & eval_prompts == set()
-    # ... and the wording is the eval set's own: not even the paraphrase generators' exact prompts.
+    dev_prompts = {t.prompt for t in visitor_dev_set()}
+    assert all(split_of(p) == HELDOUT for p in eval_prompts | dev_prompts)
+    stream = {t.prompt for t in sample_tasks(30_000, seed=0, weights={f: 4.0 for f in PARAPHRASE_FAMILIES})}
+    assert stream & eval_prompts == set()
+    assert stream & dev_prompts == set()
+    # ... and the wording is each set's own: not even the paraphrase generators' exact prompts.
     rng = random.Random(0)
     generated = {GENERATORS[f](rng).prompt for f in PARAPHRASE_FAMILIES for _ in range(20_000)}
     assert generated & eval_prompts == set()
+    assert generated & dev_prompts == set()
 
 
 def test_json_keys_are_open_so_the_model_must_copy_them():

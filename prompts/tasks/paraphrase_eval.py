@@ -64,16 +64,24 @@ def _json_item(rng: random.Random) -> Task:
             fields.append(field)
     fields = fields[: rng.choice((1, 2, 2, 3, 3, 4))]
     spell = rng.choice(_SPELLINGS)
-    parts = [spell(k, w) for k, _, w in fields]
-    keys = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    keys = listed([spell(k, w) for k, _, w in fields])
     skeleton = "{" + ", ".join(f'"{k}": {_SLOT[t]}' for k, t, _ in fields) + "}"
     prompt = rng.choice(_JSON_ASKS).format(keys=keys, thing=rng.choice(_THINGS), skeleton=skeleton)
-    schema = {
-        "type": "object", "required": [k for k, _, _ in fields], "additionalProperties": False,
+    return Task("json_paraphrase", prompt, "", schema_of(fields))
+
+
+def listed(parts: list[str]) -> str:
+    """"a", "a and b", "a, b and c": keys as a sentence lists them."""
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def schema_of(fields) -> dict:
+    """The checker's JSON schema for (key, type, ...) fields: exactly these keys, of these types."""
+    return {
+        "type": "object", "required": [k for k, _, *_ in fields], "additionalProperties": False,
         "properties": {k: ({"type": "array", "items": {"type": "string"}} if t == "array" else {"type": t})
-                       for k, t, _ in fields},
+                       for k, t, *_ in fields},
     }
-    return Task("json_paraphrase", prompt, "", schema)
 
 
 # ---- arithmetic: questions, commands, small stories; digits and words ------------------------
@@ -212,11 +220,11 @@ FAMILIES = tuple(_MAKERS)
 SCORED_AS = {"json_paraphrase": "json", "math_paraphrase": "math", "acrostic_paraphrase": "acrostic"}
 
 
-@functools.cache
-def _eval_set(per_family: int) -> tuple[Task, ...]:
-    rng = random.Random(_SEED)
+def distinct_tasks(makers, per_family: int, seed: int) -> tuple[Task, ...]:
+    """`per_family` tasks of distinct prompts from each maker in turn, all drawn from one random stream."""
+    rng = random.Random(seed)
     items: list[Task] = []
-    for family, make in _MAKERS.items():
+    for make in makers:
         seen: set[str] = set()
         while len(seen) < per_family:
             task = make(rng)
@@ -224,6 +232,11 @@ def _eval_set(per_family: int) -> tuple[Task, ...]:
                 seen.add(task.prompt)
                 items.append(task)
     return tuple(items)
+
+
+@functools.cache
+def _eval_set(per_family: int) -> tuple[Task, ...]:
+    return distinct_tasks(_MAKERS.values(), per_family, _SEED)
 
 
 def paraphrase_eval_set(per_family: int = PER_FAMILY) -> list[Task]:

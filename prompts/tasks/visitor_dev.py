@@ -7,8 +7,9 @@ visitor asks for `name` and `price`, and on them two models 10 points apart on t
 JSON (83% and 73%) scored 22 and 23 of 30 (training/experiments/2026-11-25-shift-correction/).  So this set is written a
 third time, apart from both the training generators (prompts/tasks/paraphrase.py) and the
 evaluation set (prompts/tasks/paraphrase_eval.py): its own sentence frames, everyday keys of its
-own, its own things, stories, words and topics.  Like the evaluation set it is held out
-(`prompts.tasks.split_of`) and never trained on (tests/test_visitor_dev.py).
+own, its own things, stories, words and topics (only the mechanics are shared: number words, key lists,
+schemas, the draw of distinct prompts).  Like the evaluation set it is held out (`prompts.tasks.split_of`)
+and never trained on (tests/test_paraphrase.py).
 
     tasks = visitor_dev_set()                        # list[Task], 60 per family, fixed
     python -m training.evaluate --visitor-set dev    # scored beside the template tasks
@@ -19,6 +20,8 @@ from __future__ import annotations
 import functools
 import random
 
+from .paraphrase import number_words
+from .paraphrase_eval import distinct_tasks, listed, schema_of
 from .types import Task
 
 PER_FAMILY = 60
@@ -63,28 +66,15 @@ _SLOT = {"string": '"..."', "integer": "0", "number": "0.0", "boolean": "false",
 def _json_item(rng: random.Random) -> Task:
     fields = rng.sample(_JSON_FIELDS, rng.choice((1, 2, 2, 3, 3, 4)))
     spell = rng.choice(_SPELLINGS)
-    parts = [spell(k, w) for k, _, w in fields]
-    keys = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    keys = listed([spell(k, w) for k, _, w in fields])
     skeleton = "{" + ", ".join(f'"{k}": {_SLOT[t]}' for k, t, _ in fields) + "}"
     prompt = rng.choice(_JSON_ASKS).format(keys=keys, thing=rng.choice(_THINGS), skeleton=skeleton)
-    schema = {
-        "type": "object", "required": [k for k, _, _ in fields], "additionalProperties": False,
-        "properties": {k: ({"type": "array", "items": {"type": "string"}} if t == "array" else {"type": t})
-                       for k, t, _ in fields},
-    }
-    return Task("json_paraphrase", prompt, "", schema)
+    return Task("json_paraphrase", prompt, "", schema_of(fields))
 
 
 # ---- arithmetic: quick questions, homework phrasing, errands; digits and words ---------------
-_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-          "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen")
-_TENS = ("", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
-
-
 def _in_words(n: int) -> str:
-    if n < 20:
-        return _WORDS[n]
-    return _TENS[n // 10] + ("" if n % 10 == 0 else " " + _WORDS[n % 10])
+    return number_words(n).replace("-", " ")  # "twenty nine", as visitors type it
 
 
 _MATH_ASKS = {
@@ -151,16 +141,7 @@ _MAKERS = {"json_paraphrase": _json_item, "math_paraphrase": _math_item, "acrost
 
 @functools.cache
 def _dev_set() -> tuple[Task, ...]:
-    rng = random.Random(_SEED)
-    items: list[Task] = []
-    for make in _MAKERS.values():
-        seen: set[str] = set()
-        while len(seen) < PER_FAMILY:
-            task = make(rng)
-            if task.prompt not in seen:
-                seen.add(task.prompt)
-                items.append(task)
-    return tuple(items)
+    return distinct_tasks(_MAKERS.values(), PER_FAMILY, _SEED)
 
 
 def visitor_dev_set(per_family: int = PER_FAMILY) -> list[Task]:
