@@ -137,3 +137,71 @@ def test_wordnet_records_keep_common_nouns_with_plain_definitions(tmp_path):
     tasks = wordnet_tasks(records, 40, seed=0)
     assert all(t.response.startswith(("A library is", "Sleep is")) for t in tasks)
     assert any("library" in t.prompt for t in tasks) and any("sleep" in t.prompt.lower() for t in tasks)
+
+
+def test_plural_noun_follows_the_regular_rules_and_leaves_irregular_nouns_out():
+    from prompts.tasks.open_english import plural_noun
+
+    assert [plural_noun(w) for w in ("fox", "pony", "day", "bee", "finch", "walrus")] == [
+        "foxes", "ponies", "days", "bees", "finches", "walruses"]
+    assert [plural_noun(w) for w in ("sheep", "goose", "mouse", "fisherman")] == [None] * 4
+
+
+def test_open_subject_task_carries_the_asked_noun_into_every_shape():
+    from prompts.tasks.open_english import open_subject_task
+
+    rng = random.Random(0)
+    lantern = [open_subject_task(rng, "lantern", "place", "A lantern is a light in a case.") for _ in range(80)]
+    assert {t.family for t in lantern} == {"good", "describe", "why", "poem"}
+    assert all("lantern" in t.prompt and "lantern" in t.response.lower() for t in lantern)
+    assert all(t.response.startswith("A good lantern") for t in lantern if t.family == "good")
+    foxes = [open_subject_task(rng, "fox", "animal", "A fox is a small wild dog.") for _ in range(40)]
+    assert all("foxes" in t.prompt and "foxes" in t.response.lower() for t in foxes if t.family != "good")
+    assert any(t.family == "why" and "Foxes are important" in t.response or "We need foxes" in t.response
+               for t in foxes)
+    # a person is asked only what makes a good one; an uncountable idea has no shape
+    nurse = {open_subject_task(rng, "nurse", "person", "A nurse is a person who cares for the sick.").family
+             for _ in range(10)}
+    assert nurse == {"good"}
+    assert open_subject_task(rng, "honesty", "idea", "Honesty is the quality of being honest.") is None
+    assert open_subject_task(rng, "sheep", "animal", "A sheep is a woolly animal.").family == "good"
+
+
+def test_open_subject_tasks_draw_both_pools_and_keep_held_out_prompts_out(monkeypatch):
+    import training.wordnet as wordnet
+
+    records = [{"word": "meadow", "kind": "place", "text": "A meadow is a field of grass."},
+               {"word": "honey", "kind": "food", "text": "Honey is a sweet food made by bees."},
+               {"word": "fog", "kind": "nature", "text": "Fog is a cloud close to the ground."},
+               {"word": "hammer", "kind": "thing", "text": "A hammer is a hand tool."},
+               {"word": "honesty", "kind": "idea", "text": "Honesty is the quality of being honest."}]
+    tasks = wordnet.open_subject_tasks(records, 300, seed=0)
+    assert len(tasks) == 300 and not any("honesty" in t.prompt for t in tasks)
+    hammer = [t for t in tasks if "hammer" in t.prompt]
+    assert hammer and {t.family for t in hammer} == {"good"}
+    assert 0.1 < len(hammer) / len(tasks) < 0.3  # GOOD_ONLY_SHARE of the draws
+    assert {t.family for t in tasks} == {"good", "describe", "why", "poem", "how"}
+    # prompts of the held-out split are drawn again: here every "good" prompt is held out
+    monkeypatch.setattr(wordnet, "split_of", lambda prompt: "heldout" if "good" in prompt or "great" in prompt
+                        else "train")
+    assert not any(t.family == "good" for t in wordnet.open_subject_tasks(records, 200, seed=1))
+    with pytest.raises(ValueError, match="every subject kind"):
+        wordnet.open_subject_tasks(records[3:], 10, seed=0)  # no animal, food, nature or place
+
+
+def test_open_subjects_join_a_mix_only_where_it_weighs_them(tmp_path):
+    from prompts.tasks import FAMILIES
+    from training.data import DOCS, NAMED_MIXES, OPEN_SUBJECTS, WORDNET, training_tasks
+
+    path = tmp_path / "wordnet.jsonl"  # made-up nouns, so no generated family asks about them
+    path.write_text('{"word": "zorblat", "kind": "place", "text": "A zorblat is a field of grass."}\n'
+                    '{"word": "quimmet", "kind": "thing", "text": "A quimmet is a hand tool."}\n')
+    weights = {**NAMED_MIXES["open-mix-5"], WORDNET: 0.0, DOCS: 0.0}  # CI has no documentation corpus
+
+    def share(mix):
+        tasks = training_tasks(2000, seed=0, weights=mix, wordnet=str(path))
+        return sum(("zorblat" in t.prompt or "quimmet" in t.prompt) for t in tasks) / len(tasks)
+
+    total = sum(weights.values()) + sum(1.0 for f in FAMILIES if f not in weights)
+    assert share(weights) == pytest.approx(weights[OPEN_SUBJECTS] / total, abs=0.002)
+    assert share({**weights, OPEN_SUBJECTS: 0.0}) == 0

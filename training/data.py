@@ -24,11 +24,12 @@ from prompts.tasks import FAMILIES, TEMPLATE_FAMILIES, Task, sample_tasks
 
 from .tokenizer import END_TURN_ID, EOS_ID, PAD_ID, train_tokenizer
 
-# How often each family appears in the training mix (1 = average, families left out weigh 1); two
-# corpora join the generated families: "docs" (Python's glossary and FAQ, training/corpus.py) and
-# "wordnet" (everyday definitions, training/wordnet.py).
-DOCS, WORDNET = "docs", "wordnet"
-CORPORA = (DOCS, WORDNET)
+# How often each family appears in the training mix (1 = average, families left out weigh 1); three
+# corpora join the generated families: "docs" (Python's glossary and FAQ, training/corpus.py),
+# "wordnet" (everyday definitions, training/wordnet.py) and "open_subjects" (the question shapes asked
+# about WordNet's nouns, wordnet.open_subject_tasks).  A corpus left out weighs 0.
+DOCS, WORDNET, OPEN_SUBJECTS = "docs", "wordnet", "open_subjects"
+CORPORA = (DOCS, WORDNET, OPEN_SUBJECTS)
 # Families added after a mix was used weigh 0 in it, so a named mix still means what it trained.
 _LATER_ENGLISH = {"why": 0.0, "how": 0.0, "tips": 0.0, "good": 0.0, "favorite": 0.0, "suggest": 0.0, WORDNET: 0.0}
 _LATER_DRILLS = {"math_drill": 0.0, "json_key_drill": 0.0}
@@ -89,12 +90,19 @@ BALANCE_FINETUNE_WEIGHTS = {**MATH_FINETUNE_WEIGHTS, "json_paraphrase": 18.0, "a
                             "math_paraphrase": 14.0, "math_drill": 9.0, "math": 5.0}
 JSON_ACROSTIC_FINETUNE_WEIGHTS = {**MATH_FINETUNE_WEIGHTS, "json_paraphrase": 20.0, "acrostic_paraphrase": 8.0,
                                   "acrostic": 3.0, "math_paraphrase": 10.0, "math_drill": 6.0, "math": 4.0}
+# The shipped recipe's three stages with the question shapes asked about any of WordNet's nouns added
+# (open subjects: the closed subject lists let the model answer about a recalled subject, not the asked one).
+OPEN_MIX_5_FAMILY_WEIGHTS = {**OPEN_MIX_4_FAMILY_WEIGHTS, OPEN_SUBJECTS: 2.0}
+DRILL_FINETUNE_5_WEIGHTS = {**DRILL_FINETUNE_WEIGHTS, OPEN_SUBJECTS: 2.0}
+MATH_FINETUNE_5_WEIGHTS = {**MATH_FINETUNE_WEIGHTS, OPEN_SUBJECTS: 2.0}
 NAMED_MIXES = {"base": BASE_FAMILY_WEIGHTS, "visitor": FAMILY_WEIGHTS, "one-mix": ONE_MIX_FAMILY_WEIGHTS,
                "open-mix": OPEN_MIX_FAMILY_WEIGHTS, "open-mix-2": OPEN_MIX_2_FAMILY_WEIGHTS,
                "open-mix-3": OPEN_MIX_3_FAMILY_WEIGHTS, "json-math-finetune": JSON_MATH_FINETUNE_WEIGHTS,
                "open-mix-4": OPEN_MIX_4_FAMILY_WEIGHTS, "drill-finetune": DRILL_FINETUNE_WEIGHTS,
                "key-drill-finetune": KEY_DRILL_FINETUNE_WEIGHTS, "math-finetune": MATH_FINETUNE_WEIGHTS,
-               "balance-finetune": BALANCE_FINETUNE_WEIGHTS, "json-acrostic-finetune": JSON_ACROSTIC_FINETUNE_WEIGHTS}
+               "balance-finetune": BALANCE_FINETUNE_WEIGHTS, "json-acrostic-finetune": JSON_ACROSTIC_FINETUNE_WEIGHTS,
+               "open-mix-5": OPEN_MIX_5_FAMILY_WEIGHTS, "drill-finetune-5": DRILL_FINETUNE_5_WEIGHTS,
+               "math-finetune-5": MATH_FINETUNE_5_WEIGHTS}
 # The tokenizer's training texts: the template families (the shipped tokenizer's), or every generated
 # family ("all", tried for issue 14; not the corpora, which CI does not have).
 TOKENIZER_FAMILY_WEIGHTS = {"math": 2.0, "acrostic": 1.5, "json": 1.5, "doctest_function": 1.25}
@@ -184,6 +192,10 @@ def training_tasks(count: int, *, seed: int, weights: dict[str, float], corpus: 
         from .wordnet import DEFAULT_RECORDS, load_records, wordnet_tasks
 
         tasks += wordnet_tasks(load_records(wordnet or str(DEFAULT_RECORDS)), counts[WORDNET], seed=seed)
+    if counts[OPEN_SUBJECTS]:
+        from .wordnet import DEFAULT_RECORDS, load_records, open_subject_tasks
+
+        tasks += open_subject_tasks(load_records(wordnet or str(DEFAULT_RECORDS)), counts[OPEN_SUBJECTS], seed=seed)
     return tasks
 
 

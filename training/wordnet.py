@@ -13,6 +13,7 @@ runs/corpus/wordnet.jsonl from the installed package, and the training machine g
 
     python -m training.wordnet                        # writes runs/corpus/wordnet.jsonl
     tasks = wordnet_tasks(load_records(path), 1000, seed=0)
+    tasks = open_subject_tasks(load_records(path), 1000, seed=0)   # why / good / describe / poem about any noun
 
 Each record is {"word": "library", "kind": "thing", "text": "A library is a depository built to
 contain books and other materials for reading and study."}.
@@ -26,9 +27,9 @@ import re
 from functools import cache
 from pathlib import Path
 
-from prompts.tasks import Task
+from prompts.tasks import TRAIN, Task, split_of
 from prompts.tasks.grammar import choose
-from prompts.tasks.open_english import Subject, fill
+from prompts.tasks.open_english import OPEN_GOOD_KINDS, OPEN_SUBJECT_KINDS, Subject, fill, open_subject_task
 from prompts.tasks.paraphrase import _polite
 from prompts.tasks.subjects import KIND_SENTENCES
 
@@ -170,6 +171,29 @@ def wordnet_tasks(records, count: int, *, seed: int) -> list[Task]:
     """`count` tasks drawn from the records, each word as likely as any other."""
     rng = random.Random(seed)
     return [wordnet_task(record, rng) for record in rng.choices(records, k=count)]
+
+
+GOOD_ONLY_SHARE = 0.2  # of open-subject tasks drawn from the people and things, which are asked only "a good X"
+
+
+def open_subject_tasks(records, count: int, *, seed: int) -> list[Task]:
+    """`count` question-shape tasks about WordNet's nouns (open_english.open_subject_task): why is X
+    important, what makes a good X, describe X, a poem about X, how does X work.  Most come from the
+    animals, foods, places and nature, whose sentences fit any noun of the kind; a fifth from the people
+    and things, asked what makes a good one.  A prompt of the held-out split (the evaluation sets and
+    the off-family samples among them) is drawn again."""
+    rng = random.Random(seed)
+    shaped = [r for r in records if r["kind"] in OPEN_SUBJECT_KINDS]
+    good_only = [r for r in records if r["kind"] in OPEN_GOOD_KINDS and r["kind"] not in OPEN_SUBJECT_KINDS]
+    if not shaped or not good_only:
+        raise ValueError("open_subject_tasks needs WordNet records of every subject kind")
+    tasks: list[Task] = []
+    while len(tasks) < count:
+        record = rng.choice(good_only if rng.random() < GOOD_ONLY_SHARE else shaped)
+        task = open_subject_task(rng, record["word"], record["kind"], record["text"])
+        if task is not None and split_of(task.prompt) == TRAIN:
+            tasks.append(task)
+    return tasks
 
 
 def main(argv=None) -> None:

@@ -149,7 +149,10 @@ def make_describe(rng: random.Random) -> Task:
                             f"On {scene.text.split(' ', 1)[1]}, the world looks a little different.",
                             f"{_first_upper(scene.text)} can be beautiful in a quiet way."))
         return Task("describe", prompt, " ".join([first, *rng.sample(qb.SCENE_SENTENCES, 2)]), None)
-    subject = _subject(rng)
+    return describe_task(rng, _subject(rng))
+
+
+def describe_task(rng: random.Random, subject: Subject) -> Task:
     prompt = _polite(rng, choose(rng, _DESCRIBE, **_asked(subject)))
     extra = rng.sample(KIND_SENTENCES[subject.kind], 2 if subject.definition else 3)
     sentences = ([subject.definition] if subject.definition else []) + [fill(s, subject) for s in extra]
@@ -163,7 +166,10 @@ def make_explain(rng: random.Random) -> Task:
 
 
 def make_poem(rng: random.Random) -> Task:
-    subject = _subject(rng)
+    return poem_task(rng, _subject(rng))
+
+
+def poem_task(rng: random.Random, subject: Subject) -> Task:
     lines = POEM_LINES[subject.kind]  # two couplets: lines 0-3, or the closing couplet 4-5 then 2-3
     chosen = lines[0:4] if rng.random() < 0.6 else [*lines[4:6], *lines[2:4]]
     prompt = _polite(rng, choose(rng, _POEM, **_asked(subject)))
@@ -175,7 +181,10 @@ def make_why(rng: random.Random) -> Task:
         vp = rng.choice(qb.PEOPLE_DO)
         prompt = _polite(rng, choose(rng, _WHY_PEOPLE, vp=vp))
         return Task("why", prompt, f"{rng.choice(qb.WHY_PEOPLE).format(vp=vp)} {rng.choice(qb.WHY_MORE)}", None)
-    subject = _subject(rng)
+    return why_important_task(rng, _subject(rng))
+
+
+def why_important_task(rng: random.Random, subject: Subject) -> Task:
     prompt = _polite(rng, choose(rng, _WHY_IMPORTANT, **_asked(subject)))
     reason = fill(rng.choice(qb.WHY_IMPORTANT[subject.kind]), subject)
     return Task("why", prompt, f"{reason} {fill(rng.choice(KIND_SENTENCES[subject.kind]), subject)}", None)
@@ -188,7 +197,10 @@ def make_how(rng: random.Random) -> Task:
         you = vp.replace(" my ", " your ")
         steps = [rng.choice(qb.HOW_TO).format(vp=you), *rng.sample(qb.HOW_TO_MORE, 2)]
         return Task("how", prompt, " ".join(steps), None)
-    subject = _subject(rng, kinds=tuple(qb.HOW_WORKS), known_only=rng.random() < 0.7)
+    return how_works_task(rng, _subject(rng, kinds=tuple(qb.HOW_WORKS), known_only=rng.random() < 0.7))
+
+
+def how_works_task(rng: random.Random, subject: Subject) -> Task:
     prompt = _polite(rng, choose(rng, _HOW_WORKS, **_asked(subject)))
     sentences = ([subject.definition] if subject.definition else []) + [
         fill(s, subject) for s in rng.sample(qb.HOW_WORKS[subject.kind], 1 if subject.definition else 2)]
@@ -205,7 +217,12 @@ def make_tips(rng: random.Random) -> Task:
 
 def make_good(rng: random.Random) -> Task:
     x = rng.choice(tuple(qb.GOOD)) if rng.random() < 0.8 else rng.choice(("chair", "map", "plan", "tool", "bag", "day"))
-    qualities = rng.sample(qb.GOOD.get(x, qb.GOOD_ANY), 3)
+    return good_task(rng, x, qb.GOOD.get(x, qb.GOOD_ANY))
+
+
+def good_task(rng: random.Random, x: str, qualities: tuple[str, ...]) -> Task:
+    """"What makes a good <x>?" answered with three of `qualities`."""
+    qualities = rng.sample(qualities, 3)
     prompt = _polite(rng, choose(rng, _GOOD, x=x))
     first = rng.choice((f"A good {x} is {qualities[0]}, {qualities[1]} and {qualities[2]}.",
                         f"A good {x} needs to be {qualities[0]} and {qualities[1]}, and it helps to be {qualities[2]}."))
@@ -229,6 +246,54 @@ def make_suggest(rng: random.Random) -> Task:
     prompt = _polite(rng, choose(rng, _SUGGEST, vp=vp))
     first = rng.choice(qb.SUGGEST_INTRO).format(s1=s1, s2=s2, S2=_first_upper(s2), s3=s3)
     return Task("suggest", prompt, f"{first} {rng.choice(qb.SUGGEST_MORE)}", None)
+
+
+# The kinds whose sentences, poems and reasons read well for any noun of the kind (the others' are
+# written for leisure activities and everyday ideas, and WordNet's "act of ..." nouns are neither),
+# and the kinds asked "what makes a good X?" (GOOD_BY_KIND's qualities fit any person or thing).
+OPEN_SUBJECT_KINDS = ("animal", "food", "nature", "place")
+OPEN_GOOD_KINDS = ("person", "thing", "place", "food", "animal")
+_SAME_PLURAL = ("sheep", "deer", "fish", "moose", "bison", "salmon", "trout", "cod", "squid", "shrimp")
+
+
+def plural_noun(word: str) -> str | None:
+    """English plural of a regular noun ("fox" -> "foxes", "pony" -> "ponies"); None where it is irregular."""
+    if word in _SAME_PLURAL or word == "ox" or word.endswith(("man", "mouse", "goose", "child", "foot", "tooth", "ies")):
+        return None
+    if word.endswith(("s", "x", "z", "ch", "sh")):
+        return word + "es"
+    if word.endswith("y") and word[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return word[:-1] + "ies"
+    return word + "s"
+
+
+def open_subject_task(rng: random.Random, word: str, kind: str, definition: str) -> Task | None:
+    """A question shape asked about any noun of an open list (training/wordnet.py gives WordNet's);
+    None where no shape fits the noun.
+
+    The closed subject lists above let the model answer "What makes a good bag?" when asked about a
+    friend: a recalled subject fits as well as the asked one.  With thousands of subjects, only
+    copying the asked one works, as the JSON keys' open word pools taught copying keys.  Countable
+    nouns are asked with their article ("a lantern"), so the answer's "A lantern ..." holds the same
+    word token as the prompt (a capitalised word splits differently, tokenizer.py); animals are
+    asked in the plural, as the animal sentences are written.
+    """
+    countable = definition.startswith(("A ", "An "))
+    shapes = []
+    if countable and kind in OPEN_GOOD_KINDS:
+        shapes.append(lambda: good_task(rng, word, qb.GOOD_BY_KIND[kind]))
+    if kind in OPEN_SUBJECT_KINDS:
+        if kind == "animal":
+            text = plural_noun(word) if countable else None
+        else:
+            text = (("an " if word[0] in "aeiou" else "a ") + word) if countable else word
+        if text:
+            subject = Subject(text, kind, definition)
+            shapes += [lambda: describe_task(rng, subject), lambda: why_important_task(rng, subject),
+                       lambda: poem_task(rng, subject)]
+            if kind in qb.HOW_WORKS:
+                shapes.append(lambda: how_works_task(rng, subject))
+    return rng.choice(shapes)() if shapes else None
 
 
 GENERATORS = {"describe": make_describe, "explain": make_explain, "poem": make_poem, "why": make_why, "how": make_how,
