@@ -362,6 +362,31 @@ def test_evaluation_summary_counts_targets():
     assert "JSON parses and matches the schema" in format_report(summary)
 
 
+def test_visitor_json_answers_are_counted_key_by_key():
+    from prompts.tasks.paraphrase_eval import paraphrase_eval_set
+    from training.evaluate import format_report, keys_written, summarize
+
+    task = next(t for t in paraphrase_eval_set(60) if t.family == "json_paraphrase" and len(t.answer["required"]) == 2)
+    first, second = task.answer["required"]
+    assert keys_written(task.answer, f'{{"{first}": 1, "{second}x": 2}}') == {first: True, second: False}
+    assert keys_written(task.answer, f'{{"{first}":"{second}": 1') == {first: True, second: True}  # unparsed too
+    assert keys_written(None, "{}") is None  # not a JSON task
+
+    def row(written, ok):
+        return {"kind": "paraphrase", "scored_as": "json", "family": "json_paraphrase", "ok": ok,
+                "keys_written": written}
+
+    rows = [row({"capacity": False, "name": True}, False), row({"capacity": True}, True),
+            row({"name": True, "age": True}, False), row({"age": True}, True)]
+    keys = summarize(rows)["json_keys"]
+    assert keys["keys"] == [{"key": "age", "written": 2, "asked": 2}, {"key": "capacity", "written": 1, "asked": 2},
+                            {"key": "name", "written": 2, "asked": 2}]
+    assert keys["misses"] == 2 and keys["misses_lacking_a_key"] == 1
+    report = format_report(summarize(rows))
+    assert "2 wrong answers, 1 of them without an asked key; 3 distinct keys asked, 1 not always written" in report
+    assert "  capacity 1/2" in report and "name 2/2" not in report
+
+
 def test_training_can_continue_from_a_saved_folder(tiny_run, tmp_path):
     from safetensors.torch import load_file
 

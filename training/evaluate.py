@@ -74,6 +74,7 @@ def _run_item(item: dict) -> dict:
         **item,
         "answer": None,  # schemas and tests stay out of the report
         "response": end.text,
+        "keys_written": keys_written(item["answer"], end.text),
         "ok": None if item["kind"] == "off_family" else check_task(task, end.text),
         "eos": end.finish_reason == "eos",
         "finish_reason": end.finish_reason,
@@ -81,6 +82,29 @@ def _run_item(item: dict) -> dict:
         **{k: stats.get(k) for k in ("steps_used", "content_tokens", "tokens_per_step", "max_new_per_step",
                                      "steps_with_new", "tau_b", "remasked", "never_accepted")},
     }
+
+
+def keys_written(answer, response: str) -> dict[str, bool] | None:
+    """For a JSON task (its answer a schema): whether each asked key is in the response as a quoted key,
+    parsed or not.  Scores of the visitor JSON sets turn on a few keys the model miscopies (README)."""
+    if not isinstance(answer, dict) or "required" not in answer:
+        return None
+    return {key: f'"{key}"' in response for key in answer["required"]}
+
+
+def key_copies(results: list[dict]) -> dict:
+    """Visitor JSON answers, key by key: how often each asked key was written, and how many wrong answers
+    lack an asked key (the rest have every key and a wrong value or shape)."""
+    rows = [r for r in results if r["kind"] == "paraphrase" and r["scored_as"] == "json" and r.get("keys_written")]
+    asked: dict[str, list[int]] = {}
+    for r in rows:
+        for key, written in r["keys_written"].items():
+            asked.setdefault(key, [0, 0])
+            asked[key][0] += written
+            asked[key][1] += 1
+    misses = [r for r in rows if not r["ok"]]
+    return {"keys": [{"key": k, "written": w, "asked": n} for k, (w, n) in sorted(asked.items())],
+            "misses": len(misses), "misses_lacking_a_key": sum(not all(r["keys_written"].values()) for r in misses)}
 
 
 def visitor_tasks(visitor_set: str, count: int) -> list:
@@ -221,7 +245,7 @@ def summarize(results: list[dict]) -> dict:
                                 "max_new_per_step", "steps_with_new", "tau_b", "remasked", "wall_time_s")}
              for r in results if r["kind"] == "demo"]
     return {"targets": targets, "families": families, "demos": demos, "side_by_side": side_by_side,
-            "off_family": off_family}
+            "json_keys": key_copies(results), "off_family": off_family}
 
 
 def _pct(x) -> str:
@@ -244,6 +268,14 @@ def format_report(summary: dict) -> str:
             goal = "" if row["template_target"] is None else f">={100 * row['template_target']:.0f}%"
             lines.append(f"{row['family']:22s} {row['template_n']:4d} {_pct(row['template']):>9s} {goal:>6s}   "
                          f"{row['paraphrase_n']:4d} {_pct(row['paraphrase']):>10s} {'>=' + format(100 * row['paraphrase_target'], '.0f') + '%':>6s}")
+    keys = summary.get("json_keys") or {}
+    if keys.get("keys"):
+        missed = [k for k in keys["keys"] if k["written"] < k["asked"]]
+        lines += ["", f"visitor JSON: {keys['misses']} wrong answers, {keys['misses_lacking_a_key']} of them without an "
+                      f"asked key; {len(keys['keys'])} distinct keys asked, {len(missed)} not always written "
+                      "(written / asked):"]
+        if missed:
+            lines.append("  " + ", ".join(f"{k['key']} {k['written']}/{k['asked']}" for k in missed))
     lines += ["", f"{'target (held-out)':38s} {'n':>4s}  {'share':>6s}  {'target':>7s}  met"]
     for t in summary["targets"]:
         target = "" if t["target"] is None else f">={100 * t['target']:.0f}%"
