@@ -205,3 +205,6 @@ def test_open_subjects_join_a_mix_only_where_it_weighs_them(tmp_path):
     total = sum(weights.values()) + sum(1.0 for f in FAMILIES if f not in weights)
     assert share(weights) == pytest.approx(weights[OPEN_SUBJECTS] / total, abs=0.002)
     assert share({**weights, OPEN_SUBJECTS: 0.0}) == 0
+    # a named mix means what it trained: only the mixes made for the open subjects draw them
+    assert {name for name, mix in NAMED_MIXES.items() if mix.get(OPEN_SUBJECTS, 0.0) > 0} == {
+        "open-mix-5", "drill-finetune-5", "math-finetune-5"}
