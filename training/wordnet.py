@@ -29,7 +29,8 @@ from pathlib import Path
 
 from prompts.tasks import TRAIN, Task, split_of
 from prompts.tasks.grammar import choose
-from prompts.tasks.open_english import OPEN_GOOD_KINDS, OPEN_SUBJECT_KINDS, Subject, fill, open_subject_task
+from prompts.tasks.open_english import (OPEN_GOOD_KINDS, OPEN_SUBJECT_KINDS, Subject, article_for, fill,
+                                        open_subject_task)
 from prompts.tasks.paraphrase import _polite
 from prompts.tasks.subjects import KIND_SENTENCES
 
@@ -156,14 +157,13 @@ _TELL = ("{Tell me about|Describe|Write a few sentences about|Talk a little abou
 
 def wordnet_task(record: dict, rng: random.Random) -> Task:
     word, text = record["word"], record["text"]
-    countable = text.startswith(("A ", "An "))
-    article = ("an " if word[0] in "aeiou" else "a ") if countable else ""
+    article = article_for(word, text)
     if rng.random() < 0.7:
         return Task("define", _polite(rng, choose(rng, _DEFINE, w=word, a=article)), text, None)
     prompt = _polite(rng, choose(rng, _TELL, w=word, a=article))
     if record["kind"] not in KIND_FOLLOW_UP:
         return Task("define", prompt, text, None)
-    subject = Subject((article + word) if countable else word, record["kind"], text)
+    subject = Subject(article + word, record["kind"], text)
     return Task("define", prompt, f"{text} {fill(rng.choice(KIND_SENTENCES[record['kind']]), subject)}", None)
 
 

@@ -252,7 +252,7 @@ def make_suggest(rng: random.Random) -> Task:
 # written for leisure activities and everyday ideas, and WordNet's "act of ..." nouns are neither),
 # and the kinds asked "what makes a good X?" (GOOD_BY_KIND's qualities fit any person or thing).
 OPEN_SUBJECT_KINDS = ("animal", "food", "nature", "place")
-OPEN_GOOD_KINDS = ("person", "thing", "place", "food", "animal")
+OPEN_GOOD_KINDS = tuple(qb.GOOD_BY_KIND)
 _SAME_PLURAL = ("sheep", "deer", "fish", "moose", "bison", "salmon", "trout", "cod", "squid", "shrimp")
 
 
@@ -267,6 +267,13 @@ def plural_noun(word: str) -> str | None:
     return word + "s"
 
 
+def article_for(word: str, definition: str) -> str:
+    """"a " or "an " for a countable noun (its definition begins "A ..." or "An ..."), "" for any other."""
+    if not definition.startswith(("A ", "An ")):
+        return ""
+    return "an " if word[0] in "aeiou" else "a "
+
+
 def open_subject_task(rng: random.Random, word: str, kind: str, definition: str) -> Task | None:
     """A question shape asked about any noun of an open list (training/wordnet.py gives WordNet's);
     None where no shape fits the noun.
@@ -278,15 +285,15 @@ def open_subject_task(rng: random.Random, word: str, kind: str, definition: str)
     word token as the prompt (a capitalised word splits differently, tokenizer.py); animals are
     asked in the plural, as the animal sentences are written.
     """
-    countable = definition.startswith(("A ", "An "))
+    article = article_for(word, definition)
     shapes = []
-    if countable and kind in OPEN_GOOD_KINDS:
+    if article and kind in OPEN_GOOD_KINDS:
         shapes.append(lambda: good_task(rng, word, qb.GOOD_BY_KIND[kind]))
     if kind in OPEN_SUBJECT_KINDS:
         if kind == "animal":
-            text = plural_noun(word) if countable else None
+            text = plural_noun(word) if article else None
         else:
-            text = (("an " if word[0] in "aeiou" else "a ") + word) if countable else word
+            text = article + word
         if text:
             subject = Subject(text, kind, definition)
             shapes += [lambda: describe_task(rng, subject), lambda: why_important_task(rng, subject),

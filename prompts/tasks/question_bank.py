@@ -113,15 +113,13 @@ GOOD = {
     "presentation": ("clear", "short", "well prepared", "lively"), "team": ("united", "honest", "focused", "supportive"),
 }
 GOOD_ANY = ("reliable", "simple", "well made", "sturdy", "easy to use", "good value")
-# "What makes a good X?" for any noun (training/wordnet.py's open subjects): qualities by the noun's kind.
+# "What makes a good X?" for any noun of these kinds (training/wordnet.py's open subjects): qualities by kind.
 GOOD_BY_KIND = {
     "person": ("kind", "honest", "patient", "reliable", "fair", "caring", "a good listener"),
     "thing": GOOD_ANY,
     "place": ("safe", "clean", "welcoming", "easy to reach", "well looked after", "full of life"),
     "food": ("fresh", "tasty", "simple to make", "good for you", "made with care"),
     "animal": ("healthy", "calm", "friendly", "well cared for", "gentle"),
-    "activity": ("fun", "well planned", "safe", "good for body and mind", "easy to start"),
-    "idea": ("clear", "fair", "simple to explain", "useful", "well thought out"),
 }
 GOOD_MORE = ("It also helps to keep learning and to care about the people around you.",
              "None of these take special talent, just care and practice.",
