@@ -208,3 +208,111 @@ def test_open_subjects_join_a_mix_only_where_it_weighs_them(tmp_path):
     # a named mix means what it trained: only the mixes made for the open subjects draw them
     assert {name for name, mix in NAMED_MIXES.items() if mix.get(OPEN_SUBJECTS, 0.0) > 0} == {
         "open-mix-5", "drill-finetune-5", "math-finetune-5"}
+
+
+def test_key_nouns_keep_plain_regular_nouns_only():
+    from training.wordnet import key_nouns
+
+    words = ["lantern", "ice cream", "meadow", "lantern",  # plain nouns, once each, "ice cream" joined by "_"
+             "box", "sheep", "mouse", "field mouse", "pony",  # plurals that are not the noun and an s
+             "Paris", "x-ray", "3d", "b12", "hot dog stand", "Ice cream"]  # capitalised, hyphen, digits, 3 words
+    records = [{"word": w, "kind": "thing", "text": f"A {w} is a thing."} for w in words]
+    assert key_nouns(records) == ("ice_cream", "lantern", "meadow")
+    assert key_nouns(records[4:]) == ()
+
+
+def _wordnet_key_records():  # made-up nouns, so no word pool of prompts/tasks holds them
+    return [{"word": "zorblat", "kind": "place", "text": "A zorblat is a field of grass."},
+            {"word": "quimmet", "kind": "thing", "text": "A quimmet is a hand tool."},
+            {"word": "ice cream", "kind": "food", "text": "Ice cream is a frozen sweet food."},
+            {"word": "mouse", "kind": "animal", "text": "A mouse is a small rodent."}]  # irregular: left out
+
+
+def test_json_key_tasks_build_keys_from_the_given_nouns_and_keep_held_out_prompts_out(monkeypatch):
+    import re
+
+    import training.wordnet as wordnet
+    from prompts.tasks import words
+    from prompts.tasks.paraphrase import _KEY_SHAPES, GENERIC_KEYS, JSON_KEYS, make_json_paraphrase
+
+    records = _wordnet_key_records()
+    tasks = wordnet.json_key_tasks(records, 300, seed=0)
+    assert len(tasks) == 300 and {t.family for t in tasks} == {"json_paraphrase"}
+    assert all(check_task(t, t.response) for t in tasks)
+    keys = [k for t in tasks for k in t.answer["properties"]]
+    for noun in ("zorblat", "quimmet", "ice_cream"):
+        assert any(noun in k for k in keys)
+    assert any("iceCream" in k for k in keys)  # camel-cased built keys join the two words too
+    assert not any("mouse" in k for k in keys)
+    assert any("ice cream" in t.prompt for t in tasks)  # the described entity, written with a space
+
+    # no built key takes a noun of words.NOUNS: every part of a key that is not recalled, not a shape's own
+    # word, adjective or unit is one of the given nouns (or made up)
+    recalled = set(GENERIC_KEYS) | {k for pool in JSON_KEYS.values() for k in pool}
+    shape_words = {p for shapes in _KEY_SHAPES.values() for s in shapes for p in re.sub(r"\{\w+\}", "", s).split("_")}
+    pool_nouns = set(words.NOUNS) - shape_words - set(words.ADJECTIVES) - set(words.UNIT_SUFFIXES)
+
+    def with_pool_nouns(task_list):
+        found = []
+        for task in task_list:
+            for key in task.answer["properties"]:
+                if key in recalled:
+                    continue
+                parts = set(re.sub(r"[A-Z]", lambda m: "_" + m.group().lower(), key).split("_")) - shape_words
+                if (parts | {p[:-1] for p in parts if p.endswith("s")}) & pool_nouns:
+                    found.append(key)
+        return found
+
+    assert with_pool_nouns(tasks) == []
+    assert len(with_pool_nouns([make_json_paraphrase(random.Random(s)) for s in range(300)])) > 100  # the check bites
+
+    # prompts of the held-out split are drawn again: here every prompt naming a zorblat is held out
+    monkeypatch.setattr(wordnet, "split_of", lambda prompt: "heldout" if "zorblat" in prompt.lower() else "train")
+    again = wordnet.json_key_tasks(records, 200, seed=1)
+    assert len(again) == 200 and not any("zorblat" in t.prompt.lower() for t in again)
+    assert any("quimmet" in t.prompt for t in again)
+    with pytest.raises(ValueError, match="plain nouns"):
+        wordnet.json_key_tasks(records[3:], 10, seed=0)  # only an irregular noun
+
+
+def test_wordnet_keys_join_a_mix_at_its_share_and_only_the_json_key_mixes_draw_them(tmp_path):
+    import json
+
+    from prompts.tasks import FAMILIES
+    from training.data import DOCS, NAMED_MIXES, WORDNET, WORDNET_KEYS, training_tasks
+    from training.wordnet import json_key_tasks
+
+    records = _wordnet_key_records()
+    path = tmp_path / "wordnet.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+    def made_up(tasks):
+        return sum(("zorblat" in t.prompt or "quimmet" in t.prompt) for t in tasks)
+
+    for name in ("open-mix-6", "open-mix-7"):
+        weights = {**NAMED_MIXES[name], WORDNET: 0.0, DOCS: 0.0}  # CI has no WordNet or documentation corpus
+        tasks = training_tasks(2000, seed=0, weights=weights, wordnet=str(path))
+        families = [f for f in FAMILIES if weights.get(f, 1.0) > 0]
+        total = sum(weights.values()) + sum(1.0 for f in families if f not in weights)
+        expected = round(2000 * weights[WORDNET_KEYS] / total)
+        assert len(tasks) == 2000 and expected > 50
+        drawn = json_key_tasks(records, expected, seed=0)
+        assert made_up(tasks) == made_up(drawn) > 0  # the corpus's tasks, and no other family names the nouns
+        if name == "open-mix-7":  # all the visitor JSON is the corpus's
+            assert sum(t.family == "json_paraphrase" for t in tasks) == expected
+        assert made_up(training_tasks(500, seed=0, weights={**weights, WORDNET_KEYS: 0.0}, wordnet=str(path))) == 0
+
+    # "-6" moves half of the shipped stages' visitor JSON to the corpus, "-7" all of it; nothing else moves
+    for source, six, seven in (("open-mix-4", "open-mix-6", "open-mix-7"),
+                               ("drill-finetune", "drill-finetune-6", "drill-finetune-7"),
+                               ("math-finetune", "math-finetune-6", "math-finetune-7")):
+        old = NAMED_MIXES[source]
+        for name, share in ((six, 0.5), (seven, 1.0)):
+            new = NAMED_MIXES[name]
+            assert new[WORDNET_KEYS] == pytest.approx(old["json_paraphrase"] * share) and new[WORDNET_KEYS] > 0
+            assert new["json_paraphrase"] + new[WORDNET_KEYS] == pytest.approx(old["json_paraphrase"])
+            assert {k: v for k, v in new.items() if k not in ("json_paraphrase", WORDNET_KEYS)} == {
+                k: v for k, v in old.items() if k != "json_paraphrase"}
+        assert NAMED_MIXES[seven]["json_paraphrase"] == 0
+    assert {name for name, mix in NAMED_MIXES.items() if mix.get(WORDNET_KEYS, 0.0) > 0} == {
+        "open-mix-6", "drill-finetune-6", "math-finetune-6", "open-mix-7", "drill-finetune-7", "math-finetune-7"}

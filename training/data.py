@@ -24,12 +24,13 @@ from prompts.tasks import FAMILIES, TEMPLATE_FAMILIES, Task, sample_tasks
 
 from .tokenizer import END_TURN_ID, EOS_ID, PAD_ID, train_tokenizer
 
-# How often each family appears in the training mix (1 = average, families left out weigh 1); three
+# How often each family appears in the training mix (1 = average, families left out weigh 1); four
 # corpora join the generated families: "docs" (Python's glossary and FAQ, training/corpus.py),
-# "wordnet" (everyday definitions, training/wordnet.py) and "open_subjects" (the question shapes asked
-# about WordNet's nouns, wordnet.open_subject_tasks).  A corpus left out weighs 0.
-DOCS, WORDNET, OPEN_SUBJECTS = "docs", "wordnet", "open_subjects"
-CORPORA = (DOCS, WORDNET, OPEN_SUBJECTS)
+# "wordnet" (everyday definitions, training/wordnet.py), "open_subjects" (the question shapes asked
+# about WordNet's nouns, wordnet.open_subject_tasks) and "wordnet_keys" (visitor JSON whose keys are
+# built from WordNet's nouns, wordnet.json_key_tasks).  A corpus left out weighs 0.
+DOCS, WORDNET, OPEN_SUBJECTS, WORDNET_KEYS = "docs", "wordnet", "open_subjects", "wordnet_keys"
+CORPORA = (DOCS, WORDNET, OPEN_SUBJECTS, WORDNET_KEYS)
 # Families added after a mix was used weigh 0 in it, so a named mix still means what it trained.
 _LATER_ENGLISH = {"why": 0.0, "how": 0.0, "tips": 0.0, "good": 0.0, "favorite": 0.0, "suggest": 0.0, WORDNET: 0.0}
 _LATER_DRILLS = {"math_drill": 0.0, "json_key_drill": 0.0}
@@ -95,6 +96,19 @@ JSON_ACROSTIC_FINETUNE_WEIGHTS = {**MATH_FINETUNE_WEIGHTS, "json_paraphrase": 20
 OPEN_MIX_5_FAMILY_WEIGHTS = {**OPEN_MIX_4_FAMILY_WEIGHTS, OPEN_SUBJECTS: 2.0}
 DRILL_FINETUNE_5_WEIGHTS = {**DRILL_FINETUNE_WEIGHTS, OPEN_SUBJECTS: 2.0}
 MATH_FINETUNE_5_WEIGHTS = {**MATH_FINETUNE_WEIGHTS, OPEN_SUBJECTS: 2.0}
+# The shipped recipe's three stages with the visitor JSON's built keys taken from WordNet's nouns, for half
+# of it ("-6") or all of it ("-7"): every other family keeps its share.
+def _json_keys_from_wordnet(weights: dict[str, float], share: float) -> dict[str, float]:
+    json_weight = weights["json_paraphrase"]
+    return {**weights, "json_paraphrase": json_weight * (1 - share), WORDNET_KEYS: json_weight * share}
+
+
+OPEN_MIX_6_FAMILY_WEIGHTS = _json_keys_from_wordnet(OPEN_MIX_4_FAMILY_WEIGHTS, 0.5)
+DRILL_FINETUNE_6_WEIGHTS = _json_keys_from_wordnet(DRILL_FINETUNE_WEIGHTS, 0.5)
+MATH_FINETUNE_6_WEIGHTS = _json_keys_from_wordnet(MATH_FINETUNE_WEIGHTS, 0.5)
+OPEN_MIX_7_FAMILY_WEIGHTS = _json_keys_from_wordnet(OPEN_MIX_4_FAMILY_WEIGHTS, 1.0)
+DRILL_FINETUNE_7_WEIGHTS = _json_keys_from_wordnet(DRILL_FINETUNE_WEIGHTS, 1.0)
+MATH_FINETUNE_7_WEIGHTS = _json_keys_from_wordnet(MATH_FINETUNE_WEIGHTS, 1.0)
 NAMED_MIXES = {"base": BASE_FAMILY_WEIGHTS, "visitor": FAMILY_WEIGHTS, "one-mix": ONE_MIX_FAMILY_WEIGHTS,
                "open-mix": OPEN_MIX_FAMILY_WEIGHTS, "open-mix-2": OPEN_MIX_2_FAMILY_WEIGHTS,
                "open-mix-3": OPEN_MIX_3_FAMILY_WEIGHTS, "json-math-finetune": JSON_MATH_FINETUNE_WEIGHTS,
@@ -102,7 +116,10 @@ NAMED_MIXES = {"base": BASE_FAMILY_WEIGHTS, "visitor": FAMILY_WEIGHTS, "one-mix"
                "key-drill-finetune": KEY_DRILL_FINETUNE_WEIGHTS, "math-finetune": MATH_FINETUNE_WEIGHTS,
                "balance-finetune": BALANCE_FINETUNE_WEIGHTS, "json-acrostic-finetune": JSON_ACROSTIC_FINETUNE_WEIGHTS,
                "open-mix-5": OPEN_MIX_5_FAMILY_WEIGHTS, "drill-finetune-5": DRILL_FINETUNE_5_WEIGHTS,
-               "math-finetune-5": MATH_FINETUNE_5_WEIGHTS}
+               "math-finetune-5": MATH_FINETUNE_5_WEIGHTS, "open-mix-6": OPEN_MIX_6_FAMILY_WEIGHTS,
+               "drill-finetune-6": DRILL_FINETUNE_6_WEIGHTS, "math-finetune-6": MATH_FINETUNE_6_WEIGHTS,
+               "open-mix-7": OPEN_MIX_7_FAMILY_WEIGHTS, "drill-finetune-7": DRILL_FINETUNE_7_WEIGHTS,
+               "math-finetune-7": MATH_FINETUNE_7_WEIGHTS}
 # The tokenizer's training texts: the template families (the shipped tokenizer's), or every generated
 # family ("all", tried for issue 14; not the corpora, which CI does not have).
 TOKENIZER_FAMILY_WEIGHTS = {"math": 2.0, "acrostic": 1.5, "json": 1.5, "doctest_function": 1.25}
@@ -196,6 +213,10 @@ def training_tasks(count: int, *, seed: int, weights: dict[str, float], corpus: 
         from .wordnet import DEFAULT_RECORDS, load_records, open_subject_tasks
 
         tasks += open_subject_tasks(load_records(wordnet or str(DEFAULT_RECORDS)), counts[OPEN_SUBJECTS], seed=seed)
+    if counts[WORDNET_KEYS]:
+        from .wordnet import DEFAULT_RECORDS, json_key_tasks, load_records
+
+        tasks += json_key_tasks(load_records(wordnet or str(DEFAULT_RECORDS)), counts[WORDNET_KEYS], seed=seed)
     return tasks
 
 

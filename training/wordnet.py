@@ -14,6 +14,7 @@ runs/corpus/wordnet.jsonl from the installed package, and the training machine g
     python -m training.wordnet                        # writes runs/corpus/wordnet.jsonl
     tasks = wordnet_tasks(load_records(path), 1000, seed=0)
     tasks = open_subject_tasks(load_records(path), 1000, seed=0)   # why / good / describe / poem about any noun
+    tasks = json_key_tasks(load_records(path), 1000, seed=0)       # visitor JSON with keys of WordNet's nouns
 
 Each record is {"word": "library", "kind": "thing", "text": "A library is a depository built to
 contain books and other materials for reading and study."}.
@@ -30,8 +31,8 @@ from pathlib import Path
 from prompts.tasks import TRAIN, Task, split_of
 from prompts.tasks.grammar import choose
 from prompts.tasks.open_english import (OPEN_GOOD_KINDS, OPEN_SUBJECT_KINDS, Subject, article_for, fill,
-                                        open_subject_task)
-from prompts.tasks.paraphrase import _polite
+                                        open_subject_task, plural_noun)
+from prompts.tasks.paraphrase import _polite, make_json_paraphrase
 from prompts.tasks.subjects import KIND_SENTENCES
 
 from .jsonl import read_or_build_jsonl, write_jsonl
@@ -192,6 +193,37 @@ def open_subject_tasks(records, count: int, *, seed: int) -> list[Task]:
         record = rng.choice(good_only if rng.random() < GOOD_ONLY_SHARE else shaped)
         task = open_subject_task(rng, record["word"], record["kind"], record["text"])
         if task is not None and split_of(task.prompt) == TRAIN:
+            tasks.append(task)
+    return tasks
+
+
+_KEY_NOUN = re.compile(r"[a-z]+(?: [a-z]+)?")
+
+
+def key_nouns(records) -> tuple[str, ...]:
+    """WordNet's nouns as words of JSON keys: one or two lowercase words (joined by "_": `ice_cream`)
+    whose plural is the noun and an s, as the key shapes write it (`num_{n}s`)."""
+    return tuple(sorted({r["word"].replace(" ", "_") for r in records if _KEY_NOUN.fullmatch(r["word"])
+                         and plural_noun(r["word"].split()[-1]) == r["word"].split()[-1] + "s"}))
+
+
+def json_key_tasks(records, count: int, *, seed: int) -> list[Task]:
+    """`count` visitor-style JSON requests (paraphrase.make_json_paraphrase) whose built keys take their
+    nouns from WordNet's ~3,000 (`capacity_count`, `harvest_id`) instead of words.py's ~370.
+
+    A visitor's key is often an everyday word no training pool has, split into pieces the model has
+    rarely copied (`capacity` is `ca|pac|ity`); the shipped model writes keys of one token 97% of the
+    time and of four 48% (README, "A few keys decide a visitor JSON score").  With thousands of nouns
+    a key is seldom one seen before, so copying it piece by piece is what is learnt.  A prompt of the
+    held-out split is drawn again."""
+    nouns = key_nouns(records)
+    if not nouns:
+        raise ValueError("json_key_tasks needs WordNet records of plain nouns")
+    rng = random.Random(seed)
+    tasks: list[Task] = []
+    while len(tasks) < count:
+        task = make_json_paraphrase(rng, nouns=nouns)
+        if split_of(task.prompt) == TRAIN:
             tasks.append(task)
     return tasks
 

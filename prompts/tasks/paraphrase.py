@@ -170,13 +170,15 @@ def _camel(key: str) -> str:
 RECALLED_KEY_SHARE = 0.45  # of json_key's keys, those people ask for (from JSON_KEYS, with realistic values)
 
 
-def json_key(rng: random.Random, *, open_only: bool = False) -> tuple[str, str, object]:
+def json_key(rng: random.Random, *, open_only: bool = False,
+             nouns: tuple[str, ...] = words.NOUNS) -> tuple[str, str, object]:
     """(key, type, value pool or None) for one requested field.
 
     45% are keys people ask for (with realistic values); the rest are built from open word pools
     or made up, so the model must copy the key from the prompt rather than recall it; one in five
     gets a type unlike its name (visitors ask for "age" as a number, "zip_code" as a string).
-    With `open_only`, every key is built or made up: none is one the model could recall."""
+    With `open_only`, every key is built or made up: none is one the model could recall.  `nouns`
+    is the pool the built keys take their nouns from (training/wordnet.py passes WordNet's)."""
     draw = rng.random()
     if open_only:  # the same draw, mapped onto the built-or-made-up range, so the rest of the stream is unchanged
         draw = RECALLED_KEY_SHARE + (1 - RECALLED_KEY_SHARE) * draw
@@ -187,7 +189,7 @@ def json_key(rng: random.Random, *, open_only: bool = False) -> tuple[str, str, 
     else:
         kind = rng.choice(("string", "string", "integer", "integer", "number", "boolean", "array"))
         shape = rng.choice(_KEY_SHAPES[kind]) if draw < 0.85 else "{w}"
-        key = shape.format(n=rng.choice(words.NOUNS), n2=rng.choice(words.NOUNS), a=rng.choice(words.ADJECTIVES),
+        key = shape.format(n=rng.choice(nouns), n2=rng.choice(nouns), a=rng.choice(words.ADJECTIVES),
                            u=rng.choice(words.UNIT_SUFFIXES), w=words.made_up_word(rng))
         pool = None
         if rng.random() < 0.1:
@@ -312,18 +314,18 @@ JSON_KEY_COUNTS = (1, 2, 2, 2, 3, 3, 3, 4, 4, 5)
 
 
 def make_json_paraphrase(rng: random.Random, *, counts: tuple[int, ...] = JSON_KEY_COUNTS,
-                         open_only: bool = False) -> Task:
+                         open_only: bool = False, nouns: tuple[str, ...] = words.NOUNS) -> Task:
     count = rng.choice(counts)
     keys: list[tuple[str, str]] = []
     pools = {}
     while len(keys) < count:
-        key, kind, pool = json_key(rng, open_only=open_only)
+        key, kind, pool = json_key(rng, open_only=open_only, nouns=nouns)
         if key not in (k for k, _ in keys):
             keys.append((key, kind))
             pools[key] = pool
     form = rng.choice(_KEY_FORMS)
     phrases = [_key_phrase(rng, key, kind, form) for key, kind in keys]
-    entity = rng.choice(ENTITIES) if rng.random() < 0.6 else rng.choice(words.NOUNS)
+    entity = rng.choice(ENTITIES) if rng.random() < 0.6 else rng.choice(nouns).replace("_", " ")
     frame = rng.choice(_JSON_FRAMES)
     text = expand(rng, frame, entity=entity, Entity=entity[0].upper() + entity[1:], keys=_listing(rng, phrases),
                   skeleton=_skeleton(rng, keys), constraint=expand(rng, rng.choice(_JSON_CONSTRAINTS)))
