@@ -315,4 +315,7 @@ def test_wordnet_keys_join_a_mix_at_its_share_and_only_the_json_key_mixes_draw_t
                 k: v for k, v in old.items() if k != "json_paraphrase"}
         assert NAMED_MIXES[seven]["json_paraphrase"] == 0
     assert {name for name, mix in NAMED_MIXES.items() if mix.get(WORDNET_KEYS, 0.0) > 0} == {
-        "open-mix-6", "drill-finetune-6", "math-finetune-6", "open-mix-7", "drill-finetune-7", "math-finetune-7"}
+        "open-mix-6", "drill-finetune-6", "math-finetune-6", "open-mix-7", "drill-finetune-7", "math-finetune-7",
+        "math-acrostic-finetune-7"}
+    # the fourth stage after "-7" draws no visitor JSON but the corpus's
+    assert NAMED_MIXES["math-acrostic-finetune-7"]["json_paraphrase"] == 0
