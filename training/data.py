@@ -209,18 +209,14 @@ def training_tasks(count: int, *, seed: int, weights: dict[str, float], corpus: 
         from .corpus import DEFAULT_CORPUS, corpus_tasks, load_corpus
 
         tasks += corpus_tasks(load_corpus(corpus or str(DEFAULT_CORPUS)), counts[DOCS], seed=seed)
-    if counts[WORDNET]:
-        from .wordnet import DEFAULT_RECORDS, load_records, wordnet_tasks
+    if any(counts[c] for c in (WORDNET, OPEN_SUBJECTS, WORDNET_KEYS)):
+        from .wordnet import DEFAULT_RECORDS, json_key_tasks, load_records, open_subject_tasks, wordnet_tasks
 
-        tasks += wordnet_tasks(load_records(wordnet or str(DEFAULT_RECORDS)), counts[WORDNET], seed=seed)
-    if counts[OPEN_SUBJECTS]:
-        from .wordnet import DEFAULT_RECORDS, load_records, open_subject_tasks
-
-        tasks += open_subject_tasks(load_records(wordnet or str(DEFAULT_RECORDS)), counts[OPEN_SUBJECTS], seed=seed)
-    if counts[WORDNET_KEYS]:
-        from .wordnet import DEFAULT_RECORDS, json_key_tasks, load_records
-
-        tasks += json_key_tasks(load_records(wordnet or str(DEFAULT_RECORDS)), counts[WORDNET_KEYS], seed=seed)
+        records = load_records(wordnet or str(DEFAULT_RECORDS))
+        makers = {WORDNET: wordnet_tasks, OPEN_SUBJECTS: open_subject_tasks, WORDNET_KEYS: json_key_tasks}
+        for name, make in makers.items():
+            if counts[name]:
+                tasks += make(records, counts[name], seed=seed)
     return tasks
 
 

@@ -188,10 +188,20 @@ def open_subject_tasks(records, count: int, *, seed: int) -> list[Task]:
     good_only = [r for r in records if r["kind"] in OPEN_GOOD_KINDS and r["kind"] not in OPEN_SUBJECT_KINDS]
     if not shaped or not good_only:
         raise ValueError("open_subject_tasks needs WordNet records of every subject kind")
+
+    def draw() -> Task | None:
+        record = rng.choice(good_only if rng.random() < GOOD_ONLY_SHARE else shaped)
+        return open_subject_task(rng, record["word"], record["kind"], record["text"])
+
+    return _training_split(draw, count)
+
+
+def _training_split(draw, count: int) -> list[Task]:
+    """`count` tasks of `draw()` (None: no task), drawing again any prompt of the held-out split (the
+    evaluation sets and the off-family samples among them)."""
     tasks: list[Task] = []
     while len(tasks) < count:
-        record = rng.choice(good_only if rng.random() < GOOD_ONLY_SHARE else shaped)
-        task = open_subject_task(rng, record["word"], record["kind"], record["text"])
+        task = draw()
         if task is not None and split_of(task.prompt) == TRAIN:
             tasks.append(task)
     return tasks
@@ -203,8 +213,12 @@ _KEY_NOUN = re.compile(r"[a-z]+(?: [a-z]+)?")
 def key_nouns(records) -> tuple[str, ...]:
     """WordNet's nouns as words of JSON keys: one or two lowercase words (joined by "_": `ice_cream`)
     whose plural is the noun and an s, as the key shapes write it (`num_{n}s`)."""
-    return tuple(sorted({r["word"].replace(" ", "_") for r in records if _KEY_NOUN.fullmatch(r["word"])
-                         and plural_noun(r["word"].split()[-1]) == r["word"].split()[-1] + "s"}))
+    def regular(word: str) -> bool:
+        last = word.split()[-1]
+        return plural_noun(last) == last + "s"
+
+    return tuple(sorted({r["word"].replace(" ", "_") for r in records
+                         if _KEY_NOUN.fullmatch(r["word"]) and regular(r["word"])}))
 
 
 def json_key_tasks(records, count: int, *, seed: int) -> list[Task]:
@@ -220,12 +234,7 @@ def json_key_tasks(records, count: int, *, seed: int) -> list[Task]:
     if not nouns:
         raise ValueError("json_key_tasks needs WordNet records of plain nouns")
     rng = random.Random(seed)
-    tasks: list[Task] = []
-    while len(tasks) < count:
-        task = make_json_paraphrase(rng, nouns=nouns)
-        if split_of(task.prompt) == TRAIN:
-            tasks.append(task)
-    return tasks
+    return _training_split(lambda: make_json_paraphrase(rng, nouns=nouns), count)
 
 
 def main(argv=None) -> None:
