@@ -1,7 +1,7 @@
 """What the built-in 10.0M-parameter model was trained to answer, with example prompts, for the app.
 
-The model knows only its training families (prompts/tasks and the Python-documentation corpus);
-the app shows this next to the demo picker so a visitor asks something it can do.
+The model knows only its training families (prompts/tasks and the corpora of training/); the app
+shows this next to the demo picker so a visitor asks something it can do.
 
     print(guide_markdown())
 """
@@ -35,15 +35,15 @@ GUIDE: tuple[Family, ...] = (
             "Write a haiku about rain, then explain its 5-7-5 syllable structure.")),
     Family("Everyday English", "describe, explain in one sentence, a short poem, why and how questions, what a word "
            "means: animals, places, food, ideas",
-           ("Describe the moon.", "Explain gravity in one sentence.", "Write a short poem about autumn.",
-            "How does a refrigerator work?")),
-    Family("Python's documentation", "glossary terms and FAQ questions",
-           ("What is a generator in Python?", "Explain duck-typing in one sentence.")),
+           ("Describe the ocean.", "Explain gravity in one sentence.", "Write a short poem about autumn.",
+            "How does a telescope work?")),
 )
 
+# Python's glossary and FAQ are in the training mix too, but questions about them come out as word salad
+# (checked at seeds 0 and 1 on the shipped model, 2026-11-26), so the guide does not offer them.
 INTRO = ("A 10.0M-parameter model trained here on a small task mix: it answers these kinds of prompts, and "
-         "anything else only loosely. Think-then-answer (Gemma 4's thought channel) is trained too, with "
-         "`enable_thinking=True` in the chat template.")
+         "anything else only loosely (questions about Python itself come out garbled). Think-then-answer "
+         "(Gemma 4's thought channel) is trained too, with `enable_thinking=True` in the chat template.")
 
 
 def guide_markdown() -> str:

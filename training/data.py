@@ -73,7 +73,7 @@ OPEN_MIX_3_FAMILY_WEIGHTS = {**OPEN_MIX_2_FAMILY_WEIGHTS, "json_paraphrase": 8.0
 # furthest from their goals.
 JSON_MATH_FINETUNE_WEIGHTS = {**OPEN_MIX_2_FAMILY_WEIGHTS, "json_paraphrase": 12.0, "math_paraphrase": 12.0, "json": 4.0,
                               "math": 4.0}
-# The shipped model's first two stages (README, "How it was trained"): open-mix-3 with arithmetic worksheets
+# The first two stages of the model shipped until 2026-11-26: open-mix-3 with arithmetic worksheets
 # (prompts/tasks/drills.py: five to eight sums per answer, so the ~6,000 facts of the visitors' range each
 # come up hundreds of times in a run), then a fine-tune with JSON, arithmetic and the worksheets weighed up.
 OPEN_MIX_4_FAMILY_WEIGHTS = {**OPEN_MIX_3_FAMILY_WEIGHTS, "math_drill": 3.0}
@@ -81,7 +81,7 @@ DRILL_FINETUNE_WEIGHTS = {**JSON_MATH_FINETUNE_WEIGHTS, "json_paraphrase": 14.0,
 # A short third stage after drill-finetune, tried and not shipped (README, "A third stage of unseen JSON keys"):
 # JSON with many keys the model cannot recall, so it copies them.
 KEY_DRILL_FINETUNE_WEIGHTS = {**DRILL_FINETUNE_WEIGHTS, "json_key_drill": 12.0}
-# The shipped model's third stage, after drill-finetune: with the --space-apart tokenizer the first two stages left
+# That model's third stage, after drill-finetune: with the --space-apart tokenizer the first two stages left
 # arithmetic behind (74% on templates), so the worksheets and visitor sums are weighed up, the JSON templates a little.
 MATH_FINETUNE_WEIGHTS = {**DRILL_FINETUNE_WEIGHTS, "math_drill": 12.0, "math_paraphrase": 16.0, "math": 6.0, "json": 6.0}
 # Third-stage alternatives to math-finetune, tried for issue 14 (training/experiments/2026-11-25-gather-retrain/):
@@ -91,13 +91,13 @@ BALANCE_FINETUNE_WEIGHTS = {**MATH_FINETUNE_WEIGHTS, "json_paraphrase": 18.0, "a
                             "math_paraphrase": 14.0, "math_drill": 9.0, "math": 5.0}
 JSON_ACROSTIC_FINETUNE_WEIGHTS = {**MATH_FINETUNE_WEIGHTS, "json_paraphrase": 20.0, "acrostic_paraphrase": 8.0,
                                   "acrostic": 3.0, "math_paraphrase": 10.0, "math_drill": 6.0, "math": 4.0}
-# The shipped recipe's three stages with the question shapes asked about any of WordNet's nouns added
+# That recipe's three stages with the question shapes asked about any of WordNet's nouns added
 # (open subjects: the closed subject lists let the model answer about a recalled subject, not the asked one).
 OPEN_MIX_5_FAMILY_WEIGHTS = {**OPEN_MIX_4_FAMILY_WEIGHTS, OPEN_SUBJECTS: 2.0}
 DRILL_FINETUNE_5_WEIGHTS = {**DRILL_FINETUNE_WEIGHTS, OPEN_SUBJECTS: 2.0}
 MATH_FINETUNE_5_WEIGHTS = {**MATH_FINETUNE_WEIGHTS, OPEN_SUBJECTS: 2.0}
-# The shipped recipe's three stages with the visitor JSON's built keys taken from WordNet's nouns, for half
-# of it ("-6") or all of it ("-7"): every other family keeps its share.
+# That recipe's three stages with the visitor JSON's built keys taken from WordNet's nouns, for half
+# of it ("-6") or all of it ("-7", the shipped model's first three stages): every other family keeps its share.
 def _json_keys_from_wordnet(weights: dict[str, float], share: float) -> dict[str, float]:
     json_weight = weights["json_paraphrase"]
     return {**weights, "json_paraphrase": json_weight * (1 - share), WORDNET_KEYS: json_weight * share}
@@ -109,13 +109,14 @@ MATH_FINETUNE_6_WEIGHTS = _json_keys_from_wordnet(MATH_FINETUNE_WEIGHTS, 0.5)
 OPEN_MIX_7_FAMILY_WEIGHTS = _json_keys_from_wordnet(OPEN_MIX_4_FAMILY_WEIGHTS, 1.0)
 DRILL_FINETUNE_7_WEIGHTS = _json_keys_from_wordnet(DRILL_FINETUNE_WEIGHTS, 1.0)
 MATH_FINETUNE_7_WEIGHTS = _json_keys_from_wordnet(MATH_FINETUNE_WEIGHTS, 1.0)
-# A fourth stage for the "-7" model (training/experiments/2026-11-25-wordnet-keys/): it met the JSON goals (98% /
-# 90%) and fell under the arithmetic and acrostic ones, so JSON gives up some weight to the acrostics.
+# The shipped model's fourth stage, after the "-7" ones (training/experiments/2026-11-25-wordnet-keys/): they met
+# the JSON goals (98% / 90%) and fell under the arithmetic and acrostic ones, so JSON gives up some weight to the
+# acrostics.
 MATH_ACROSTIC_FINETUNE_7_WEIGHTS = {**MATH_FINETUNE_7_WEIGHTS, WORDNET_KEYS: 10.0, "json": 4.0,
                                     "acrostic_paraphrase": 10.0, "acrostic": 4.0}
-# Two variants of it (same experiment) that weigh up what the off-family prompts lean on, since the fourth stage
-# left the English shapes at a tenth of the tasks: the nine question shapes doubled ("english"), or every family
-# outside the three visitor tasks doubled ("general").
+# Two variants of it, tried and not shipped (same experiment: off-family answers a little better, visitor arithmetic
+# under its goal), that weigh up what the off-family prompts lean on, left at a tenth of the tasks by the fourth
+# stage: the nine English question shapes doubled ("english"), or every family outside the visitor tasks ("general").
 _ENGLISH_SHAPES = ("describe", "explain", "poem", "why", "how", "tips", "good", "favorite", "suggest")
 _VISITOR_TASKS = ("math", "math_paraphrase", "math_drill", "acrostic", "acrostic_paraphrase", "json", "json_paraphrase",
                   WORDNET_KEYS)

@@ -226,7 +226,7 @@ def json_key_tasks(records, count: int, *, seed: int) -> list[Task]:
     nouns from WordNet's ~3,000 (`capacity_count`, `harvest_id`) instead of words.py's ~370.
 
     A visitor's key is often an everyday word no training pool has, split into pieces the model has
-    rarely copied (`capacity` is `ca|pac|ity`); the shipped model writes keys of one token 97% of the
+    rarely copied (`capacity` is `ca|pac|ity`); the model shipped before these keys writes keys of one token 97% of the
     time and of four 48% (README, "A few keys decide a visitor JSON score").  With thousands of nouns
     a key is seldom one seen before, so copying it piece by piece is what is learnt.  A prompt of the
     held-out split is drawn again."""
