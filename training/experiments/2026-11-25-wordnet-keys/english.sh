@@ -1,4 +1,4 @@
-# The second device session of this experiment (nvidia-h100-x2; carry .whl, runs/corpus and runs/all): fourA met
+# The second device call of this experiment's session (nvidia-h100-x2; carry .whl, runs/corpus and runs/all): fourA met
 # the template and visitor goals at seed 0 and left the off-family answers where they were (8 of 20), so two more
 # fourth stages from runs/all weigh up what those prompts lean on: english-finetune-7 (fourC, GPU0) and
 # general-finetune-7 (fourD, GPU1), training/data.py. Same settings as fourA (lr 1e-3, 6.0 minutes), then the
