@@ -316,7 +316,7 @@ def test_wordnet_keys_join_a_mix_at_its_share_and_only_the_json_key_mixes_draw_t
         assert NAMED_MIXES[seven]["json_paraphrase"] == 0
     assert {name for name, mix in NAMED_MIXES.items() if mix.get(WORDNET_KEYS, 0.0) > 0} == {
         "open-mix-6", "drill-finetune-6", "math-finetune-6", "open-mix-7", "drill-finetune-7", "math-finetune-7",
-        "math-acrostic-finetune-7", "english-finetune-7", "general-finetune-7"}
+        "math-acrostic-finetune-7", "english-finetune-7", "general-finetune-7", "english-math-finetune-7"}
     # the fourth stage after "-7" draws no visitor JSON but the corpus's
     assert NAMED_MIXES["math-acrostic-finetune-7"]["json_paraphrase"] == 0
     # its two variants double the English question shapes, or everything but the visitor tasks; the rest stays
@@ -330,3 +330,7 @@ def test_wordnet_keys_join_a_mix_at_its_share_and_only_the_json_key_mixes_draw_t
         assert english[family] == (2 * weight if family in shapes else weight)
         assert general[family] == (weight if family in visitor_tasks else 2 * weight)
     assert all(fourth[f] > 0 for f in shapes) and fourth[DOCS] > 0
+    # the English variant with the visitor sums up by half and the JSON templates halved, the rest as the English one
+    english_math = NAMED_MIXES["english-math-finetune-7"]
+    moved = {"math_paraphrase": 1.5, "math_drill": 1.5, "json": 0.5}
+    assert english_math == {f: w * moved.get(f, 1.0) for f, w in english.items()}

@@ -1,9 +1,10 @@
 # Fourth stages from runs/all (nvidia-h100-x2; carry .whl, runs/corpus and runs/all), side by side in the background,
 # one per GPU, each given as NAME:GPU:LR:MIX, 6.0 minutes each (with the 23.9 minutes of runs/all, 29.9 in all); then
 # each is scored on the machine's CPU, on the visitor development set and with the README's evaluation command at
-# once (8 workers each). The two calls of 2026-11-26:
+# once (8 workers each). The calls of 2026-11-26 (the third in a second session):
 #   bash fourth.sh fourA:0:1e-3:math-acrostic-finetune-7 fourB:1:5e-4:math-acrostic-finetune-7
 #   bash fourth.sh fourC:0:1e-3:english-finetune-7 fourD:1:1e-3:general-finetune-7
+#   bash fourth.sh fourF:0:5e-4:english-math-finetune-7 fourG:1:7e-4:english-math-finetune-7
 # (the first call scored the two sets one after the other, 15 workers each). Wait with `wait.sh fourA fourB`.
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
