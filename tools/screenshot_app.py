@@ -1,6 +1,6 @@
 """Screenshot of the app mid-run, in a real headless browser (for the README).
 
-    python tools/screenshot_app.py --out assets/screenshot.png [--model FOLDER] [--demo acrostic] [--at-step 6]
+    python tools/screenshot_app.py --out assets/screenshot.png [--model FOLDER] [--demo acrostic] [--at-step 15]
 
 Launches the app, opens it in headless Chromium through Playwright (Debian's /usr/bin/chromium,
 no browser download), picks a demo prompt, presses Generate and takes the picture as soon as the
@@ -45,12 +45,20 @@ def app_page(*, model=None, hosting_mode=None, chromium="/usr/bin/chromium", wid
         ui.close()
 
 
+def dismiss_notices(page) -> None:
+    """Close Gradio's notices (the first run's "Loading ..." one stays 10 s and covers the header), as a
+    visitor would, so a screenshot shows the app rather than the notice."""
+    for close in page.locator(".toast-close").all():
+        close.click()
+    page.locator(".toast-body").first.wait_for(state="detached", timeout=5_000)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default="assets/screenshot.png")
     parser.add_argument("--model", default=None)
     parser.add_argument("--demo", default="acrostic")
-    parser.add_argument("--at-step", type=int, default=6)
+    parser.add_argument("--at-step", type=int, default=15)
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     args = parser.parse_args(argv)
 
@@ -65,6 +73,7 @@ def main(argv=None) -> int:
             "n => { const s = window.dvLiveView && window.dvLiveView.stats(); return s && s.shownIndex >= n; }",
             arg=args.at_step - 1, timeout=120_000, polling=20,
         )
+        dismiss_notices(page)
         page.screenshot(path=args.out, full_page=False)
         status = page.locator(".dv-status").text_content()
         print(f"wrote {args.out} at: {status}")
