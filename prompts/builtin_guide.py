@@ -23,7 +23,7 @@ GUIDE: tuple[Family, ...] = (
            ("Write an acrostic poem about the ocean for the word WAVE.",
             "Write a poem about winter whose lines start with S, N, O, W.")),
     Family("Arithmetic", "+, -, x, / with numbers up to about 50, as a question or a small story",
-           ("What is 17 plus 25?", "Sam has 12 apples and gives 5 to Mia. How many apples are left?")),
+           ("What is 18 plus 24?", "Sam has 12 apples and gives 5 to Mia. How many apples are left?")),
     Family("JSON", "an object with the keys and types you name",
            ('Return a JSON object describing a book with the keys "title" (string) and "year" (integer).',)),
     Family("Python functions", "small functions, with docstrings and doctests",
@@ -32,11 +32,11 @@ GUIDE: tuple[Family, ...] = (
            ("What is the capital of Peru?", "List the eight planets of the solar system, one per line, each with a fun fact.")),
     Family("Shaped writing", "exactly N sentences, stories that end where they begin, haiku",
            ("Why is the sky blue? Answer in exactly three sentences.",
-            "Write a haiku about rain, then explain its 5-7-5 syllable structure.")),
+            "Write a haiku about machine learning, then explain its 5-7-5 syllable structure.")),
     Family("Everyday English", "describe, explain in one sentence, a short poem, why and how questions, what a word "
            "means: animals, places, food, ideas",
            ("Describe the ocean.", "Explain gravity in one sentence.", "Write a short poem about autumn.",
-            "How does a telescope work?")),
+            "How does a bridge work?")),
 )
 
 # Python's glossary and FAQ are in the training mix too, but questions about them come out as word salad
