@@ -123,9 +123,10 @@ _VISITOR_TASKS = ("math", "math_paraphrase", "math_drill", "acrostic", "acrostic
 ENGLISH_FINETUNE_7_WEIGHTS = {**MATH_ACROSTIC_FINETUNE_7_WEIGHTS,
                               **{f: 2 * MATH_ACROSTIC_FINETUNE_7_WEIGHTS[f] for f in _ENGLISH_SHAPES}}
 GENERAL_FINETUNE_7_WEIGHTS = {f: w if f in _VISITOR_TASKS else 2 * w for f, w in MATH_ACROSTIC_FINETUNE_7_WEIGHTS.items()}
-# The English variant with the visitor sums weighed up too (1.5 times the visitor arithmetic and worksheets, the JSON
-# templates halved, which were far above their goal): meant for a lower learning rate, which kept the English of the
-# first stages (5e-4: 8 of 20 off-family answers fluent, not 5) and lost some sums (75%, not 81.7%).
+# The shipped model's fourth stage, at 5e-4 (fourF, same experiment): the English variant with the visitor sums weighed
+# up too (1.5 times the visitor arithmetic and worksheets; the JSON templates, far above their goal, halved). The lower
+# learning rate kept more of the first stages' English (fourB: 8 of 20 off-family answers fluent, fourA 5) and fewer
+# sums (75%, fourA 81.7%), so the sums get more weight.
 ENGLISH_MATH_FINETUNE_7_WEIGHTS = {**ENGLISH_FINETUNE_7_WEIGHTS, "math_paraphrase": 24.0, "math_drill": 18.0, "json": 2.0}
 NAMED_MIXES = {"base": BASE_FAMILY_WEIGHTS, "visitor": FAMILY_WEIGHTS, "one-mix": ONE_MIX_FAMILY_WEIGHTS,
                "open-mix": OPEN_MIX_FAMILY_WEIGHTS, "open-mix-2": OPEN_MIX_2_FAMILY_WEIGHTS,
