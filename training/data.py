@@ -20,7 +20,7 @@ import numpy as np
 
 from backends.small_models import CANVAS_LENGTH
 from prompts.demos import DEMOS
-from prompts.tasks import FAMILIES, TEMPLATE_FAMILIES, Task, sample_tasks
+from prompts.tasks import ENGLISH_FAMILIES, FAMILIES, TEMPLATE_FAMILIES, Task, sample_tasks
 
 from .tokenizer import END_TURN_ID, EOS_ID, PAD_ID, train_tokenizer
 
@@ -117,17 +117,18 @@ MATH_ACROSTIC_FINETUNE_7_WEIGHTS = {**MATH_FINETUNE_7_WEIGHTS, WORDNET_KEYS: 10.
 # Two variants of it, tried and not shipped (same experiment: off-family answers a little better, visitor arithmetic
 # under its goal), that weigh up what the off-family prompts lean on, left at a tenth of the tasks by the fourth
 # stage: the nine English question shapes doubled ("english"), or every family outside the visitor tasks ("general").
-_ENGLISH_SHAPES = ("describe", "explain", "poem", "why", "how", "tips", "good", "favorite", "suggest")
 _VISITOR_TASKS = ("math", "math_paraphrase", "math_drill", "acrostic", "acrostic_paraphrase", "json", "json_paraphrase",
                   WORDNET_KEYS)
 ENGLISH_FINETUNE_7_WEIGHTS = {**MATH_ACROSTIC_FINETUNE_7_WEIGHTS,
-                              **{f: 2 * MATH_ACROSTIC_FINETUNE_7_WEIGHTS[f] for f in _ENGLISH_SHAPES}}
-GENERAL_FINETUNE_7_WEIGHTS = {f: w if f in _VISITOR_TASKS else 2 * w for f, w in MATH_ACROSTIC_FINETUNE_7_WEIGHTS.items()}
+                              **{f: 2 * MATH_ACROSTIC_FINETUNE_7_WEIGHTS[f] for f in ENGLISH_FAMILIES}}
+GENERAL_FINETUNE_7_WEIGHTS = {f: w if f in _VISITOR_TASKS else 2 * w
+                              for f, w in MATH_ACROSTIC_FINETUNE_7_WEIGHTS.items()}
 # The shipped model's fourth stage, at 5e-4 (fourF, same experiment): the English variant with the visitor sums weighed
 # up too (1.5 times the visitor arithmetic and worksheets; the JSON templates, far above their goal, halved). The lower
 # learning rate kept more of the first stages' English (fourB: 8 of 20 off-family answers fluent, fourA 5) and fewer
 # sums (75%, fourA 81.7%), so the sums get more weight.
-ENGLISH_MATH_FINETUNE_7_WEIGHTS = {**ENGLISH_FINETUNE_7_WEIGHTS, "math_paraphrase": 24.0, "math_drill": 18.0, "json": 2.0}
+ENGLISH_MATH_FINETUNE_7_WEIGHTS = {**ENGLISH_FINETUNE_7_WEIGHTS, "math_paraphrase": 24.0, "math_drill": 18.0,
+                                   "json": 2.0}
 NAMED_MIXES = {"base": BASE_FAMILY_WEIGHTS, "visitor": FAMILY_WEIGHTS, "one-mix": ONE_MIX_FAMILY_WEIGHTS,
                "open-mix": OPEN_MIX_FAMILY_WEIGHTS, "open-mix-2": OPEN_MIX_2_FAMILY_WEIGHTS,
                "open-mix-3": OPEN_MIX_3_FAMILY_WEIGHTS, "json-math-finetune": JSON_MATH_FINETUNE_WEIGHTS,

@@ -226,10 +226,10 @@ def json_key_tasks(records, count: int, *, seed: int) -> list[Task]:
     nouns from WordNet's ~3,000 (`capacity_count`, `harvest_id`) instead of words.py's ~370.
 
     A visitor's key is often an everyday word no training pool has, split into pieces the model has
-    rarely copied (`capacity` is `ca|pac|ity`); the model shipped before these keys writes keys of one token 97% of the
-    time and of four 48% (README, "A few keys decide a visitor JSON score").  With thousands of nouns
-    a key is seldom one seen before, so copying it piece by piece is what is learnt.  A prompt of the
-    held-out split is drawn again."""
+    rarely copied (`capacity` is `ca|pac|ity`); the model shipped before these keys writes keys of one
+    token 97% of the time and of four 48% (README, "A few keys decide a visitor JSON score").  With
+    thousands of nouns a key is seldom one seen before, so copying it piece by piece is what is learnt.
+    A prompt of the held-out split is drawn again."""
     nouns = key_nouns(records)
     if not nouns:
         raise ValueError("json_key_tasks needs WordNet records of plain nouns")
