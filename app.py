@@ -26,6 +26,7 @@ import hosting  # first: on ZeroGPU it imports `spaces` before anything imports 
 import gradio as gr
 
 from backends import BackendError, ModelChoice, default_model
+from gradio_temp import own_gradio_temp_dir
 from hosting import MODELS, Hosting, generate_validator
 from sessions import SessionRegistry
 from backends.mlx_backend import SAMPLER_NOTES
@@ -466,6 +467,7 @@ def export_compare(palette, layout_kind, session: RunSession, progress=gr.Progre
 def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = None) -> gr.Blocks:
     global HOSTING
     HOSTING = hosting_mode or HOSTING
+    own_gradio_temp_dir()  # before any component caches a file: no other app can delete this one's
     choices, limits = HOSTING.choices, HOSTING.limits
     initial = choice_for(initial_model) if initial_model else choices[0]
     # Hosted: Gradio deletes its copies of uploads and downloads an hour after they were made.
