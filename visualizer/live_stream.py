@@ -203,8 +203,12 @@ class LiveEncoder:
             message["argmax"] = np.stack([changes, step.argmax[changes]], axis=1).reshape(-1).tolist()
             shown.update(step.argmax[changes].tolist())
             self.argmax, self.argmax_block = step.argmax, ref.block
-        # a key frame carries the text of every token it shows, so a reader can start there
+        # a key frame carries the text of every token it shows, so a reader can start there; and the
+        # frames after it count as sent only what was sent since, so a reader that started there
+        # gets the text of a token it missed before the key frame (tests/test_browser.py)
         fresh = sorted(t for t in shown if t >= 0 and (key or t not in self.sent_tokens))
+        if key:
+            self.sent_tokens = set()
         if fresh:
             message["tokens"] = {str(t): token_entry(trace, t) for t in fresh}
             self.sent_tokens.update(fresh)
