@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import inspect
+import asyncio
 import json
 import logging
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -56,14 +57,47 @@ def run_message(client) -> tuple[str, str]:
     return tuple(client.predict(api_name="/run_message"))
 
 
-def test_frames_stream_live_then_the_run_replays(served):
+HANG_S = 300  # an outer bound against a hang only; no test here measures speed
+
+
+def spy_on_runs(monkeypatch, hold_steps=()) -> tuple[list, dict]:
+    """Record, on the server, when each run's record stream starts and ends (in order, no clock),
+    and hold the model after each step of block 0 in `hold_steps` until the test releases it.
+    Patched on the backend's class, so every run of the app's loaded model goes through it."""
+    from backends.transformers_backend import TransformersBackend
+    from visualizer.records import StepRecord
+
+    events: list = []
+    holds = {step: threading.Event() for step in hold_steps}
+    real = TransformersBackend.generate
+
+    def generate_spy(self, prompt, *args, **kwargs):
+        events.append(("start", prompt))
+        try:
+            for record in real(self, prompt, *args, **kwargs):
+                yield record
+                if isinstance(record, StepRecord) and record.block == 0 and record.step in holds:
+                    holds[record.step].wait(timeout=HANG_S)  # until the client has seen this frame
+        finally:
+            events.append(("end", prompt))
+
+    monkeypatch.setattr(TransformersBackend, "generate", generate_spy)
+    return events, holds
+
+
+def test_frames_stream_live_then_the_run_replays(served, monkeypatch):
     url, model, _ = served
+    _, holds = spy_on_runs(monkeypatch, hold_steps=range(1, 22))  # the model waits until each of 21 frames is seen
     client = Client(url, verbose=False)
     job = generate(client, "Write a six-line poem about the ocean.", model)
     arrivals = []
     for output in job:
         arrivals.append((job.done(), output))
-    # the log grew while the model was still generating: many updates, the first one included
+        seen = max([-1] + [json.loads(line)["i"] for line in output[2:] if line])
+        for step in [s for s in holds if s <= seen]:
+            holds.pop(step).set()  # block 0's step s is frame s: the client saw it, let the model go on
+    # the log grew while the model was still generating (held until each frame was seen): many
+    # updates, the first one included
     done_at_first, first = arrivals[0]
     assert not done_at_first and first[0].startswith('{"type":"start"')
     assert sum(not done for done, _ in arrivals) > 10
@@ -145,29 +179,28 @@ def test_picking_a_model_reports_it_or_says_why_not(served):
     assert "vocab" in failed[1]  # a working model stays loaded and described
 
 
-def test_one_generation_at_a_time_and_the_queue_position_is_reported(served):
+def test_one_generation_at_a_time_and_the_queue_position_is_reported(served, monkeypatch):
     from gradio_client.utils import Status
 
     url, model, _ = served
+    events, holds = spy_on_runs(monkeypatch, hold_steps=[1])  # A waits at its step 1 until B is seen queued
     a, b = Client(url, verbose=False), Client(url, verbose=False)
     job_a = generate(a, "First in line.", model, max_new_tokens=512)
     while not job_a.outputs():
         time.sleep(0.02)
     job_b = generate(b, "Second in line.", model, max_new_tokens=256, steps=4)
-    seen_queued = False
-    while not job_a.done():
+    deadline = time.monotonic() + HANG_S  # against a hang only
+    while not holds[1].is_set():
+        assert time.monotonic() < deadline, "B never showed its place in the queue"
         status = job_b.status()
         if status.code == Status.IN_QUEUE and status.rank is not None:
-            seen_queued = True
-        if job_b.outputs():  # B's first update may reach B before A's last one reaches A: give it 2 s
-            for _ in range(40):
-                if job_a.done():
-                    break
-                time.sleep(0.05)
-            assert job_a.done(), "the second run started while the first was still generating"
+            holds[1].set()  # B waits in the queue, with its position, while A runs
+        assert not job_a.done() and not job_b.done()
         time.sleep(0.05)
-    job_b.result()
-    assert seen_queued
+    job_a.result(timeout=HANG_S)
+    job_b.result(timeout=HANG_S)
+    # the server's own order of events: B's model run began only after A's had ended
+    assert events == [("start", "First in line."), ("end", "First in line."), ("start", "Second in line."), ("end", "Second in line.")]
     assert frames_of(*job_b.outputs())
 
 
@@ -191,9 +224,23 @@ def test_the_queue_polls_less_often_than_gradios_own_and_queued_calls_still_run(
     queue, gradios = launched._queue, gr.Blocks().queue()._queue
     assert (queue.sleep_when_free, queue.progress_update_sleep_when_free) == (app_module.QUEUE_POLL_S, app_module.PROGRESS_POLL_S)
     assert app_module.QUEUE_POLL_S > gradios.sleep_when_free and app_module.PROGRESS_POLL_S > gradios.progress_update_sleep_when_free
-    # and Gradio's loops still read them there (a Gradio that polled on other names would ignore ours)
-    assert "asyncio.sleep(self.sleep_when_free)" in inspect.getsource(type(queue).start_processing)
-    assert "asyncio.sleep(self.progress_update_sleep_when_free)" in inspect.getsource(type(queue).start_progress_updates)
+    # and Gradio's loops really sleep that long (a Gradio that polled on other names would ignore ours):
+    # give both attributes values nothing else uses and watch the running loops' sleeps for them
+    marks = {"sleep_when_free": 0.0123, "progress_update_sleep_when_free": 0.0457}
+    saw, real_sleep = set(), asyncio.sleep
+
+    async def sleep_spy(delay, *args, **kwargs):
+        saw.add(delay)
+        return await real_sleep(delay, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(asyncio, "sleep", sleep_spy)
+        for name, mark in marks.items():
+            patch.setattr(queue, name, mark)
+        deadline = time.monotonic() + 60  # against a hang only: the loops go round many times a second
+        while not set(marks.values()) <= saw:
+            assert time.monotonic() < deadline, f"Gradio's loops never slept {set(marks.values()) - saw}"
+            time.sleep(0.05)
 
     # queued calls still start and finish: a run, then a burst of asks from several sessions at once
     url, model, _ = served

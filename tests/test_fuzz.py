@@ -1,9 +1,10 @@
 """Hostile input, fuzzed with hypothesis: every API endpoint of a launched app, and trace uploads
-mutated from a valid trace.  Each input gets a clear message (or works), nothing crashes, no call
-takes more than 10 s, nothing is written outside the session's folder, and download names are safe.
+mutated from a valid trace.  Each input gets a clear message (or works), nothing crashes, every call
+ends, nothing is written outside the session's folder, and download names are safe.
 
-Bounded: a fixed number of examples per property, no deadline per example (the 10 s bound is each
-call's own timeout), derandomized so CI sees the same inputs every time.
+Bounded: a fixed number of examples per property, no deadline per example (each call waits for its
+answer, with a generous timeout only against a hang: speed is not what these tests measure),
+derandomized so CI sees the same inputs every time.
 """
 
 from __future__ import annotations
@@ -27,11 +28,12 @@ import app as app_module
 import hosting
 from backends import ModelChoice
 from visualizer.replay import load_upload
+from visualizer.states import frame_refs
 from visualizer.trace import TraceError
 
 ROOT = Path(__file__).resolve().parent.parent
 VALID_TRACE = ROOT / "assets" / "traces" / "sky.json"
-CALL_TIMEOUT_S = 10
+HANG_TIMEOUT_S = 300  # a call that has not answered by now hangs; a slow machine is not a failure
 FUZZ = settings(max_examples=25, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
@@ -97,7 +99,7 @@ def outcome(job) -> str:
     """The message a call ends with: the app's message field, or the refusal Gradio or the app's
     validator sent back.  A handler that raised (a crash) fails the test."""
     try:
-        result = job.result(timeout=CALL_TIMEOUT_S)
+        result = job.result(timeout=HANG_TIMEOUT_S)
     except ValidationError as exc:
         return str(exc)
     except httpx.HTTPStatusError as exc:
@@ -179,7 +181,7 @@ def test_download_names_are_sanitized(served):
     client, label = served
     for prompt in ("../../etc/passwd", "\u202eevil\x00.exe", "<b>bold</b> /tmp/x", "CON"):
         client.submit(prompt, label, 256, 2, 0.1, 0.4, 0.8, 0, "entropy-bound", 1.0,
-                      api_name="/generate").result(timeout=60)
+                      api_name="/generate").result(timeout=HANG_TIMEOUT_S)
         saved, message = client.predict(api_name="/save_trace")
         assert message == "" and re.fullmatch(r"trace-[a-z0-9-]+\.json", Path(saved[0]).name), saved
 
@@ -232,9 +234,13 @@ def test_mutated_traces_load_or_say_why_and_replay_if_loaded(data):
         message = str(exc)
         assert message and "\n" not in message and "Traceback" not in message
         return
-    for index in (0, -1):  # a trace that loads must also replay
-        html, status, panel = app_module.render_view(trace, index if index >= 0 else 10**6, "standard", "grid")
-        assert isinstance(html, str) and isinstance(status, str)
+    refs = frame_refs(trace)
+    for index, shown in ((0, 1), (10**6, len(refs))):  # a trace that loads must also replay: first and last frame
+        html, status, panel = app_module.render_view(trace, index, "standard", "grid")
+        if refs:
+            assert status.startswith(f"Frame {shown}/{len(refs)} · ") and "<" in html, status
+        else:
+            assert (html, status) == ("", "Waiting for the first step...")
 
 
 @FUZZ
