@@ -91,12 +91,23 @@ def test_caps_are_refused_with_a_message(hosted):
     assert message == "" and files[0].endswith(".gif")
 
 
-def test_uploads_over_the_limit_are_refused_by_gradio(hosted, tmp_path):
+def test_uploads_over_the_limit_are_refused_by_the_server(hosted, tmp_path):
+    """A raw HTTP upload, as any script can send it: gradio_client refuses a big file on its own side
+    before sending anything, so only a raw request shows that the server itself holds the cap."""
     url, _ = hosted
+    cap = LIMITS.max_upload_mb * 1024 * 1024  # Gradio counts "1mb" as 1 MiB
+
+    def upload(size: int) -> httpx.Response:
+        return httpx.post(f"{url}gradio_api/upload", files={"files": ("big.json", b" " * size, "application/json")}, timeout=120)
+
+    over = upload(cap + 10)
+    assert over.status_code == 413 and "maximum" in over.text.lower(), (over.status_code, over.text[:200])
+    under = upload(cap - 4096)  # the same request under the cap goes through: it was the size that was refused
+    assert under.status_code == 200 and under.json()[0].endswith("big.json")
     big = tmp_path / "big.json"
-    big.write_bytes(b" " * (LIMITS.max_upload_mb * 1024 * 1024 + 10))  # Gradio counts "1mb" as 1 MiB
-    with pytest.raises(Exception, match="(?i)file size|too large|413|exceeds"):
-        Client(url, verbose=False).predict(handle_file(str(big)), "standard", "grid", api_name="/load_trace")
+    big.write_bytes(b" " * (cap + 10))
+    with pytest.raises(Exception, match="(?i)file size|too large|413|exceeds"):  # and the Python client says so too
+        Client(url, verbose=False).predict(handle_file(str(big)), api_name="/load_trace")
 
 
 def test_a_closed_session_frees_its_run_and_folder(hosted):
