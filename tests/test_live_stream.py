@@ -267,3 +267,21 @@ def test_thought_tokens_are_flagged_per_cell_and_the_finished_run_carries_its_st
     assert "answer and thought tokens" in end["structure_svg_with_thoughts"] and "answer tokens only" in end["structure_svg"]
     plain = replay_value(trace_from_text([THINKING[6:]], [[0, 1, 2, 3, 4]]))  # no channel: nothing extra sent
     assert "with_thoughts" not in plain[-1] and "structure_svg_with_thoughts" not in plain[1]
+
+
+def test_the_start_line_carries_what_the_browser_reads():
+    """The keys live_view.js reads from the start line, by name (mutation testing found a renamed key
+    went unnoticed): the prompt and seed the header shows, the thinking flag, per-palette state colours,
+    the readout's names and tips."""
+    from visualizer.palette import PALETTES
+    from visualizer.states import State
+
+    trace = trace_from_text([["a", "b"]], [[0, 1]], prompt="a tiny run", settings={"seed": 3, "thinking": False})
+    start = json.loads(LiveEncoder(trace).start_line())
+    assert start["type"] == "start" and start["prompt"] == "a tiny run" and start["seed"] == 3
+    assert start["thinking"] is False
+    assert start["states"] == [s.name.lower() for s in State]
+    assert set(start["palettes"]) == set(PALETTES)
+    for palette in start["palettes"].values():
+        assert len(palette["states"]) == len(State) and all(len(pair) == 2 for pair in palette["states"])
+    assert len(start["readout"]["names"]) == len(start["readout"]["tips"]) > 0
