@@ -285,3 +285,16 @@ def test_the_start_line_carries_what_the_browser_reads():
     for palette in start["palettes"].values():
         assert len(palette["states"]) == len(State) and all(len(pair) == 2 for pair in palette["states"])
     assert len(start["readout"]["names"]) == len(start["readout"]["tips"]) > 0
+
+
+def test_the_panel_point_carries_the_readout_numbers():
+    """Each frame's chart point: tau_b rounded to 4 places, an undefined control as null (JSON has
+    no NaN), then the counts, as live_readout computes them."""
+    trace = trace_from_text([["a", "b", "c"]], [[0, 1, 1]])
+    encoder = LiveEncoder(trace)
+    encoder.start_line()
+    last = json.loads(encoder.frame_lines().splitlines()[-1])
+    readout = live_readout(trace, len(frame_refs(trace)) - 1)
+    assert last["point"][0] == round(float(readout.tau_b), 4) and last["point"][0] is not None
+    assert last["point"][1] is None  # the control is undefined for a single block
+    assert last["point"][2:] == [readout.committed, readout.measured_length, readout.new_commits, readout.remasked_now]
