@@ -41,6 +41,7 @@ MODULES = {
 EQUIVALENT = {
     "visualizer.states.x_frame_state__mutmut_2": "always recomputes frame_refs(trace) instead of using the refs passed in: the same refs, only slower",
     "visualizer.metrics.live.x_position_details__mutmut_15": "does not pass the refs on, so block_position_details recomputes the same refs",
+    "visualizer.states.xǁFrameStateǁcount__mutmut_2": "indexes the states with None when no block is given: a new axis, the same count",
     "visualizer.states.x_frame_state__mutmut_47": "a step frame also marks its own block committed first; the step's row and tokens then overwrite that block entirely",
 }
 KILLED = {1, 3, 24, -24, 36, 152, 255}  # pytest failed, or the tests ran past their time (a hang the tests noticed)
