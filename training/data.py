@@ -67,7 +67,7 @@ OPEN_MIX_FAMILY_WEIGHTS = {
 OPEN_MIX_2_FAMILY_WEIGHTS = {**OPEN_MIX_FAMILY_WEIGHTS, "math": 3.0, "math_paraphrase": 7.0, "acrostic_paraphrase": 4.0,
                              DOCS: 0.4, "thinking": 0.5}
 # Open-mix-2 with more JSON: tried for issue 14 with worked arithmetic, not shipped (README, "Worked
-# arithmetic"; training/experiments/2026-11-25-worked-math/).
+# arithmetic"; experiments/2026-11-25-worked-math/).
 OPEN_MIX_3_FAMILY_WEIGHTS = {**OPEN_MIX_2_FAMILY_WEIGHTS, "json_paraphrase": 8.0, "json": 2.5}
 # A short fine-tune after open-mix-2 (the model shipped until 2026-11-25): the visitor JSON and arithmetic it left
 # furthest from their goals.
@@ -84,7 +84,7 @@ KEY_DRILL_FINETUNE_WEIGHTS = {**DRILL_FINETUNE_WEIGHTS, "json_key_drill": 12.0}
 # That model's third stage, after drill-finetune: with the --space-apart tokenizer the first two stages left
 # arithmetic behind (74% on templates), so the worksheets and visitor sums are weighed up, the JSON templates a little.
 MATH_FINETUNE_WEIGHTS = {**DRILL_FINETUNE_WEIGHTS, "math_drill": 12.0, "math_paraphrase": 16.0, "math": 6.0, "json": 6.0}
-# Third-stage alternatives to math-finetune, tried for issue 14 (training/experiments/2026-11-25-gather-retrain/):
+# Third-stage alternatives to math-finetune, tried for issue 14 (experiments/2026-11-25-gather-retrain/):
 # after 21% more steps a stage, math-finetune left arithmetic far above its goal and JSON and acrostics below
 # theirs, so these move weight from the sums to the visitor JSON and acrostics, a little (balance) or more.
 BALANCE_FINETUNE_WEIGHTS = {**MATH_FINETUNE_WEIGHTS, "json_paraphrase": 18.0, "acrostic_paraphrase": 7.0,
@@ -109,7 +109,7 @@ MATH_FINETUNE_6_WEIGHTS = _json_keys_from_wordnet(MATH_FINETUNE_WEIGHTS, 0.5)
 OPEN_MIX_7_FAMILY_WEIGHTS = _json_keys_from_wordnet(OPEN_MIX_4_FAMILY_WEIGHTS, 1.0)
 DRILL_FINETUNE_7_WEIGHTS = _json_keys_from_wordnet(DRILL_FINETUNE_WEIGHTS, 1.0)
 MATH_FINETUNE_7_WEIGHTS = _json_keys_from_wordnet(MATH_FINETUNE_WEIGHTS, 1.0)
-# The shipped model's fourth stage, after the "-7" ones (training/experiments/2026-11-25-wordnet-keys/): they met
+# The shipped model's fourth stage, after the "-7" ones (experiments/2026-11-25-wordnet-keys/): they met
 # the JSON goals (98% / 90%) and fell under the arithmetic and acrostic ones, so JSON gives up some weight to the
 # acrostics.
 MATH_ACROSTIC_FINETUNE_7_WEIGHTS = {**MATH_FINETUNE_7_WEIGHTS, WORDNET_KEYS: 10.0, "json": 4.0,

@@ -1,7 +1,7 @@
 """Visitor JSON keys written, by the number of tokens a key takes, from `training.evaluate --json` files
 (README, "A few keys decide a visitor JSON score"): each asked key counted once a prompt.
 
-    python training/experiments/2026-11-25-wordnet-keys/keylen.py results.json [more.json ...]
+    python experiments/2026-11-25-wordnet-keys/keylen.py results.json [more.json ...]
 """
 
 import json
@@ -9,7 +9,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from transformers import AutoTokenizer  # noqa: E402

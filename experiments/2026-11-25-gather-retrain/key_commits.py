@@ -5,7 +5,7 @@ the key copied right (its text in the prompt)?  A key's slot counts as fixed fro
 accepted (the last run of `block_commits(...).accepted`; the study's commit step, the first acceptance, would
 count a closing quote that the sampler later re-noised).
 
-    python training/experiments/2026-11-25-gather-retrain/key_commits.py assets/models/diffusiongemma-tiny-demo 120
+    python experiments/2026-11-25-gather-retrain/key_commits.py assets/models/diffusiongemma-tiny-demo 120
 """
 
 import re
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from backends import record_trace  # noqa: E402
 from backends.transformers_backend import TransformersBackend  # noqa: E402

@@ -6,8 +6,8 @@ written apart from prompts/tasks/paraphrase_eval.py) and 20 off-family prompts w
 scan, none of them in either evaluation sample.  Each setting is the shipped checkpoint with a
 changed generation_config.json, in a temporary folder; answers go to NAME-s{seed}.txt here.
 
-    python training/experiments/2026-11-25-sampler-scan/scan.py default 30 0 2 '{}'
-    python training/experiments/2026-11-25-sampler-scan/scan.py cool 30 0 2 '{"t_min": 0.2, "t_max": 0.4}'
+    python experiments/2026-11-25-sampler-scan/scan.py default 30 0 2 '{}'
+    python experiments/2026-11-25-sampler-scan/scan.py cool 30 0 2 '{"t_min": 0.2, "t_max": 0.4}'
 """
 
 import json
@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[2]
+ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
 from prompts.tasks import heldout_tasks  # noqa: E402

@@ -1,14 +1,14 @@
 """Key-by-key counts of the visitor JSON answers in a `training.evaluate --json` file written before the
 report counted them (training.evaluate.key_copies): the asked keys are found again from the prompt.
 
-    python training/experiments/2026-11-25-open-subjects/keys.py eval results.json
+    python experiments/2026-11-25-open-subjects/keys.py eval results.json
 """
 
 import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from training.evaluate import format_report, keys_written, summarize, visitor_tasks  # noqa: E402
 

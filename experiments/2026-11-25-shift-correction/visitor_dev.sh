@@ -1,6 +1,6 @@
 # Score model folders on the visitor development set (prompts/tasks/visitor_dev.py, 60 a family, seed 0,
 # CPU float32) and nothing else: no template tasks, no demos.  Reports go to dev_visitor_<name>.txt here.
-#   bash training/experiments/2026-11-25-shift-correction/visitor_dev.sh assets/models/diffusiongemma-tiny-demo runs/finalC
+#   bash experiments/2026-11-25-shift-correction/visitor_dev.sh assets/models/diffusiongemma-tiny-demo runs/finalC
 HERE=$(dirname "$0")
 for model in "$@"; do
     name=$(basename "$model")

@@ -5,7 +5,7 @@ parent often average into a model better than each.  The first folder's files (c
 generation defaults) are copied; only model.safetensors is averaged, in float32, saved in bfloat16 as
 the shipped weights are.
 
-    python training/experiments/2026-11-25-gather-retrain/soup.py runs/soupAC runs/finalA runs/finalC
+    python experiments/2026-11-25-gather-retrain/soup.py runs/soupAC runs/finalA runs/finalC
 """
 
 import shutil

@@ -1,11 +1,11 @@
 """Score a model folder on the sampler scan's development set (not the evaluation set).
 
 The development set is the held-out tasks of the training generators' visitor families and 20
-off-family prompts of its own (training/experiments/2026-11-25-sampler-scan/scan.py says how it was
+off-family prompts of its own (experiments/2026-11-25-sampler-scan/scan.py says how it was
 written apart from the evaluation set).  Used to choose between third stages without looking at the
 evaluation set; answers go to OUT_FILE for reading.
 
-    python training/experiments/2026-11-25-gather-retrain/devscore.py runs/final 60 15 dev-final.txt
+    python experiments/2026-11-25-gather-retrain/devscore.py runs/final 60 15 dev-final.txt
 """
 
 import importlib.util
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[2]
+ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
 from training.evaluate import run_items  # noqa: E402
