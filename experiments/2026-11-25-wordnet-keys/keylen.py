@@ -1,5 +1,5 @@
 """Visitor JSON keys written, by the number of tokens a key takes, from `training.evaluate --json` files
-(README, "A few keys decide a visitor JSON score"): each asked key counted once a prompt.
+(experiments/README.md, "A few keys decide a visitor JSON score"): each asked key counted once a prompt.
 
     python experiments/2026-11-25-wordnet-keys/keylen.py results.json [more.json ...]
 """
