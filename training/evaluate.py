@@ -54,9 +54,9 @@ def _load(model: str, device: str, threads: int):
     import torch
 
     torch.set_num_threads(threads)
-    from backends.transformers_backend import TransformersBackend
+    from backends import load_backend
 
-    _backend = TransformersBackend(model, device=device)
+    _backend = load_backend(model, device=device)
 
 
 def _run_item(item: dict) -> dict:
