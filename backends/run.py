@@ -92,8 +92,9 @@ def record_batch(
 
     The batch is part of what reproduces a row (`RunStart.batch`): the same prompts in the same
     order with the same settings give the same traces, bit for bit. The rows share the batch's
-    times: a step's `wall_time_s` is the batched step's, a RunEnd's the whole call's. Ctrl-C or `stop` ends every
-    row at the next step, each with RunEnd "cancelled"; a bad prompt is a BackendError naming it.
+    times: a step's `wall_time_s` is the batched step's, a RunEnd's the whole call's. Ctrl-C or
+    `stop` ends every row at the next step, each with RunEnd "cancelled"; a bad prompt is a
+    BackendError naming it.
     """
     stop = stop or threading.Event()
     traces = [Trace(model=backend.info, prompt=prompt) for prompt in prompts]
