@@ -124,6 +124,36 @@ def test_rows_that_hit_eos_in_different_blocks(random_backend):
     assert_rows_match_stock(random_backend, traces, PROMPTS, settings)
 
 
+def test_left_padding_is_what_the_model_expects(builtin_backend):
+    """From the same starting canvas, a padded row's first step sees what its prompt alone gives:
+    the same argmax and the same entropies up to float32 rounding (right padding would not)."""
+    model, canvas_length = builtin_backend.model, builtin_backend.info.canvas_length
+    kwargs = builtin_backend.generate_kwargs(builtin_backend.resolve(GenerationSettings(max_new_tokens=256, max_denoising_steps=1)))
+    ids = [builtin_backend.prompt_ids(p) for p in PROMPTS[:2]]
+    assert len(ids[0]) < len(ids[1])
+    canvas = torch.randint(0, builtin_backend.info.vocab_size, (1, canvas_length), generator=torch.Generator().manual_seed(0))
+
+    def first_step(input_ids, mask):
+        steps = []
+        extra = {} if mask is None else {"attention_mask": mask}
+        with capture_steps(model, steps.append, lambda block: None):
+            model.generate(input_ids, decoder_input_ids=canvas.repeat(len(input_ids), 1), **kwargs, **extra)
+        return steps[0]  # row 0's step
+
+    alone = first_step(torch.tensor(ids[:1]), None)
+    padded = first_step(*batch_inputs(ids, builtin_backend.info.pad_token_id, "cpu"))
+    np.testing.assert_array_equal(padded.argmax, alone.argmax)
+    np.testing.assert_allclose(padded.entropy_nats, alone.entropy_nats, atol=1e-4)
+    # The same prompts padded on the right put pad between the prompt and its canvas: not the same.
+    input_ids, mask = batch_inputs(ids, builtin_backend.info.pad_token_id, "cpu")
+    gap = len(ids[1]) - len(ids[0])
+    right_ids, right_mask = input_ids.clone(), mask.clone()
+    right_ids[0] = torch.roll(input_ids[0], -gap)
+    right_mask[0] = torch.roll(mask[0], -gap)
+    right = first_step(right_ids, right_mask)
+    assert np.abs(right.entropy_nats - alone.entropy_nats).max() > 0.1
+
+
 def test_a_batch_of_one_is_record_trace(builtin_backend):
     settings = GenerationSettings(seed=2, max_new_tokens=256, max_denoising_steps=4)
     alone = record_trace(builtin_backend, PROMPTS[0], settings)
