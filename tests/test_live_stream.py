@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from tests.trace_factory import trace_from_masks, trace_from_text
 from visualizer.layout import grid_layout, text_layout
-from visualizer.live_stream import KEY_EVERY, RING, LiveEncoder, LiveRing, LiveState, batches, layout_message, replay_log, replay_value
+from visualizer.live_decode import LiveState
+from visualizer.live_stream import KEY_EVERY, RING, LiveEncoder, LiveRing, batches, layout_message, replay_log, replay_value
 from visualizer.metrics import live_readout
 from visualizer.replay import example_traces
 from visualizer.states import frame_refs, frame_state
