@@ -113,11 +113,10 @@ class StandInModels:
 
 def serve(args) -> None:
     import app as app_module
-    import hosting
 
     trace = Trace.load(args.trace)
-    # the app's model slot and the check before the queue (hosting.py) both see the stand-in as loaded
-    app_module.MODELS = hosting.MODELS = StandInModels(ReplayBackend(trace, args.rate, Path(args.events)))
+    # the app's model slot: its handlers and its check before the queue see the stand-in as loaded
+    app_module.MODELS = StandInModels(ReplayBackend(trace, args.rate, Path(args.events)))
     app_module.queue_app(app_module.build_app("replay")).launch(
         server_port=args.port, quiet=True, css=app_module.CSS
     )
