@@ -42,15 +42,11 @@ def refusal(job) -> str:
     raise AssertionError("the request was not refused")
 
 
-def hosted_mode(model_dir, label="Test model (built in)"):
-    return hosting.Hosting(True, LIMITS, (ModelChoice(label, str(model_dir), "transformers", True),))
-
-
 @pytest.fixture(scope="module")
 def hosted(no_eos_model_dir):
     os.environ["GRADIO_HEARTBEAT_INTERVAL"] = "0.5"  # a closed client is noticed in a second, not 15 s
     label = "Test model (built in)"
-    mode = hosted_mode(no_eos_model_dir, label)
+    mode = hosting.Hosting(True, LIMITS, (ModelChoice(label, str(no_eos_model_dir), "transformers", True),))
     demo = app_module.build_app(hosting_mode=mode)
     app_module.queue_app(demo).launch(prevent_thread_lock=True, quiet=True, max_file_size=LIMITS.max_file_size)
     yield demo.local_url, label
@@ -76,7 +72,7 @@ def test_the_picker_offers_only_the_allowlist(hosted, no_eos_model_dir):
     client = Client(url, verbose=False)
     with pytest.raises(AppError, match="not in the list of choices"):  # Gradio's own dropdown check
         client.predict("/etc/passwd", api_name="/load_model")
-    handlers = app_module.Handlers(hosted_mode(no_eos_model_dir, label))
+    handlers = app_module.Handlers(hosting.Hosting(True, LIMITS, (ModelChoice(label, str(no_eos_model_dir), "transformers", True),)))
     assert "runs only the models in its list" in handlers.select_model("/etc/passwd", label)["message"]  # the app's own
     assert client.predict(label, api_name="/load_model")[2] == ""
 
