@@ -18,6 +18,7 @@ import html
 import json
 import logging
 import math
+import time
 from pathlib import Path
 
 import app_run  # first: on ZeroGPU it imports `spaces` before anything imports torch
@@ -40,7 +41,7 @@ from visualizer.layout import grid_layout, text_layout
 from visualizer.live_stream import LiveEncoder, LiveRing, replay_value
 from visualizer.palette import PALETTES, get_palette
 from visualizer.render_html import frame_caption, render_frame_html
-from visualizer.settings import DEFAULT_RECORD_TOPK, MAX_RECORD_TOPK, SAMPLERS, GenerationSettings
+from visualizer.settings import DEFAULT_RECORD_TOPK, MAX_RECORD_TOPK, SAMPLER_ENTROPY_BOUND, GenerationSettings
 from visualizer.states import frame_refs, frame_state
 from visualizer.thinking import thoughts_and_answer
 from visualizer.replay import example_traces, load_upload, save_download
@@ -144,9 +145,8 @@ def knob_updates(backend) -> dict:
     sampler, its note and the temperature where it offers a choice; thinking only where the chat
     template has the switch."""
     settings, capabilities = backend.default_settings(), backend.capabilities
-    notes = {spec.name: spec.note for spec in capabilities.samplers}
-    sampler = settings.sampler or capabilities.samplers[0].name
-    picks = "sampler" in capabilities.knobs and len(notes) > 1
+    spec = capabilities.sampler(settings.sampler)
+    picks = len(capabilities.samplers) > 1
     thinks = backend.supports_thinking()
     return {
         "max_new_tokens": gr.Slider(value=settings.max_new_tokens),
@@ -154,10 +154,10 @@ def knob_updates(backend) -> dict:
         "entropy_bound": gr.Number(value=settings.entropy_bound),
         "t_min": gr.Number(value=settings.t_min),
         "t_max": gr.Number(value=settings.t_max),
-        "sampler": gr.Dropdown(choices=list(notes), value=sampler, visible=picks),
+        "sampler": gr.Dropdown(choices=[s.name for s in capabilities.samplers], value=spec.name, visible=picks),
         "temperature": gr.Slider(value=settings.temperature if settings.temperature is not None else 1.0,
                                  visible="temperature" in capabilities.knobs),
-        "sampler_note": gr.Markdown(notes.get(sampler, ""), visible=picks),
+        "sampler_note": gr.Markdown(spec.note, visible=picks),
         "thinking": gr.Checkbox(value=False, interactive=thinks, info=THINKING_NOTE if thinks else NO_THINKING_NOTE),
     }
 
@@ -203,7 +203,10 @@ class Handlers:
         choice = self.mode.choice_for(current_model)
         if choice is None or not MODELS.loaded(choice.source):
             return ""
-        return next((spec.note for spec in MODELS.get(choice.source).capabilities.samplers if spec.name == sampler), "")
+        try:
+            return MODELS.get(choice.source).capabilities.sampler(sampler).note
+        except BackendError:  # not one of its samplers (an API caller's value)
+            return ""
 
     def generate(
         self, prompt, model_label, max_new_tokens, steps, entropy_bound, t_min, t_max, seed, sampler, temperature,
@@ -240,9 +243,8 @@ class Handlers:
             if problem:
                 raise ValueError(problem)
             trace = Trace(model=backend.info, prompt=prompt)
-            records = run_live(backend, choice.source, prompt, settings, trace=trace, stop=session.stop,
-                               min_interval=LIVE_MIN_INTERVAL_S)
-            batch = next(records)  # a bad request raises here, before the session changes
+            batches = run_live(backend, choice.source, prompt, settings, trace=trace, stop=session.stop)
+            next(batches)  # RunStart: a bad request raises here, before the session changes
         except (BackendError, ValueError) as exc:
             session.error = str(exc)
             yield gr.skip()
@@ -252,13 +254,20 @@ class Handlers:
         encoder = LiveEncoder(trace)
         ring = LiveRing(encoder.start_line())
         try:
-            while batch is not None:
+            yield ring.value()
+            last = time.monotonic()
+            for _ in batches:
+                # paced: what arrives meanwhile waits in the backend's queue and comes with the next
+                # batch; a run's end goes out at once
+                wait = last + LIVE_MIN_INTERVAL_S - time.monotonic()
+                if wait > 0 and not trace.finished:
+                    time.sleep(wait)
                 ring.add(encoder.frame_lines() + (encoder.end_line() if trace.finished else ""))
                 yield ring.value()
-                batch = next(records, None)
+                last = time.monotonic()
             yield ring.closed()
         finally:
-            records.close()
+            batches.close()  # a closed stream (the tab went) ends the run at its next step
             session.running = False
             session.stop.clear()
 
@@ -504,7 +513,7 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
                         t_max = gr.Number(value=0.8, label="t_max (first step)")
                     seed = gr.Number(value=0, precision=0, label="Seed")
                     # shown for a model that offers a choice (its backend's capabilities: knob_updates)
-                    sampler = gr.Dropdown(list(SAMPLERS), value=SAMPLERS[0], label="Sampler", visible=False)
+                    sampler = gr.Dropdown([SAMPLER_ENTROPY_BOUND], value=SAMPLER_ENTROPY_BOUND, label="Sampler", visible=False)
                     temperature = gr.Slider(0, 2, value=1.0, step=0.05, label="Temperature", visible=False)
                     sampler_note = gr.Markdown(visible=False)
                     thinking = gr.Checkbox(False, label="Thinking channel", interactive=False, info=NO_THINKING_NOTE)

@@ -31,10 +31,11 @@ from backends import (
     REAL_CHECKPOINT,
     REAL_CHECKPOINT_MLX,
     ModelChoice,
-    cuda_memory_gb,
+    backend_for_source,
     model_choices,
-    pick_backend_kind,
+    real_checkpoint_fits_here,
 )
+from backends.known import on_zero_gpu
 from backends.lookup import source_problem
 from visualizer.states import frame_refs
 from visualizer.trace import Trace
@@ -42,16 +43,10 @@ from visualizer.trace_format import MAX_TRACE_BYTES
 
 HOSTED_ENV = "DV_HOSTED"
 EXTRA_MODELS_ENV = "DV_EXTRA_MODELS"  # "label=source, source, ...": the Space owner's additions
-REAL_CHECKPOINT_GPU_GB = 70  # what the 26B checkpoint needs in bf16, with room for activations
 
 
 def env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def on_zero_gpu() -> bool:
-    """A ZeroGPU Space: the GPU is lent per call through `spaces.GPU`."""
-    return env_flag("SPACES_ZERO_GPU")
 
 
 def env_int(name: str, default: int) -> int:
@@ -148,7 +143,7 @@ def _number(value) -> float:
 # ---- the allowlist -----------------------------------------------------------------------------
 def real_checkpoint_runs_here() -> bool:
     """Apple silicon with MLX, a GPU with room for the bf16 weights, or a ZeroGPU slice (70 GB)."""
-    return pick_backend_kind() == "mlx" or on_zero_gpu() or cuda_memory_gb() >= REAL_CHECKPOINT_GPU_GB
+    return real_checkpoint_fits_here() or on_zero_gpu()
 
 
 def extra_models(text: str | None = None) -> list[ModelChoice]:
@@ -158,7 +153,7 @@ def extra_models(text: str | None = None) -> list[ModelChoice]:
     for entry in filter(None, (part.strip() for part in text.split(","))):
         label, _, source = entry.rpartition("=")
         source = source.strip()
-        backend = "mlx" if source.startswith("mlx-community/") else "transformers"
+        backend = backend_for_source(source)
         extras.append(ModelChoice(label.strip() or source, source, backend, False))
     return extras
 

@@ -37,10 +37,6 @@ import base64
 import dataclasses
 import json
 import math
-import queue
-import threading
-import time
-from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -307,58 +303,3 @@ def replay_value(trace: Trace) -> list[str]:
     """A recorded trace as one live-view value: [start, end, every frame] (the replay package)."""
     lines = replay_log(trace).splitlines()
     return [lines[0], lines[-1], *lines[1:-1]]
-
-
-# ---- batching a producer for a slower consumer ----------------------------------------------------
-def batches(source: Iterator, *, stop: Callable[[], None] | None = None, min_interval: float = 0.0) -> Iterator[list]:
-    """The items of `source` in lists of whatever has arrived: one item when the consumer keeps up,
-    several when it fell behind (so a slow connection gets fewer, larger updates, never a backlog).
-    With `min_interval` (seconds), batches are at least that far apart: items arriving faster are
-    grouped, which bounds the consumer's per-batch cost at high rates.
-
-    `source` is read on its own thread.  Closing this generator early calls `stop()` (which should
-    make the source finish soon) and waits for the thread to drain the source.
-    """
-    items: queue.Queue = queue.Queue()
-    done = object()
-    failure: list[BaseException] = []
-
-    def pump():
-        try:
-            for item in source:
-                items.put(item)
-        except BaseException as exc:  # handed to the consumer
-            failure.append(exc)
-        finally:
-            items.put(done)
-
-    thread = threading.Thread(target=pump, name="live-batches", daemon=False)
-    thread.start()
-    finished, last = False, 0.0
-    try:
-        while not finished:
-            batch = [items.get()]
-            while batch[-1] is not done:
-                wait = last + min_interval - time.monotonic()
-                try:
-                    batch.append(items.get(timeout=wait) if wait > 0 else items.get_nowait())
-                except queue.Empty:
-                    break
-            last = time.monotonic()
-            if batch[-1] is done:
-                batch.pop()
-                finished = True
-            if batch:
-                yield batch
-        if failure:
-            raise failure[0]
-    finally:
-        if not finished:
-            if stop is not None:
-                stop()
-            while thread.is_alive():  # drain, so the source can end its run
-                try:
-                    items.get(timeout=0.1)
-                except queue.Empty:
-                    pass
-        thread.join()
