@@ -141,22 +141,22 @@ MODEL_OUTPUTS = (  # what picking a model updates; also the order of the `/load_
 
 
 def knob_updates(backend) -> dict:
-    """The knobs at the model's defaults, shown where the backend reads them (`capabilities`): the
-    sampler, its note and the temperature where it offers a choice; thinking only where the chat
-    template has the switch."""
+    """The knobs at the model's defaults, each shown where the backend reads it (`capabilities.knobs`);
+    the sampler and its note where it runs more than one; thinking only where the chat template has
+    the switch."""
     settings, capabilities = backend.default_settings(), backend.capabilities
-    spec = capabilities.sampler(settings.sampler)
+    knobs, spec = capabilities.knobs, capabilities.sampler(settings.sampler)
     picks = len(capabilities.samplers) > 1
     thinks = backend.supports_thinking()
     return {
         "max_new_tokens": gr.Slider(value=settings.max_new_tokens),
         "steps": gr.Slider(value=settings.max_denoising_steps),
-        "entropy_bound": gr.Number(value=settings.entropy_bound),
-        "t_min": gr.Number(value=settings.t_min),
-        "t_max": gr.Number(value=settings.t_max),
+        "entropy_bound": gr.Number(value=settings.entropy_bound, visible="entropy_bound" in knobs),
+        "t_min": gr.Number(value=settings.t_min, visible="t_min" in knobs),
+        "t_max": gr.Number(value=settings.t_max, visible="t_max" in knobs),
         "sampler": gr.Dropdown(choices=[s.name for s in capabilities.samplers], value=spec.name, visible=picks),
         "temperature": gr.Slider(value=settings.temperature if settings.temperature is not None else 1.0,
-                                 visible="temperature" in capabilities.knobs),
+                                 visible="temperature" in knobs),
         "sampler_note": gr.Markdown(spec.note, visible=picks),
         "thinking": gr.Checkbox(value=False, interactive=thinks, info=THINKING_NOTE if thinks else NO_THINKING_NOTE),
     }
@@ -229,9 +229,10 @@ class Handlers:
             settings = GenerationSettings(
                 max_new_tokens=_int(max_new_tokens, "max new tokens"),
                 max_denoising_steps=_int(steps, "max denoising steps"),
-                entropy_bound=_float(entropy_bound, "entropy bound"),
-                t_min=_float(t_min, "t_min"),
-                t_max=_float(t_max, "t_max"),
+                # a knob the backend does not read is not read here either (recorded as None)
+                entropy_bound=_float(entropy_bound, "entropy bound") if "entropy_bound" in knobs else None,
+                t_min=_float(t_min, "t_min") if "t_min" in knobs else None,
+                t_max=_float(t_max, "t_max") if "t_max" in knobs else None,
                 seed=_int(seed, "seed"),
                 sampler=sampler if "sampler" in knobs else None,
                 temperature=_float(temperature, "temperature") if "temperature" in knobs else None,
@@ -702,8 +703,10 @@ def main(argv=None) -> None:
     mode = Hosting.from_environment(flag=args.hosted)
     if mode.hosted and args.model and mode.choice_for(args.model) is None:
         parser.error(f"--model {args.model} is not in the hosted allowlist; add it with {hosting.EXTRA_MODELS_ENV}")
+    if args.model and mode.model_problem(args.model):
+        parser.error(mode.model_problem(args.model))  # a folder that is not there: one line, not a traceback
     demo_app = build_app(args.model, mode)
-    app_run.preload_for_zero_gpu(Handlers(mode).choice_for(args.model).source if args.model else mode.choices[0].source)
+    app_run.preload_for_zero_gpu(mode.choice_for(args.model).source if args.model else mode.choices[0].source)
     queue_app(demo_app).launch(
         server_name=args.host, server_port=args.port, css=CSS, theme=gr.themes.Soft(),
         max_file_size=mode.limits.max_file_size,  # Gradio refuses a bigger upload before anything reads it
