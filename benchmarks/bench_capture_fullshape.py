@@ -18,8 +18,9 @@ vocabulary, ...) with random bf16 weights, made without ever holding two copies:
 
 For each path (eager; static cache + torch.compile) and each prompt length (64 and 1,024 tokens):
 captured runs ("captured": entropy only; "captured+top-k": also the `--topk` candidates of every
-position, as the app records by default) must give the same sequences as stock runs with the
-same seed, bit for bit; then
+position, as the app records by default; "records": that, each step also turned into a StepRecord
+with a piece table on a consuming thread, as `Backend._stream` does) must give the same sequences
+as stock runs with the same seed, bit for bit; then
 stock and captured runs alternate `--reps` times (seeded, so every run takes the same steps) and
 the table reports the median ms per denoising step with its min-max, the ratio of the medians
 (measured in this run), the peak GPU memory of each, the first step record's latency (from the
@@ -140,6 +141,9 @@ def generate(model, prompt, *, seed: int, compiled: bool, variant: str, device: 
     started[0] = time.perf_counter()
     if variant == "stock":
         out = model.generate(prompt, **kwargs)
+    elif variant == "records":
+        with RecordConsumer() as consumer, capture_steps(model, lambda s: (on_step(s), consumer.put(s)), lambda b: None, topk=topk):
+            out = model.generate(prompt, **kwargs)
     else:
         with capture_steps(model, on_step, lambda block: None, topk=topk if variant == "captured+top-k" else 0):
             out = model.generate(prompt, **kwargs)
@@ -150,9 +154,48 @@ def generate(model, prompt, *, seed: int, compiled: bool, variant: str, device: 
                 first_s=first[0] if first else float("nan"))
 
 
+class RecordConsumer:
+    """What `Backend._stream` does with each captured step: a consuming thread turns it into a
+    StepRecord with the run's piece table (`base.step_record`), while the model's thread goes on.
+    The stand-in tokenizer decodes an id to a short string (no tokenizer has the random vocabulary)."""
+
+    class _Tokenizer:
+        def batch_decode(self, ids, skip_special_tokens=False):
+            return [f"<{i[0]}>" for i in ids]
+
+    def __enter__(self):
+        import queue
+        import threading
+
+        from backends.text import PieceTable
+
+        self.queue = queue.Queue(maxsize=64 * 64)
+        tables: dict[int, PieceTable] = {}
+
+        def consume():
+            from backends.base import step_record
+
+            while (item := self.queue.get()) is not None:
+                if item.row not in tables:
+                    tables[item.row] = PieceTable(self._Tokenizer())
+                step_record(item, tables[item.row])
+
+        self.thread = threading.Thread(target=consume, name="records")
+        self.thread.start()
+        return self
+
+    def put(self, item) -> None:
+        self.queue.put(item)
+
+    def __exit__(self, *exc):
+        self.queue.put(None)
+        self.thread.join()  # every record built: its time counts
+
+
 def variants(topk: int) -> list[str]:
-    """Stock, captured, and captured with the top-k candidates unless --topk is 0."""
-    return ["stock", "captured"] + (["captured+top-k"] if topk else [])
+    """Stock, captured, captured with the top-k candidates and captured into records (as the
+    backend does) unless --topk is 0."""
+    return ["stock", "captured"] + (["captured+top-k", "records"] if topk else [])
 
 
 def main(argv=None) -> int:
