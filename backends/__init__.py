@@ -116,12 +116,18 @@ def default_model() -> str:
     return str(BUILTIN_MODEL_DIR) if (BUILTIN_MODEL_DIR / "config.json").exists() else str(RANDOM_MODEL_DIR)
 
 
-def load_backend(source: str, *, backend: str | None = None, device: str | None = None) -> Backend:
-    """Load a model by hub id or folder on the right backend; raises BackendError with a message."""
+def load_backend(
+    source: str, *, backend: str | None = None, device: str | None = None, parallel: str | None = None
+) -> Backend:
+    """Load a model by hub id or folder on the right backend; raises BackendError with a message.
+
+    `parallel` (transformers only) spreads it over several GPUs: see backends/sharded.py."""
     source = str(source)
     kind = backend or ("mlx" if is_mlx_model(source) else "transformers")
     choice = next((c for c in model_choices() if c.source == source), None)
     if kind == "mlx":
+        if parallel is not None:
+            raise BackendError("--parallel is for the transformers backend; an MLX model runs in one process.")
         if not mlx_installed():
             raise BackendUnavailable(f"{source} is an MLX model. {MLX_INSTALL_HINT}")
         from .mlx_backend import MLXBackend
@@ -136,7 +142,11 @@ def load_backend(source: str, *, backend: str | None = None, device: str | None 
     from .transformers_backend import TransformersBackend
 
     return TransformersBackend(
-        source, device=device, display_name=choice.label if choice else None, builtin=bool(choice and choice.builtin)
+        source,
+        device=device,
+        display_name=choice.label if choice else None,
+        builtin=bool(choice and choice.builtin),
+        parallel=parallel,
     )
 
 

@@ -69,9 +69,12 @@ class TransformersBackend(Backend):
         dtype: str | None = None,
         display_name: str | None = None,
         builtin: bool = False,
+        parallel: str | None = None,
     ):
         from transformers import DiffusionGemmaForBlockDiffusion
         from transformers.utils import logging as hf_logging
+
+        from . import sharded
 
         hf_logging.disable_progress_bar()  # the app and the CLI print their own progress
 
@@ -86,21 +89,27 @@ class TransformersBackend(Backend):
         # ZeroGPU (a Space sets SPACES_ZERO_GPU): the GPU exists only inside `spaces.GPU` calls; the
         # model is placed with a plain .to("cuda") at start-up, which ZeroGPU records and replays.
         zero_gpu = os.environ.get("SPACES_ZERO_GPU", "").lower() in ("1", "true")
-        if source == REAL_CHECKPOINT and not zero_gpu:  # a ZeroGPU slice has 70 GB; it cannot be asked before a call
-            _check_room_for_real_checkpoint(device)
+        # Several processes (torchrun): each loads its shard (backends/sharded.py); "layers" is one process.
+        spread = _parallel_kwargs(parallel, str(local) if is_local else source, device)
+        # A ZeroGPU slice has 70 GB, it cannot be asked before a call; "layers" lets accelerate fit what it can.
+        if source == REAL_CHECKPOINT and not zero_gpu and parallel != "layers":
+            _check_room_for_real_checkpoint(device, parts=sharded.world_size() if "distributed_config" in spread else 1)
         device_map = device if device.startswith("cuda") and not zero_gpu else None
+        if spread:
+            device_map = spread.pop("device_map", None)
         try:
             self.tokenizer = _load_tokenizer(str(local) if is_local else source)
             self.model = DiffusionGemmaForBlockDiffusion.from_pretrained(
                 str(local) if is_local else source,
                 dtype=torch_dtype,
                 device_map=device_map,
+                **spread,
             ).eval()
         except torch.cuda.OutOfMemoryError:
             raise BackendError(f"Out of GPU memory while loading {source}.") from None
         except (OSError, ValueError, KeyError, ImportError) as exc:
             raise BackendError(_load_failure_message(source, exc)) from None
-        if device_map is None:
+        if device_map is None and not spread:
             self.model.to(device)
         text_config = self.model.config.text_config
         generation = self.model.generation_config
@@ -111,7 +120,7 @@ class TransformersBackend(Backend):
             name=display_name or (local.name if is_local else source),
             source=str(local.resolve()) if is_local else source,
             backend=self.name,
-            device=str(self.model.device),
+            device=sharded.spread(self.model, parallel, sharded.world_size()) if spread else str(self.model.device),
             dtype=_dtype_name(self.model.dtype),
             canvas_length=int(self.model.config.canvas_length),
             vocab_size=int(text_config.vocab_size),
@@ -232,13 +241,41 @@ def _load_tokenizer(source: str):
     return AutoTokenizer.from_pretrained(source)
 
 
-def _check_room_for_real_checkpoint(device: str) -> None:
+def _parallel_kwargs(parallel: str | None, source: str, device: str) -> dict:
+    """The extra `from_pretrained` arguments that spread the model (empty: one process, one device)."""
+    from . import sharded
+
+    if parallel is None:  # one whole model per process, also under torchrun (data parallel: each rank its own jobs)
+        return {}
+    if parallel not in sharded.PARALLEL_KINDS:
+        raise BackendError(f"--parallel must be one of {', '.join(sharded.PARALLEL_KINDS)} (got {parallel}).")
+    if parallel == "layers":
+        if sharded.under_torchrun():
+            raise BackendError("--parallel layers spreads layers over the GPUs of one process: start it with python, not torchrun.")
+        return {"device_map": "auto"}
+    if not sharded.under_torchrun():
+        raise BackendError(
+            f"--parallel {parallel} runs one process per GPU: start it with torchrun --nproc-per-node N "
+            f"(or use --parallel layers for one process over several GPUs)."
+        )
+    from transformers import AutoConfig
+
+    try:
+        sharded.check_fits(parallel, sharded.world_size(), AutoConfig.from_pretrained(source).text_config)
+    except (OSError, ValueError) as exc:
+        raise BackendError(str(exc)) from None
+    return {"distributed_config": sharded.distributed_config(parallel, sharded.world_size())}
+
+
+def _check_room_for_real_checkpoint(device: str, *, parts: int = 1) -> None:
     if device.startswith("cuda"):
-        free, total = torch.cuda.mem_get_info()
-        if free / 1e9 < REAL_CHECKPOINT_BF16_GB + 4:
+        free, total = torch.cuda.mem_get_info(int(os.environ.get("LOCAL_RANK", "0")))  # this rank's GPU
+        if free / 1e9 < REAL_CHECKPOINT_BF16_GB / parts + 4:
+            where = "this GPU" if parts == 1 else f"each of {parts} GPUs"
             raise BackendError(
-                f"{REAL_CHECKPOINT} needs about {REAL_CHECKPOINT_BF16_GB} GB of GPU memory in bf16; this GPU has "
-                f"{free / 1e9:.0f} GB free of {total / 1e9:.0f} GB. Use an 80 GB GPU (H100/A100) or the MLX 4-bit model on a Mac."
+                f"{REAL_CHECKPOINT} needs about {REAL_CHECKPOINT_BF16_GB / parts:.0f} GB of GPU memory in bf16 on {where}; "
+                f"this one has {free / 1e9:.0f} GB free of {total / 1e9:.0f} GB. Use an 80 GB GPU (H100/A100), "
+                "more GPUs under torchrun (docs/sharded.md), or the MLX 4-bit model on a Mac."
             )
     else:
         raise BackendError(

@@ -1,0 +1,146 @@
+"""DiffusionGemma across several processes of one host: the plans, and who is rank 0.
+
+Launched by torchrun (the code never spawns its own processes); every rank loads its shard and
+runs the same `model.generate` in lockstep, the capture runs on rank 0 only:
+
+    torchrun --nproc-per-node 4 -m visualizer record --parallel expert --model M --demo acrostic --out run.json
+
+    config = distributed_config("expert", world_size())       # -> from_pretrained(distributed_config=...)
+    if is_follower(): follow(backend, prompt, settings)        # the stock generate, no capture
+
+Kinds (`PARALLEL_KINDS`):
+  expert          each rank holds 1/N of every layer's experts; attention, embeddings and head are
+                  replicated; one all-reduce per MoE layer (transformers' `AllReduceEP`). N must divide
+                  the number of experts (128 on the real model).
+  tensor          attention heads, dense MLP and every expert split N ways (transformers' own
+                  `base_model_tp_plan`); three all-reduces a layer. N must divide the kv heads, so at most
+                  2 on the real model (2 global kv heads).
+  tensor+expert   attention and dense MLP as `tensor`, experts as `expert`.
+  layers          no torchrun: one process, layers spread over the visible GPUs by
+                  `device_map="auto"` (for fitting GPUs of different sizes, not for speed).
+
+Why our own plans (transformers 5.23; docs/sharded.md has the reproduction):
+- The model's resolved plan names the *encoder*'s text layers only (the config's
+  `base_model_tp_plan` lands on `DiffusionGemmaEncoderTextModel`, the one sub-model whose config
+  is the text config). But the encoder's text weights are tied to the *decoder*'s, and the
+  checkpoint holds the decoder's: after loading, the tie puts the decoder's plain full tensors into
+  the encoder's modules, whose forwards still carry the TP hooks. The embedding hook turns the ids
+  into a DTensor and the lookup meets a plain weight: "aten.embedding.default got mixed
+  torch.Tensor and DTensor". Past that error the colwise/rowwise hooks would all-reduce full
+  (unsharded) products: wrong numbers, silently. Naming the decoder's modules too shards the tie's
+  source, so both sides share one DTensor.
+- The decoder's self-conditioning multiplies the previous logits by `embed_tokens.weight` directly,
+  outside any hook, so a vocabulary-sharded embedding (the auto `embedding_rowwise`) cannot work
+  there; embeddings and the tied head stay replicated (`replicate`: 1.5 GB in bf16 on the real model).
+- A dict passed as `tp_plan` is merged into the model's plan (`plan | override`): a key left out is
+  not removed, so overriding means naming the key with another style, not dropping it.
+"""
+
+from __future__ import annotations
+
+import os
+
+TEXT_MODELS = ("model.decoder", "model.encoder.language_model")  # tied: the decoder's weights are the checkpoint's
+REPLICATED = {"lm_head": "replicate", "model.encoder.language_model.embed_tokens": "replicate"}
+ATTENTION_AND_DENSE = tuple(
+    f"layers.*.{name}" for name in ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+                                    "self_attn.q_norm", "self_attn.k_norm", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")
+)
+PARALLEL_KINDS = ("expert", "tensor", "tensor+expert", "layers")
+TORCHRUN_KINDS = ("expert", "tensor", "tensor+expert")
+
+
+# ---- who am I (torchrun sets these; a plain `python` run is rank 0 of 1) -------------------------
+def world_size() -> int:
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def rank() -> int:
+    return int(os.environ.get("RANK", "0"))
+
+
+def under_torchrun() -> bool:
+    return world_size() > 1
+
+
+def is_follower() -> bool:
+    """A rank other than 0: it runs every generation in lockstep but records and writes nothing."""
+    return rank() != 0
+
+
+# ---- the plans ---------------------------------------------------------------------------------
+def _for_text_models(plan: dict[str, str]) -> dict[str, str]:
+    """One base-model plan written out for the decoder and the encoder's text model alike."""
+    return {f"{prefix}.{key}": style for prefix in TEXT_MODELS for key, style in plan.items()}
+
+
+def plans(kind: str) -> tuple[dict[str, str], dict[str, str]]:
+    """(tp_plan, ep_plan) overrides for `DistributedConfig`, for one of TORCHRUN_KINDS."""
+    from transformers.models.diffusion_gemma.configuration_diffusion_gemma import DiffusionGemmaTextConfig as Text
+
+    if kind == "tensor":
+        return {**_for_text_models(Text.base_model_tp_plan), **REPLICATED}, {}
+    experts = {k: v for k, v in Text.base_model_ep_plan.items() if ".experts" in k}
+    if kind == "tensor+expert":
+        return {**_for_text_models(Text.base_model_tp_plan), **REPLICATED}, _for_text_models(experts)
+    if kind == "expert":
+        # transformers' mesh needs tp_size == ep_size here; a TP plan that shards nothing gives pure EP
+        # (every auto rule named again with `replicate`, since a left-out key would stay in the plan).
+        replicated = _for_text_models(dict.fromkeys(ATTENTION_AND_DENSE, "replicate"))
+        return {**replicated, **REPLICATED}, _for_text_models(experts)
+    raise ValueError(f"unknown parallel kind {kind!r}: use one of {', '.join(TORCHRUN_KINDS)}")
+
+
+def distributed_config(kind: str, processes: int):
+    """The `DistributedConfig` for `from_pretrained` that shards DiffusionGemma `kind`-wise over `processes`."""
+    from transformers.distributed import DistributedConfig
+
+    tp_plan, ep_plan = plans(kind)
+    if ep_plan:
+        return DistributedConfig(tp_size=processes, ep_size=processes, tp_plan=tp_plan, ep_plan=ep_plan)
+    return DistributedConfig(tp_size=processes, tp_plan=tp_plan)
+
+
+def check_fits(kind: str, processes: int, text_config) -> None:
+    """Raise ValueError with one line when `kind` cannot split this model `processes` ways."""
+    counts = {}
+    if kind in ("tensor", "tensor+expert"):  # heads and the dense MLP's width are split
+        counts["attention heads"] = text_config.num_attention_heads
+        counts["key/value heads"] = text_config.num_key_value_heads
+        counts["global key/value heads"] = getattr(text_config, "num_global_key_value_heads", None)
+        counts["dense MLP width"] = text_config.intermediate_size
+    if kind == "tensor":  # each expert's width is split
+        counts["expert width"] = text_config.moe_intermediate_size
+    else:  # whole experts are dealt out
+        counts["experts"] = text_config.num_experts
+    bad = [f"{n} {name}" for name, n in counts.items() if n and n % processes]
+    if bad:
+        hint = "; expert parallel splits only the experts" if kind != "expert" else ""
+        raise ValueError(f"{kind} parallel cannot split this model {processes} ways ({', '.join(bad)}{hint}).")
+
+
+def spread(model, kind: str, processes: int) -> str:
+    """How the model is spread, for the picker: "expert parallel over 4 GPUs, 12.6 GB each"."""
+    from torch.distributed.tensor import DTensor
+
+    per_rank = sum(
+        (p.to_local() if isinstance(p, DTensor) else p).nbytes for p in {id(p): p for p in model.parameters()}.values()
+    )
+    where = "GPUs" if model.device.type == "cuda" else f"{model.device.type} processes"
+    size = f"{per_rank / 1e9:.1f} GB" if per_rank >= 1e9 else f"{per_rank / 1e6:.0f} MB"
+    return f"{kind} parallel over {processes} {where}, {size} each"
+
+
+# ---- the followers -------------------------------------------------------------------------------
+def follow(backend, prompt: str, settings) -> None:
+    """What a follower rank runs for one request: the stock `model.generate`, same ids, knobs and seed.
+
+    The ranks meet in the same all-reduces in the same order, so the followers need no records; the
+    capture on rank 0 reads only what every rank computes alike (all-reduced activations, the
+    replicated head's logits), and draws no random numbers, so the ranks stay in step."""
+    import torch
+
+    ids = backend.check(prompt, settings)
+    resolved = backend.resolve(settings)
+    torch.manual_seed(resolved.seed)
+    backend.model.generate(torch.tensor([ids], device=backend.model.device), **backend.generate_kwargs(resolved))
