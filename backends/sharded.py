@@ -132,15 +132,17 @@ def spread(model, kind: str, processes: int) -> str:
 
 
 # ---- the followers -------------------------------------------------------------------------------
-def follow(backend, prompt: str, settings) -> None:
+def follow(backend, prompt: str, settings):
     """What a follower rank runs for one request: the stock `model.generate`, same ids, knobs and seed.
 
     The ranks meet in the same all-reduces in the same order, so the followers need no records; the
     capture on rank 0 reads only what every rank computes alike (all-reduced activations, the
-    replicated head's logits), and draws no random numbers, so the ranks stay in step."""
+    replicated head's logits), and draws no random numbers, so the ranks stay in step.
+    Returns the generated ids (a CPU tensor), which the tests compare with rank 0's record."""
     import torch
 
     ids = backend.check(prompt, settings)
     resolved = backend.resolve(settings)
     torch.manual_seed(resolved.seed)
-    backend.model.generate(torch.tensor([ids], device=backend.model.device), **backend.generate_kwargs(resolved))
+    out = backend.model.generate(torch.tensor([ids], device=backend.model.device), **backend.generate_kwargs(resolved))
+    return out.sequences[0, len(ids):].cpu()

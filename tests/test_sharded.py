@@ -1,0 +1,89 @@
+"""DiffusionGemma over several processes (backends/sharded.py): the plans, and a real torchrun run.
+
+The integration tests launch `torchrun --nproc-per-node 2` (gloo, CPU, the built-in model) as a
+subprocess, the way a user starts it; tests/sharded_worker.py runs in every rank.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from backends import BUILTIN_MODEL_DIR, BackendError, load_backend
+from backends.sharded import REPLICATED, TEXT_MODELS, check_fits, plans
+
+ROOT = Path(__file__).resolve().parent.parent
+REAL_SHAPE = SimpleNamespace(  # the 26B's text config, as far as splitting goes
+    num_attention_heads=16, num_key_value_heads=8, num_global_key_value_heads=2,
+    intermediate_size=2112, moe_intermediate_size=704, num_experts=128,
+)
+
+
+@pytest.mark.parametrize("kind", ["expert", "tensor", "tensor+expert"])
+def test_plans_name_the_decoder_and_the_encoder_alike_and_replicate_embeddings(kind):
+    tp_plan, ep_plan = plans(kind)
+    for plan in (tp_plan, ep_plan):
+        decoder = {k.removeprefix("model.decoder."): v for k, v in plan.items() if k.startswith(TEXT_MODELS[0])}
+        encoder = {k.removeprefix("model.encoder.language_model."): v for k, v in plan.items() if k.startswith(TEXT_MODELS[1])}
+        encoder.pop("embed_tokens", None)
+        assert decoder == encoder  # tied weights: the tie's source (decoder) is sharded exactly as its targets
+    assert tp_plan.items() >= REPLICATED.items()  # the self-conditioning reads embed_tokens.weight outside any hook
+    sharding = {style for style in tp_plan.values() if style != "replicate"}
+    assert bool(sharding) == (kind != "expert")  # pure expert parallel splits nothing but the experts
+    assert bool(ep_plan) == (kind != "tensor")
+
+
+def test_which_splits_fit_the_real_model():
+    check_fits("expert", 4, REAL_SHAPE)
+    check_fits("expert", 8, REAL_SHAPE)
+    check_fits("tensor", 2, REAL_SHAPE)
+    with pytest.raises(ValueError, match="2 global key/value heads"):
+        check_fits("tensor", 4, REAL_SHAPE)
+    with pytest.raises(ValueError, match="128 experts"):
+        check_fits("expert", 3, REAL_SHAPE)
+
+
+def test_parallel_outside_torchrun_is_a_one_line_message(monkeypatch):
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    with pytest.raises(BackendError, match="torchrun --nproc-per-node N"):
+        load_backend(str(BUILTIN_MODEL_DIR), parallel="expert")
+
+
+def test_cli_refuses_parallel_outside_torchrun_without_a_traceback(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK")}
+    done = subprocess.run(
+        [sys.executable, "-m", "visualizer", "record", "--parallel", "tensor", "--prompt", "hi", "--out", str(tmp_path / "x.json")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].startswith("error: --parallel tensor runs one process per GPU")
+    assert "Traceback" not in done.stderr
+
+
+def _torchrun(kind: str, out: Path, port: int) -> dict:
+    env = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
+    done = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(port),
+         str(ROOT / "tests" / "sharded_worker.py"), kind, str(BUILTIN_MODEL_DIR), str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads((out / "result.json").read_text())
+
+
+@pytest.mark.parametrize("kind, port", [("expert", 29525), ("tensor", 29526)])
+def test_sharded_record_equals_stock_sharded_generate(tmp_path, kind, port):
+    result = _torchrun(kind, tmp_path, port)
+
+    assert result["status"] == 0
+    rank0, rank1 = result["stock"]
+    assert rank0 == rank1  # the ranks sampled alike: same seed, same all-reduced logits
+    assert result["recorded"] == rank0  # the capture on rank 0 changed nothing
+    assert result["blocks"] >= 1 and result["steps"] >= 1 and len(rank0) >= 256
+    assert result["device"].startswith(f"{kind} parallel over 2 cpu processes")
