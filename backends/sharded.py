@@ -32,8 +32,10 @@ Why our own plans (transformers 5.23; docs/sharded.md has the reproduction):
 - The decoder's self-conditioning multiplies the previous logits by `embed_tokens.weight` directly,
   outside any hook, so a vocabulary-sharded embedding (the auto `embedding_rowwise`) cannot work
   there; embeddings and the tied head stay replicated (`replicate`: 1.5 GB in bf16 on the real model).
-- A dict passed as `tp_plan` is merged into the model's plan (`plan | override`): a key left out is
-  not removed, so overriding means naming the key with another style, not dropping it.
+- A dict passed as `tp_plan` or `ep_plan` is merged into the model's plan (`plan | override`): a key
+  left out is not removed, so overriding means naming the key with another style, not dropping it.
+  (The auto EP plan also splits the dense MLP: left in, the encoder's MLP hooks all-reduced the
+  decoder's whole weights' products, doubling them on 2 ranks; Gemma's post-MLP norm hid it.)
 """
 
 from __future__ import annotations
@@ -75,18 +77,22 @@ def _for_text_models(plan: dict[str, str]) -> dict[str, str]:
 
 
 def plans(kind: str) -> tuple[dict[str, str], dict[str, str]]:
-    """(tp_plan, ep_plan) overrides for `DistributedConfig`, for one of TORCHRUN_KINDS."""
+    """(tp_plan, ep_plan) overrides for `DistributedConfig`, for one of TORCHRUN_KINDS.
+
+    Every rule of the model's own plans is named again for both text models, so the encoder's
+    hooks always match the decoder's weights it holds after the tie."""
     from transformers.models.diffusion_gemma.configuration_diffusion_gemma import DiffusionGemmaTextConfig as Text
 
+    tensor = {**_for_text_models(Text.base_model_tp_plan), **REPLICATED}
     if kind == "tensor":
-        return {**_for_text_models(Text.base_model_tp_plan), **REPLICATED}, {}
-    experts = {k: v for k, v in Text.base_model_ep_plan.items() if ".experts" in k}
-    if kind == "tensor+expert":
-        return {**_for_text_models(Text.base_model_tp_plan), **REPLICATED}, _for_text_models(experts)
+        return tensor, {}
+    if kind == "tensor+expert":  # the model's EP plan: experts dealt out, the dense MLP split as in `tensor`
+        return tensor, _for_text_models(Text.base_model_ep_plan)
     if kind == "expert":
-        # transformers' mesh needs tp_size == ep_size here; a TP plan that shards nothing gives pure EP
-        # (every auto rule named again with `replicate`, since a left-out key would stay in the plan).
+        # transformers' mesh needs tp_size == ep_size here; plans that shard nothing but the experts give pure EP
+        # (every other rule named again with `replicate`, since a left-out key would stay in the plan).
         replicated = _for_text_models(dict.fromkeys(ATTENTION_AND_DENSE, "replicate"))
+        experts = {k: ("replicate" if ".mlp." in k else v) for k, v in Text.base_model_ep_plan.items()}
         return {**replicated, **REPLICATED}, _for_text_models(experts)
     raise ValueError(f"unknown parallel kind {kind!r}: use one of {', '.join(TORCHRUN_KINDS)}")
 
@@ -101,19 +107,26 @@ def distributed_config(kind: str, processes: int):
     return DistributedConfig(tp_size=processes, tp_plan=tp_plan)
 
 
+def _per_layer(text_config, name: str) -> set[int]:
+    """Every layer's value of `name`: the real config's sliding and global layers differ (kv heads 8 and 2)."""
+    layers = getattr(text_config, "per_layer_config", None)
+    if layers:
+        return {getattr(layer, name) for layer in (layers.values() if isinstance(layers, dict) else layers)}
+    return {getattr(text_config, name)}
+
+
 def check_fits(kind: str, processes: int, text_config) -> None:
     """Raise ValueError with one line when `kind` cannot split this model `processes` ways."""
-    counts = {}
+    counts = []
     if kind in ("tensor", "tensor+expert"):  # heads and the dense MLP's width are split
-        counts["attention heads"] = text_config.num_attention_heads
-        counts["key/value heads"] = text_config.num_key_value_heads
-        counts["global key/value heads"] = getattr(text_config, "num_global_key_value_heads", None)
-        counts["dense MLP width"] = text_config.intermediate_size
+        counts += [(n, "attention heads") for n in _per_layer(text_config, "num_attention_heads")]
+        counts += [(n, "key/value heads") for n in _per_layer(text_config, "num_key_value_heads")]
+        counts.append((text_config.intermediate_size, "dense MLP width"))
     if kind == "tensor":  # each expert's width is split
-        counts["expert width"] = text_config.moe_intermediate_size
+        counts.append((text_config.moe_intermediate_size, "expert width"))
     else:  # whole experts are dealt out
-        counts["experts"] = text_config.num_experts
-    bad = [f"{n} {name}" for name, n in counts.items() if n and n % processes]
+        counts.append((text_config.num_experts, "experts"))
+    bad = [f"{n} {name}" for n, name in sorted(set(counts)) if n % processes]
     if bad:
         hint = "; expert parallel splits only the experts" if kind != "expert" else ""
         raise ValueError(f"{kind} parallel cannot split this model {processes} ways ({', '.join(bad)}{hint}).")

@@ -19,8 +19,12 @@ from backends import BUILTIN_MODEL_DIR, BackendError, load_backend
 from backends.sharded import REPLICATED, TEXT_MODELS, check_fits, plans
 
 ROOT = Path(__file__).resolve().parent.parent
-REAL_SHAPE = SimpleNamespace(  # the 26B's text config, as far as splitting goes
-    num_attention_heads=16, num_key_value_heads=8, num_global_key_value_heads=2,
+def _layer(kv_heads):
+    return SimpleNamespace(num_attention_heads=16, num_key_value_heads=kv_heads)
+
+
+REAL_SHAPE = SimpleNamespace(  # the 26B's text config, as far as splitting goes: 5 sliding layers, then a global one
+    per_layer_config=[_layer(2) if i % 6 == 5 else _layer(8) for i in range(30)],
     intermediate_size=2112, moe_intermediate_size=704, num_experts=128,
 )
 
@@ -43,7 +47,7 @@ def test_which_splits_fit_the_real_model():
     check_fits("expert", 4, REAL_SHAPE)
     check_fits("expert", 8, REAL_SHAPE)
     check_fits("tensor", 2, REAL_SHAPE)
-    with pytest.raises(ValueError, match="2 global key/value heads"):
+    with pytest.raises(ValueError, match="2 key/value heads"):
         check_fits("tensor", 4, REAL_SHAPE)
     with pytest.raises(ValueError, match="128 experts"):
         check_fits("expert", 3, REAL_SHAPE)
@@ -77,11 +81,13 @@ def _torchrun(kind: str, out: Path, port: int) -> dict:
     return json.loads((out / "result.json").read_text())
 
 
-@pytest.mark.parametrize("kind, port", [("expert", 29525), ("tensor", 29526)])
+@pytest.mark.parametrize("kind, port", [("expert", 29525), ("tensor", 29526), ("tensor+expert", 29527)])
 def test_sharded_record_equals_stock_sharded_generate(tmp_path, kind, port):
     result = _torchrun(kind, tmp_path, port)
 
     assert result["status"] == 0
+    assert result["wrong_products"] == []  # every hooked layer, the encoder's too, computes its true product
+    assert result["first_step_entropy_gap"] < 1e-4  # the same numbers as one whole model, up to rounding
     rank0, rank1 = result["stock"]
     assert rank0 == rank1  # the ranks sampled alike: same seed, same all-reduced logits
     assert result["recorded"] == rank0  # the capture on rank 0 changed nothing
