@@ -61,6 +61,11 @@ def rank() -> int:
     return int(os.environ.get("RANK", "0"))
 
 
+def local_rank() -> int:
+    """This process's GPU on its host."""
+    return int(os.environ.get("LOCAL_RANK", "0"))
+
+
 def under_torchrun() -> bool:
     return world_size() > 1
 
