@@ -124,7 +124,7 @@ class TransformersBackend(Backend):
             name=display_name or (local.name if is_local else source),
             source=str(local.resolve()) if is_local else source,
             backend=self.name,
-            device=sharded.spread(self.model, parallel, sharded.world_size()) if spread else str(self.model.device),
+            device=_where(self.model, parallel),
             dtype=_dtype_name(self.model.dtype),
             canvas_length=int(self.model.config.canvas_length),
             vocab_size=int(text_config.vocab_size),
@@ -194,6 +194,18 @@ class TransformersBackend(Backend):
 
 
 # ---- helpers -----------------------------------------------------------------------------------
+def _where(model, parallel: str | None) -> str:
+    """The model's device, or how it is spread: "expert parallel over 4 GPUs, 16.2 GB each"."""
+    from . import sharded
+
+    if parallel in sharded.TORCHRUN_KINDS:
+        return sharded.spread(model, parallel, sharded.world_size())
+    placed = sorted({str(d) for d in (getattr(model, "hf_device_map", None) or {}).values()})
+    if parallel == "layers" and len(placed) > 1:
+        return f"layers over {len(placed)} devices ({', '.join(placed)})"
+    return str(model.device)
+
+
 def _load_tokenizer(source: str):
     """The checkpoint's processor tokenizer when it has one (the real model), else AutoTokenizer.
 

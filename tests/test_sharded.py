@@ -59,6 +59,21 @@ def test_parallel_outside_torchrun_is_a_one_line_message(monkeypatch):
         load_backend(str(BUILTIN_MODEL_DIR), parallel="expert")
 
 
+def test_layers_is_one_process_and_gives_the_same_run(monkeypatch):
+    from visualizer.settings import GenerationSettings
+    from backends import record_trace
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(BackendError, match="not torchrun"):
+        load_backend(str(BUILTIN_MODEL_DIR), parallel="layers")
+    monkeypatch.delenv("WORLD_SIZE")
+    settings = GenerationSettings(seed=1, max_new_tokens=64, max_denoising_steps=6)
+    spread = record_trace(load_backend(str(BUILTIN_MODEL_DIR), parallel="layers"), "Write a haiku about rain", settings)
+    whole = record_trace(load_backend(str(BUILTIN_MODEL_DIR)), "Write a haiku about rain", settings)
+    assert spread.end.finish_reason == whole.end.finish_reason != "error"
+    assert spread.end.sequence.tolist() == whole.end.sequence.tolist()  # on CPU, device_map="auto" is one device
+
+
 def test_cli_refuses_parallel_outside_torchrun_without_a_traceback(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK")}
     done = subprocess.run(
