@@ -6,7 +6,7 @@ runs the same `model.generate` in lockstep, the capture runs on rank 0 only:
     torchrun --nproc-per-node 4 -m visualizer record --parallel expert --model M --demo acrostic --out run.json
 
     config = distributed_config("expert", world_size())       # -> from_pretrained(distributed_config=...)
-    if is_follower(): follow(backend, prompt, settings)        # the stock generate, no capture
+    if is_follower(): backend.follow(prompt, settings)         # the same generate, nothing recorded
 
 Kinds (`PARALLEL_KINDS`):
   expert          each rank holds 1/N of every layer's experts; attention, embeddings and head are
@@ -149,18 +149,53 @@ def spread(model, kind: str, processes: int) -> str:
     return f"{kind} parallel over {processes} {where}, {size} each"
 
 
-# ---- the followers -------------------------------------------------------------------------------
-def follow(backend, prompt: str, settings):
-    """What a follower rank runs for one request: the stock `model.generate`, same ids, knobs and seed.
-
-    The ranks meet in the same all-reduces in the same order, so the followers need no records; the
-    capture on rank 0 reads only what every rank computes alike (all-reduced activations, the
-    replicated head's logits), and draws no random numbers, so the ranks stay in step.
-    Returns the generated ids (a CPU tensor), which the tests compare with rank 0's record."""
+# ---- lockstep: one request at a time, stopped on every rank at once ------------------------------
+def agreed(flag: bool) -> bool:
+    """True on every rank when any rank's `flag` is true: one tiny all-reduce, called by all ranks alike."""
     import torch
+    import torch.distributed as dist
 
-    ids = backend.check(prompt, settings)
-    resolved = backend.resolve(settings)
-    torch.manual_seed(resolved.seed)
-    out = backend.model.generate(torch.tensor([ids], device=backend.model.device), **backend.generate_kwargs(resolved))
-    return out.sequences[0, len(ids):].cpu()
+    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
+    vote = torch.tensor([int(bool(flag))], device=device)
+    dist.all_reduce(vote, op=dist.ReduceOp.MAX)
+    return bool(vote.item())
+
+
+def agreed_stop(should_stop):
+    """`should_stop` turned into a decision every rank takes at the same point of the same step.
+
+    The capture asks once at each block's start and once after each step, on every rank (followers
+    run it too, recording nothing), so a stop, an error's cancel or a closed browser on rank 0 ends the
+    run on all ranks between the same two steps, and every rank is ready for the next request."""
+    return lambda: agreed(should_stop())
+
+
+def announce(request) -> None:
+    """Rank 0: send the next request (prompt, settings) to the followers; None tells them to leave."""
+    import torch.distributed as dist
+
+    dist.broadcast_object_list([request], src=0)
+
+
+def serve(backend) -> int:
+    """A follower's life: wait for each request rank 0 announces and run it in lockstep, until None.
+
+    Returns how many requests it ran. A request rank 0 refuses (bad prompt, bad knobs) is refused here
+    too, before any collective, by the same `check`."""
+    import torch.distributed as dist
+
+    served = 0
+    while True:
+        box = [None]
+        dist.broadcast_object_list(box, src=0)
+        if box[0] is None:
+            return served
+        prompt, settings = box[0]
+        try:
+            backend.follow(prompt, settings)
+        except Exception as exc:  # noqa: BLE001  refused or stopped like rank 0; the next request decides
+            from .base import BackendError, GenerationCancelled
+
+            if not isinstance(exc, (BackendError, GenerationCancelled)):
+                raise
+        served += 1

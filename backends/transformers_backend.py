@@ -15,6 +15,7 @@ ends the run between two steps.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +42,7 @@ from visualizer.settings import (
 )
 
 from .base import COMMON_KNOBS, Backend, BackendError, Capabilities
+from . import sharded
 from .capture import capture_steps
 from .known import REAL_CHECKPOINT, REAL_CHECKPOINT_BF16_GB, load_failure_message, looks_like_path, on_zero_gpu
 
@@ -78,8 +80,6 @@ class TransformersBackend(Backend):
         from transformers import DiffusionGemmaForBlockDiffusion
         from transformers.utils import logging as hf_logging
 
-        from . import sharded
-
         hf_logging.disable_progress_bar()  # the app and the CLI print their own progress
 
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -95,6 +95,7 @@ class TransformersBackend(Backend):
         zero_gpu = on_zero_gpu()
         # Several processes (torchrun): each loads its shard (backends/sharded.py); "layers" is one process.
         spread = _parallel_kwargs(parallel, str(local) if is_local else source, device)
+        self.parallel = parallel
         # A ZeroGPU slice has 70 GB, it cannot be asked before a call; "layers" lets accelerate fit what it can.
         if source == REAL_CHECKPOINT and not zero_gpu and parallel != "layers":
             _check_room_for_real_checkpoint(device, parts=sharded.world_size() if "distributed_config" in spread else 1)
@@ -179,8 +180,30 @@ class TransformersBackend(Backend):
         input_ids = torch.tensor([ids], device=model.device)
         torch.manual_seed(settings.seed)  # seeds the CPU and every CUDA device
         topk = min(settings.record_topk, self.info.vocab_size)
+        if self.parallel in sharded.TORCHRUN_KINDS:  # the followers stop where this rank does (backends/sharded.py)
+            should_stop = sharded.agreed_stop(should_stop)
         with capture_steps(model, emit, emit, should_stop, topk=topk):
             model.generate(input_ids, **kwargs)
+
+    def follow(self, prompt: str, settings: GenerationSettings, *, lockstep: bool = True) -> torch.Tensor:
+        """What a follower rank of a sharded model runs for one request (backends/sharded.py): the stock
+        `model.generate` with the same ids, knobs and seed; returns the generated ids (CPU).
+
+        The ranks meet in the same all-reduces in the same order, so the followers need no records; the
+        capture on rank 0 reads only what every rank computes alike (all-reduced activations, the
+        replicated head's logits) and draws no random numbers, so the ranks stay in step. In `lockstep`
+        (what rank 0's `_produce` expects) it runs under the capture too, recording nothing, so that it
+        votes on rank 0's stop where rank 0 asks; `lockstep=False` on every rank is the plain stock
+        `generate`, the tests' reference."""
+        ids = self.check(prompt, settings)
+        resolved = self.resolve(settings)
+        torch.manual_seed(resolved.seed)
+        ignore = lambda item: None  # noqa: E731
+        never = sharded.agreed_stop(lambda: False)
+        watch = capture_steps(self.model, ignore, ignore, never) if lockstep else contextlib.nullcontext()
+        with watch:
+            out = self.model.generate(torch.tensor([ids], device=self.model.device), **self.generate_kwargs(resolved))
+        return out.sequences[0, len(ids):].cpu()
 
     def failure_message(self, exc: BaseException) -> str:
         if isinstance(exc, torch.cuda.OutOfMemoryError):
@@ -196,8 +219,6 @@ class TransformersBackend(Backend):
 # ---- helpers -----------------------------------------------------------------------------------
 def _where(model, parallel: str | None) -> str:
     """The model's device, or how it is spread: "expert parallel over 4 GPUs, 16.2 GB each"."""
-    from . import sharded
-
     if parallel in sharded.TORCHRUN_KINDS:
         return sharded.spread(model, parallel, sharded.world_size())
     placed = sorted({str(d) for d in (getattr(model, "hf_device_map", None) or {}).values()})
@@ -230,8 +251,6 @@ def _load_tokenizer(source: str):
 
 def _parallel_kwargs(parallel: str | None, source: str, device: str) -> dict:
     """The extra `from_pretrained` arguments that spread the model (empty: one process, one device)."""
-    from . import sharded
-
     if parallel is None:  # one whole model per process, also under torchrun (data parallel: each rank its own jobs)
         return {}
     if parallel not in sharded.PARALLEL_KINDS:

@@ -36,7 +36,7 @@ def add_record_command(subparsers) -> None:
 
 def run_record(args) -> int:
     from backends import BackendError, default_model, load_backend, record_trace
-    from backends.sharded import follow, is_follower
+    from backends.sharded import is_follower
     from prompts.demos import demo_prompt
 
     try:
@@ -52,8 +52,8 @@ def run_record(args) -> int:
         raise CliError(f"folder {out.parent} does not exist")
     try:
         backend = load_backend(args.model or default_model(), backend=args.backend, device=args.device, parallel=args.parallel)
-        if args.parallel and is_follower():  # the same generation in lockstep, no capture, nothing written
-            follow(backend, prompt, settings)
+        if args.parallel and is_follower():  # the same generation in lockstep, nothing recorded or written
+            backend.follow(prompt, settings)
             return 0
         trace = record_trace(backend, prompt, settings, progress=None if args.quiet else sys.stderr)
     except BackendError as exc:

@@ -2,7 +2,7 @@
 
     torchrun --nproc-per-node 2 tests/sharded_worker.py KIND MODEL OUT_DIR
 
-Every rank runs the stock `model.generate` (backends.sharded.follow) and then `python -m visualizer
+Every rank runs the stock `model.generate` (`backend.follow(..., lockstep=False)`) and then `python -m visualizer
 record --parallel KIND` through the CLI's own entry point, as a user would. Rank 0 then writes
 result.json: the stock ids of every rank and the sequence of the trace rank 0 wrote.
 """
@@ -19,7 +19,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 from backends import load_backend  # noqa: E402
-from backends.sharded import follow, rank  # noqa: E402
+from backends.sharded import rank  # noqa: E402
 from cli.main import main  # noqa: E402
 from prompts.demos import demo_prompt  # noqa: E402
 from visualizer.settings import GenerationSettings  # noqa: E402
@@ -62,7 +62,8 @@ def wrong_products(model) -> list[str]:
 
 backend = load_backend(MODEL, parallel=KIND)
 wrong = wrong_products(backend.model)
-stock = follow(backend, demo_prompt("story"), GenerationSettings(seed=SEED, max_new_tokens=MAX_NEW, max_denoising_steps=STEPS))
+stock = backend.follow(demo_prompt("story"), GenerationSettings(seed=SEED, max_new_tokens=MAX_NEW, max_denoising_steps=STEPS),
+               lockstep=False)  # the plain stock generate on every rank
 every_rank = [None] * dist.get_world_size()
 dist.all_gather_object(every_rank, stock.tolist())
 

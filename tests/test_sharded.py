@@ -85,11 +85,11 @@ def test_cli_refuses_parallel_outside_torchrun_without_a_traceback(tmp_path):
     assert "Traceback" not in done.stderr
 
 
-def _torchrun(kind: str, out: Path, port: int) -> dict:
+def _torchrun(kind: str, out: Path, port: int, worker: str = "sharded_worker.py") -> dict:
     env = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
     done = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(port),
-         str(ROOT / "tests" / "sharded_worker.py"), kind, str(BUILTIN_MODEL_DIR), str(out)],
+         str(ROOT / "tests" / worker), kind, str(BUILTIN_MODEL_DIR), str(out)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -108,3 +108,16 @@ def test_sharded_record_equals_stock_sharded_generate(tmp_path, kind, port):
     assert result["recorded"] == rank0  # the capture on rank 0 changed nothing
     assert result["blocks"] >= 1 and result["steps"] >= 1 and len(rank0) >= 256
     assert result["device"].startswith(f"{kind} parallel over 2 cpu processes")
+
+
+def test_followers_serve_requests_in_lockstep_through_a_stop_and_a_refusal(tmp_path):
+    """A stop on rank 0 ends the run on every rank between the same two steps, and every rank is
+    ready for the next request: the last run equals the first (a hang would fail the timeout)."""
+    result = _torchrun("expert", tmp_path, 29528, worker="lockstep_worker.py")
+
+    first_finish, first_steps, first_sequence = result["first"]
+    assert first_finish != "error" and first_steps > 1
+    assert result["stopped"][0] == "cancelled" and result["stopped"][1] < first_steps
+    assert result["refused"].startswith("The prompt is empty")
+    assert result["again"] == result["first"]
+    assert json.loads((tmp_path / "served_1.json").read_text()) == 4
