@@ -1,7 +1,8 @@
-"""DiffusionGemma across several processes of one host: the plans, and who is rank 0.
+"""DiffusionGemma across several processes of one host: the plans, who is rank 0, and lockstep.
 
 Launched by torchrun (the code never spawns its own processes); every rank loads its shard and
-runs the same `model.generate` in lockstep, the capture runs on rank 0 only:
+runs the same `model.generate` in lockstep; rank 0 records, the followers record nothing (they run
+under the capture only to vote on rank 0's stop, `agreed_stop`):
 
     torchrun --nproc-per-node 4 -m visualizer record --parallel expert --model M --demo acrostic --out run.json
 
