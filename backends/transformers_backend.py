@@ -41,8 +41,8 @@ from visualizer.settings import (
     GenerationSettings,
 )
 
-from .base import COMMON_KNOBS, Backend, BackendError, Capabilities
 from . import sharded
+from .base import COMMON_KNOBS, Backend, BackendError, Capabilities
 from .capture import capture_steps
 from .known import REAL_CHECKPOINT, REAL_CHECKPOINT_BF16_GB, load_failure_message, looks_like_path, on_zero_gpu
 
