@@ -16,6 +16,7 @@ left-padded with an attention mask (`batch_inputs`).
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +42,7 @@ from visualizer.settings import (
     GenerationSettings,
 )
 
+from . import sharded
 from .base import COMMON_KNOBS, Backend, BackendError, Capabilities
 from .capture import capture_steps
 from .known import REAL_CHECKPOINT, REAL_CHECKPOINT_BF16_GB, load_failure_message, looks_like_path, on_zero_gpu
@@ -75,6 +77,7 @@ class TransformersBackend(Backend):
         dtype: str | None = None,
         display_name: str | None = None,
         builtin: bool = False,
+        parallel: str | None = None,
     ):
         from transformers import DiffusionGemmaForBlockDiffusion
         from transformers.utils import logging as hf_logging
@@ -92,21 +95,28 @@ class TransformersBackend(Backend):
         # ZeroGPU: the GPU exists only inside `spaces.GPU` calls; the model is placed with a plain
         # .to("cuda") at start-up, which ZeroGPU records and replays.
         zero_gpu = on_zero_gpu()
-        if source == REAL_CHECKPOINT and not zero_gpu:  # a ZeroGPU slice has 70 GB; it cannot be asked before a call
-            _check_room_for_real_checkpoint(device)
+        # Several processes (torchrun): each loads its shard (backends/sharded.py); "layers" is one process.
+        spread = _parallel_kwargs(parallel, str(local) if is_local else source, device)
+        self.parallel = parallel
+        # A ZeroGPU slice has 70 GB, it cannot be asked before a call; "layers" lets accelerate fit what it can.
+        if source == REAL_CHECKPOINT and not zero_gpu and parallel != "layers":
+            _check_room_for_real_checkpoint(device, parts=sharded.world_size() if "distributed_config" in spread else 1)
         device_map = device if device.startswith("cuda") and not zero_gpu else None
+        if spread:
+            device_map = spread.pop("device_map", None)
         try:
             self.tokenizer = _load_tokenizer(str(local) if is_local else source)
             self.model = DiffusionGemmaForBlockDiffusion.from_pretrained(
                 str(local) if is_local else source,
                 dtype=torch_dtype,
                 device_map=device_map,
+                **spread,
             ).eval()
         except torch.cuda.OutOfMemoryError:
             raise BackendError(f"Out of GPU memory while loading {source}.") from None
         except (OSError, ValueError, KeyError, ImportError) as exc:
             raise BackendError(load_failure_message(source, exc, what="a DiffusionGemma model", is_folder=is_local)) from None
-        if device_map is None:
+        if device_map is None and not spread:
             self.model.to(device)
         text_config = self.model.config.text_config
         generation = self.model.generation_config
@@ -117,7 +127,7 @@ class TransformersBackend(Backend):
             name=display_name or (local.name if is_local else source),
             source=str(local.resolve()) if is_local else source,
             backend=self.name,
-            device=str(self.model.device),
+            device=_where(self.model, parallel),
             dtype=_dtype_name(self.model.dtype),
             canvas_length=int(self.model.config.canvas_length),
             vocab_size=int(text_config.vocab_size),
@@ -177,8 +187,30 @@ class TransformersBackend(Backend):
             kwargs["attention_mask"] = attention_mask
         torch.manual_seed(settings.seed)  # once per batch; seeds the CPU and every CUDA device
         topk = min(settings.record_topk, self.info.vocab_size)
+        if self.parallel in sharded.TORCHRUN_KINDS:  # the followers stop where this rank does (backends/sharded.py)
+            should_stop = sharded.agreed_stop(should_stop)
         with capture_steps(model, emit, emit, should_stop, topk=topk):
             model.generate(input_ids, **kwargs)
+
+    def follow(self, prompt: str, settings: GenerationSettings, *, lockstep: bool = True) -> torch.Tensor:
+        """What a follower rank of a sharded model runs for one request (backends/sharded.py): the stock
+        `model.generate` with the same ids, knobs and seed; returns the generated ids (CPU).
+
+        The ranks meet in the same all-reduces in the same order, so the followers need no records; the
+        capture on rank 0 reads only what every rank computes alike (all-reduced activations, the
+        replicated head's logits) and draws no random numbers, so the ranks stay in step. In `lockstep`
+        (what rank 0's `_produce` expects) it runs under the capture too, recording nothing, so that it
+        votes on rank 0's stop where rank 0 asks; `lockstep=False` on every rank is the plain stock
+        `generate`, the tests' reference."""
+        ids = self.check(prompt, settings)
+        resolved = self.resolve(settings)
+        torch.manual_seed(resolved.seed)
+        ignore = lambda item: None  # noqa: E731
+        never = sharded.agreed_stop(lambda: False)
+        watch = capture_steps(self.model, ignore, ignore, never) if lockstep else contextlib.nullcontext()
+        with watch:
+            out = self.model.generate(torch.tensor([ids], device=self.model.device), **self.generate_kwargs(resolved))
+        return out.sequences[0, len(ids):].cpu()
 
     def failure_message(self, exc: BaseException) -> str:
         if isinstance(exc, torch.cuda.OutOfMemoryError):
@@ -216,6 +248,16 @@ def batch_inputs(rows_ids: list[list[int]], pad_token_id: int | None, device) ->
     return input_ids.to(device), attention_mask.to(device)
 
 
+def _where(model, parallel: str | None) -> str:
+    """The model's device, or how it is spread: "expert parallel over 4 GPUs, 16.2 GB each"."""
+    if parallel in sharded.TORCHRUN_KINDS:
+        return sharded.spread(model, parallel, sharded.world_size())
+    placed = sorted({str(d) for d in (getattr(model, "hf_device_map", None) or {}).values()})
+    if parallel == "layers" and len(placed) > 1:
+        return f"layers over {len(placed)} devices ({', '.join(placed)})"
+    return str(model.device)
+
+
 def _load_tokenizer(source: str):
     """The checkpoint's processor tokenizer when it has one (the real model), else AutoTokenizer.
 
@@ -238,13 +280,41 @@ def _load_tokenizer(source: str):
     return AutoTokenizer.from_pretrained(source)
 
 
-def _check_room_for_real_checkpoint(device: str) -> None:
+def _parallel_kwargs(parallel: str | None, source: str, device: str) -> dict:
+    """The extra `from_pretrained` arguments that spread the model (empty: one process, one device)."""
+    if parallel is None:  # one whole model per process, also under torchrun (data parallel: each rank its own jobs)
+        return {}
+    if parallel not in sharded.PARALLEL_KINDS:
+        raise BackendError(f"--parallel must be one of {', '.join(sharded.PARALLEL_KINDS)} (got {parallel}).")
+    if parallel == "layers":
+        if sharded.under_torchrun():
+            raise BackendError("--parallel layers spreads layers over the GPUs of one process: start it with python, not torchrun.")
+        return {"device_map": "auto"}
+    if not sharded.under_torchrun():
+        raise BackendError(
+            f"--parallel {parallel} runs one process per GPU: start it with torchrun --nproc-per-node N "
+            f"(or use --parallel layers for one process over several GPUs)."
+        )
+    from transformers import AutoConfig
+
+    try:
+        sharded.check_fits(parallel, sharded.world_size(), AutoConfig.from_pretrained(source).text_config)
+    except (OSError, ValueError) as exc:
+        raise BackendError(str(exc)) from None
+    return {"distributed_config": sharded.distributed_config(parallel, sharded.world_size())}
+
+
+def _check_room_for_real_checkpoint(device: str, *, parts: int = 1) -> None:
     if device.startswith("cuda"):
-        free, total = torch.cuda.mem_get_info()
-        if free / 1e9 < REAL_CHECKPOINT_BF16_GB + 4:
+        from .sharded import local_rank
+
+        free, total = torch.cuda.mem_get_info(local_rank())  # this rank's GPU (0 without torchrun)
+        if free / 1e9 < REAL_CHECKPOINT_BF16_GB / parts + 4:
+            where = "this GPU" if parts == 1 else f"each of {parts} GPUs"
             raise BackendError(
-                f"{REAL_CHECKPOINT} needs about {REAL_CHECKPOINT_BF16_GB} GB of GPU memory in bf16; this GPU has "
-                f"{free / 1e9:.0f} GB free of {total / 1e9:.0f} GB. Use an 80 GB GPU (H100/A100) or the MLX 4-bit model on a Mac."
+                f"{REAL_CHECKPOINT} needs about {REAL_CHECKPOINT_BF16_GB / parts:.0f} GB of GPU memory in bf16 on {where}; "
+                f"this one has {free / 1e9:.0f} GB free of {total / 1e9:.0f} GB. Use an 80 GB GPU (H100/A100), "
+                "more GPUs under torchrun (docs/sharded.md), or the MLX 4-bit model on a Mac."
             )
     else:
         raise BackendError(
