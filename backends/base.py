@@ -1,9 +1,16 @@
 """The one small interface every backend implements.
 
-A backend loads a model once, says what it is, and runs a generation as a generator of records
-(`visualizer.records`): RunStart, a StepRecord per denoising step, a BlockRecord per finished
-block, RunEnd.  It checks the `stop` event between steps and then ends the run with
+A backend loads a model once, says what it is (`info`) and what it can do (`capabilities`: the
+knobs it reads, its samplers with their accept rules), and runs a generation as a generator of
+records (`visualizer.records`): RunStart, a StepRecord per denoising step, a BlockRecord per
+finished block, RunEnd.  It checks the `stop` event between steps and then ends the run with
 RunEnd(finish_reason="cancelled"), so everything recorded so far is kept.
+
+The run's sequence (check, resolve, the piece table, RunStart, the worker, the stream, RunEnd) is
+written once, in `Backend.generate_rows`; a backend implements only `_produce`, which runs
+its model and emits one `captured.CapturedStep` per step and one `CapturedBlock` per block
+(a backend that batches several prompts in one call also implements `_produce_batch`).
+Adding a backend means one module and one entry in `registry.py`.
 
     backend = load_backend("assets/models/diffusiongemma-tiny-demo")   # backends/__init__.py
     print(backend.info)                                                 # ModelInfo
@@ -16,12 +23,14 @@ are raised as `BackendError` with a message meant for the UI and the CLI.
 
 from __future__ import annotations
 
+import math
 import queue
 import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -36,13 +45,18 @@ from visualizer.records import (
     ModelInfo,
     Record,
     RunEnd,
+    RunStart,
     StepRecord,
     frozen_array,
     frozen_matrix,
 )
+from visualizer.samplers import SamplerSpec
 from visualizer.settings import GenerationSettings
 
-_QUEUE_SIZE = 64  # records buffered between the model's thread and a slow consumer
+from .captured import CapturedBlock, CapturedStep
+from .text import PieceTable
+
+_QUEUE_SIZE = 64  # captured items buffered per batch row between the model's thread and a slow consumer
 _DONE = object()  # the worker's run returned
 _CANCELLED = object()  # the worker's run stopped between two steps
 
@@ -59,13 +73,43 @@ class GenerationCancelled(Exception):
     """Raised inside a backend's step loop, between two steps, when the run has to stop."""
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do, declared once: the app, the CLI, hosted mode and the traces read this,
+    never the backend's name."""
+
+    knobs: frozenset[str]  # the GenerationSettings fields it reads; the others are recorded as None
+    samplers: tuple[SamplerSpec, ...]  # the samplers it runs, its default first
+    max_batch: int | None = 1  # most prompts one generate call takes (`generate_rows`); None: no limit but memory
+
+    def sampler(self, name: str | None) -> SamplerSpec:
+        """The spec of a sampler by name (None: the default); BackendError naming the ones it has."""
+        if name is None:
+            return self.samplers[0]
+        for spec in self.samplers:
+            if spec.name == name:
+                return spec
+        names = ", ".join(spec.name for spec in self.samplers)
+        if len(self.samplers) == 1:
+            raise BackendError(f"this model's backend only has the {names} sampler (got {name!r})")
+        raise BackendError(f"the sampler must be one of {names}, the ones this model's backend runs (got {name!r})")
+
+
+# Knobs every backend reads (the rest are declared per backend).
+COMMON_KNOBS = frozenset({"max_new_tokens", "max_denoising_steps", "seed", "record_topk", "thinking"})
+
+
 class Backend(ABC):
-    name: str = ""  # "transformers" or "mlx"
+    """One model on one backend. A subclass loads the model, declares `capabilities`, and implements
+    `default_settings`, `prompt_ids` and `_produce`; the sequence of a run lives here, once."""
+
+    name: str = ""  # the registry's name for it (`backends.registry`)
+    capabilities: Capabilities
     info: ModelInfo
 
     @abstractmethod
     def default_settings(self) -> GenerationSettings:
-        """The checkpoint's own generation defaults, every knob filled in."""
+        """The checkpoint's own generation defaults, every knob this backend reads filled in."""
 
     @abstractmethod
     def prompt_ids(self, prompt: str, *, thinking: bool = False) -> list[int]:
@@ -73,10 +117,104 @@ class Backend(ABC):
         turns on the template's thinking channel (`enable_thinking`), a BackendError where it has none."""
 
     @abstractmethod
+    def _produce(
+        self,
+        ids: list[int],
+        settings: GenerationSettings,
+        emit: Callable[[CapturedStep | CapturedBlock], None],
+        should_stop: Callable[[], bool],
+    ) -> None:
+        """Run one generation on the worker (`_launch`), calling `emit` after every step and every
+        block, and raising GenerationCancelled between two steps once `should_stop()` is true."""
+
+    def _launch(self, work: Callable[[], None]) -> Future:
+        """Start `work` where this backend's model runs (a new thread unless it keeps its own)."""
+        return start_thread(work, name=f"{self.name}-generate")
+
+    # ---- the one run sequence ----------------------------------------------------------------
     def generate(
         self, prompt: str, settings: GenerationSettings, stop: threading.Event | None = None
     ) -> Iterator[Record]:
         """Run one generation, yielding records as the model produces them."""
+        for batch in self.generate_batches(prompt, settings, stop):
+            yield from batch
+
+    def generate_batches(
+        self, prompt: str, settings: GenerationSettings, stop: threading.Event | None = None
+    ) -> Iterator[list[Record]]:
+        """Run one generation, yielding lists of the records that arrived since the last list.
+
+        RunStart comes first, alone; RunEnd comes last, also after a stop or an error. A slow
+        consumer simply gets longer lists: nothing is dropped and no second thread is needed.
+        """
+        for batch in self.generate_rows([prompt], settings, stop):
+            yield [record for _, record in batch]
+
+    def generate_rows(
+        self, prompts: list[str], settings: GenerationSettings, stop: threading.Event | None = None
+    ) -> Iterator[list[tuple[int, Record]]]:
+        """Run one generation per prompt in one batched call of the model, yielding lists of
+        (row, record) as they arrive; row is the prompt's index.
+
+        Each row's records are a whole run on their own: its RunStart (the first list holds
+        every row's), its steps and blocks, and its RunEnd (the last list holds every row's).
+        A row's samples depend on the batch it ran in (one seed per batch, batched kernels), so
+        a batch of several records it in each RunStart's `batch` ({"size", "row"}); a batch of
+        one is the single-prompt run exactly (`batch` None).
+        """
+        if not prompts:
+            raise BackendError("No prompts to generate: give at least one.")
+        limit = self.capabilities.max_batch
+        if limit is not None and len(prompts) > limit:
+            raise BackendError(
+                f"The {self.name} backend runs at most {limit} prompt(s) at a time (got a batch of {len(prompts)})."
+            )
+        rows_ids = [self._check_row(prompt, settings, row, len(prompts)) for row, prompt in enumerate(prompts)]
+        settings = self.resolve(settings)
+        sampler = self.capabilities.sampler(settings.sampler)
+        stop = stop or threading.Event()
+        started = time.perf_counter()
+        tables = [PieceTable(self.tokenizer) for _ in prompts]
+        yield [
+            (
+                row,
+                RunStart(
+                    prompt_ids=frozen_array(ids, np.int32),
+                    settings=settings.to_dict(),
+                    max_blocks=math.ceil(settings.max_new_tokens / self.info.canvas_length),
+                    sampler_rule=sampler.rule.to_dict(),
+                    batch=None if len(prompts) == 1 else {"size": len(prompts), "row": row},
+                    new_pieces=tables[row].new(ids),
+                ),
+            )
+            for row, ids in enumerate(rows_ids)
+        ]
+
+        def produce(emit, should_stop):
+            self._produce_batch(rows_ids, settings, emit, should_stop)
+
+        def to_record(item: CapturedStep | CapturedBlock) -> Record:
+            # On the consuming thread, not the model's: the copies, the pieces and the decoding of
+            # B rows a step stay off the worker that keeps the GPU busy.
+            pieces = tables[item.row]
+            if isinstance(item, CapturedStep):
+                return step_record(item, pieces)
+            return block_record(item, pieces, self.info.eos_token_ids)
+
+        yield from self._stream(produce, stop, started, rows=len(prompts), to_record=to_record)
+
+    def _produce_batch(
+        self,
+        rows_ids: list[list[int]],
+        settings: GenerationSettings,
+        emit: Callable[[CapturedStep | CapturedBlock], None],
+        should_stop: Callable[[], bool],
+    ) -> None:
+        """`_produce` for a batch of prompts, each captured item saying its `row`. A backend that
+        batches overrides this (and declares `Capabilities.max_batch`); the others run one prompt."""
+        if len(rows_ids) != 1:
+            raise BackendError(f"The {self.name} backend runs one prompt at a time.")
+        self._produce(rows_ids[0], settings, emit, should_stop)
 
     def supports_thinking(self) -> bool:
         """Whether the chat template has a thinking channel to turn on (`enable_thinking`)."""
@@ -94,10 +232,26 @@ class Backend(ABC):
             raise BackendError(f"{self.info.name}: {exc}") from None
 
     def resolve(self, settings: GenerationSettings) -> GenerationSettings:
-        """Fill every None knob from the checkpoint's defaults."""
+        """Fill every None knob from the checkpoint's defaults; knobs this backend does not read
+        become None, so the trace records only what was really used."""
         defaults = self.default_settings()
-        filled = {k: (v if v is not None else getattr(defaults, k)) for k, v in settings.to_dict().items()}
+        filled = {}
+        for key, value in settings.to_dict().items():
+            if key not in self.capabilities.knobs:
+                filled[key] = False if key == "compiled" else None
+            else:
+                filled[key] = value if value is not None else getattr(defaults, key)
+        filled["seed"] = settings.seed
         return GenerationSettings(**filled)
+
+    def _check_row(self, prompt: str, settings: GenerationSettings, row: int, rows: int) -> list[int]:
+        """`check` for one prompt of a batch; the message names the prompt when there are several."""
+        try:
+            return self.check(prompt, settings)
+        except BackendError as exc:
+            if rows == 1:
+                raise
+            raise BackendError(f"Prompt {row + 1} of {rows}: {exc}") from None
 
     def check(self, prompt: str, settings: GenerationSettings) -> list[int]:
         """Validate a request before any work; returns the prompt ids or raises BackendError."""
@@ -106,6 +260,7 @@ class Backend(ABC):
         problems = settings.problems()
         if problems:
             raise BackendError("; ".join(problems))
+        self.capabilities.sampler(settings.sampler)  # a sampler this backend cannot run: one line
         ids = self.prompt_ids(prompt, thinking=bool(settings.thinking))
         problems = self.resolve(settings).problems(
             max_context=self.info.max_context, prompt_tokens=len(ids), canvas_length=self.info.canvas_length
@@ -117,35 +272,40 @@ class Backend(ABC):
     def close(self) -> None:
         """Free the model's memory; the backend cannot be used afterwards."""
 
-    # ---- shared by the backends --------------------------------------------------------------
     def decode(self, sequence: np.ndarray) -> str:
         """The response text of a run's committed tokens."""
         return self.tokenizer.decode(sequence.tolist(), skip_special_tokens=True)
 
     def failure_message(self, exc: BaseException) -> str:
         """One line for a run that failed (backends add their own out-of-memory types)."""
+        if isinstance(exc, BackendError):
+            return str(exc)
         if isinstance(exc, MemoryError):
             return "Out of memory during generation: lower max new tokens, or use a shorter prompt."
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         return f"Generation failed: {type(exc).__name__}: {first[:300]}"
 
-    def stream(
+    def _stream(
         self,
-        launch: Callable[[Callable[[], None]], Future],
-        produce: Callable[[Callable[[Record], None], Callable[[], bool]], None],
+        produce: Callable[[Callable[[CapturedStep | CapturedBlock], None], Callable[[], bool]], None],
         stop: threading.Event,
         started: float,
-    ) -> Iterator[Record]:
-        """Yield the records a worker thread produces, as they come, then the run's RunEnd.
+        *,
+        rows: int = 1,
+        to_record: Callable[[CapturedStep | CapturedBlock], Record],
+    ) -> Iterator[list[tuple[int, Record]]]:
+        """Yield the (row, record) pairs a worker produces, in lists of whatever has arrived, then
+        each row's RunEnd.
 
-        `produce(emit, should_stop)` runs the generation on the worker (`launch` starts it and
-        returns a Future), calls `emit` for each StepRecord and BlockRecord, and raises
-        GenerationCancelled between two steps once `should_stop()` is true.  A bounded queue
-        bridges the two threads; exceptions come through it and end the run with a message.
-        When the consumer closes this generator early, the worker stops at its next step and is
-        waited for, so no run outlives its generator.
+        `produce(emit, should_stop)` runs on the worker (`_launch`), calls `emit` for each
+        CapturedStep and CapturedBlock (which `to_record` turns into records here, on the
+        consuming thread), and raises GenerationCancelled between two steps once
+        `should_stop()` is true.  A bounded queue bridges the two threads; exceptions come
+        through it and end the run with a message.  When the consumer closes this generator
+        early, the worker stops at its next step and is waited for, so no run outlives its
+        generator.  Ctrl-C in the consuming thread stops the run the same way as `stop`.
         """
-        records: queue.Queue = queue.Queue(maxsize=_QUEUE_SIZE)
+        records: queue.Queue = queue.Queue(maxsize=_QUEUE_SIZE * rows)  # as many steps buffered at any batch size
         halt = threading.Event()  # set when the consumer is gone: the worker must not wait on the queue
 
         def emit(item) -> None:
@@ -165,41 +325,71 @@ class Backend(ABC):
             except BaseException as exc:  # forwarded to the consumer, which ends the run with it
                 emit(exc)
 
-        job = launch(work)
-        blocks: list[np.ndarray] = []
+        job = self._launch(work)
+        blocks: list[list[np.ndarray]] = [[] for _ in range(rows)]
         finish, error = None, None
         try:
-            while True:
+            while finish is None:
                 try:
-                    item = records.get(timeout=0.1)
+                    first = records.get(timeout=0.1)
                 except queue.Empty:
                     if job.done() and records.empty():
                         break
                     continue
-                if item is _DONE:
-                    break
-                if item is _CANCELLED:
-                    finish = FINISH_CANCELLED
-                    break
-                if isinstance(item, BaseException):
-                    finish, error = FINISH_ERROR, self.failure_message(item)
-                    break
-                if isinstance(item, BlockRecord):
-                    blocks.append(item.tokens)
-                yield item
+                except KeyboardInterrupt:
+                    stop.set()  # the worker ends the run at its next step; RunEnd says "cancelled"
+                    continue
+                batch = []
+                for item in _drain(records, first):
+                    if item is _DONE:
+                        finish = finish or "done"
+                    elif item is _CANCELLED:
+                        finish = FINISH_CANCELLED
+                    elif isinstance(item, BaseException):
+                        finish, error = FINISH_ERROR, self.failure_message(item)
+                    else:
+                        try:
+                            record = to_record(item)
+                        except Exception as exc:  # a capture that broke the record rules: end the run with it
+                            finish, error = FINISH_ERROR, self.failure_message(exc)
+                            break
+                        if isinstance(record, BlockRecord):
+                            blocks[item.row].append(record.tokens)
+                        batch.append((item.row, record))
+                    if finish is not None:
+                        break
+                if batch:
+                    yield batch
         finally:
             halt.set()
             job.exception()  # waits until the worker has left the run
-        sequence = np.concatenate(blocks) if blocks else np.zeros(0, np.int32)
-        if finish is None:
-            finish = FINISH_EOS if np.isin(sequence, self.info.eos_token_ids).any() else FINISH_LENGTH
-        yield RunEnd(
-            finish_reason=finish,
-            sequence=frozen_array(sequence, np.int32),
-            text=self.decode(sequence),
-            wall_time_s=time.perf_counter() - started,
-            error=error,
-        )
+        finish = None if finish == "done" else finish
+        yield [(row, run_end(self, blocks[row], finish=finish, error=error, started=started)) for row in range(rows)]
+
+
+def _drain(records: queue.Queue, first):
+    """`first`, then every item already waiting in the queue."""
+    yield first
+    while True:
+        try:
+            yield records.get_nowait()
+        except queue.Empty:
+            return
+
+
+def run_end(backend: Backend, blocks: list[np.ndarray], *, finish: str | None, error: str | None, started: float) -> RunEnd:
+    """The RunEnd of a run whose committed blocks are `blocks`; `finish` None means it ran to its end
+    (EOS when a block holds one, else length)."""
+    sequence = np.concatenate(blocks) if blocks else np.zeros(0, np.int32)
+    if finish is None:
+        finish = FINISH_EOS if np.isin(sequence, backend.info.eos_token_ids).any() else FINISH_LENGTH
+    return RunEnd(
+        finish_reason=finish,
+        sequence=frozen_array(sequence, np.int32),
+        text=backend.decode(sequence),
+        wall_time_s=time.perf_counter() - started,
+        error=error,
+    )
 
 
 def start_thread(fn: Callable[[], None], name: str) -> Future:
@@ -223,13 +413,9 @@ def start_thread(fn: Callable[[], None], name: str) -> Future:
     return future
 
 
-def step_record(item, pieces) -> StepRecord:
-    """A StepRecord from a backend's captured step (block, step, steps_remaining, accepted,
-    canvas, argmax, entropy_nats, wall_time_s, and optionally topk_ids, topk_probs and
-    sample_probability), with the pieces of ids not sent before."""
-    topk_ids = getattr(item, "topk_ids", None)
-    topk_probs = getattr(item, "topk_probs", None)
-    sample_probability = getattr(item, "sample_probability", None)
+def step_record(item: CapturedStep, pieces) -> StepRecord:
+    """A StepRecord from a captured step, with the pieces of ids not sent before."""
+    topk_ids, topk_probs, sample_probability = item.topk_ids, item.topk_probs, item.sample_probability
     shown = [item.argmax, item.canvas[item.accepted]] + ([topk_ids.reshape(-1)] if topk_ids is not None else [])
     return StepRecord(
         block=item.block,
@@ -247,8 +433,8 @@ def step_record(item, pieces) -> StepRecord:
     )
 
 
-def block_record(item, pieces, eos_token_ids) -> BlockRecord:
-    """A BlockRecord from a captured block (block, tokens, steps_used, converged)."""
+def block_record(item: CapturedBlock, pieces, eos_token_ids) -> BlockRecord:
+    """A BlockRecord from a captured block, with the pieces of ids not sent before."""
     eos = np.flatnonzero(np.isin(item.tokens, eos_token_ids))
     return BlockRecord(
         block=item.block,

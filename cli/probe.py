@@ -1,7 +1,7 @@
 """`probe` runs the study's six regimes on a model, saves every trace and writes the per-regime tables.
 
     python -m visualizer probe --regimes math json --seeds 5 --out runs/probe
-    results = run_probe(backend, probes, seeds=5, out="runs/probe")    # one ProbeResult per generation
+    results = run_probe(backend, probes, seeds=5, out="runs/probe", check=check_answer)   # one ProbeResult each
 
 The statistics and tables live in `visualizer.probe` (they work on traces alone); this module is
 the runner: it drives a backend, saves traces atomically, resumes, and refuses an OUT made with
@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from backends.registry import backend_names
+from backends.run import record_trace
 from visualizer.metrics.stats import N_RESAMPLES
 from visualizer.probe import (
     MANIFEST,
@@ -29,6 +31,8 @@ from visualizer.probe import (
 )
 from visualizer.settings import GenerationSettings
 from visualizer.trace import Trace, TraceError
+
+from .common import CliError
 
 
 # ---- running --------------------------------------------------------------------------------------
@@ -58,9 +62,9 @@ def run_probe(
         trace = _load_finished(path)
         resumed = trace is not None
         if trace is None:
-            trace = Trace(model=backend.info, prompt=probe.prompt)
-            for record in backend.generate(probe.prompt, settings.replace(seed=seed)):
-                trace.append(record)
+            trace = record_trace(backend, probe.prompt, settings.replace(seed=seed))
+            if trace.end is not None and trace.end.finish_reason == "cancelled":
+                raise ProbeError("interrupted; run the same command again to resume")
             if trace.end is None or trace.end.finish_reason not in ("eos", "length"):
                 reason = trace.end.error or trace.end.finish_reason if trace.end else "no end record"
                 raise ProbeError(f"{probe.regime}/{probe.prompt_id} seed {seed} did not finish: {reason}")
@@ -113,7 +117,6 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in str(name))
 
 
-# ---- tables ----------------------------------------------------------------------------------------
 # ---- command line ------------------------------------------------------------------------------------
 class ProgressBar:
     """Plain stderr progress: one redrawn line on a terminal, a line per item otherwise.
@@ -160,7 +163,7 @@ def add_probe_command(subparsers) -> None:
     parser.add_argument("--per-regime", type=int, default=20, help="prompts per regime, both splits together (default 20)")
     parser.add_argument("--include-exploratory", action="store_true", help="also run and report the exploratory prompts")
     parser.add_argument("--model", default=None, help="model folder or hub id (default: the built-in model)")
-    parser.add_argument("--backend", choices=("transformers", "mlx"), default=None, help="default: picked from the model")
+    parser.add_argument("--backend", choices=backend_names(), default=None, help="default: picked from the model")
     parser.add_argument("--max-new-tokens", type=int, default=None, help="output budget (default: the model's)")
     parser.add_argument("--steps", type=int, dest="max_denoising_steps", help="max denoising steps per block (default: the model's)")
     parser.add_argument("--bootstrap", type=int, default=N_RESAMPLES, help=f"bootstrap resamples (default {N_RESAMPLES})")
@@ -168,28 +171,26 @@ def add_probe_command(subparsers) -> None:
 
 
 def probe_command(args) -> int:
-    try:
-        from prompts.probes import REGIMES, check_answer, probe_suite
-    except ImportError as exc:
-        return _fail(f"the probe prompts are not available ({exc})")
+    from prompts.probes import REGIMES, check_answer, probe_suite
+
     regimes = [r for item in (args.regimes or REGIMES) for r in item.split(",") if r]
     unknown = sorted(set(regimes) - set(REGIMES))
     if unknown:
-        return _fail(f"unknown regime(s): {', '.join(unknown)}; choose from {', '.join(REGIMES)}")
+        raise CliError(f"unknown regime(s): {', '.join(unknown)}; choose from {', '.join(REGIMES)}")
     for name in ("seeds", "per_regime", "bootstrap"):
         if getattr(args, name) < 1:
-            return _fail(f"--{name.replace('_', '-')} must be at least 1")
+            raise CliError(f"--{name.replace('_', '-')} must be at least 1")
     settings = GenerationSettings(max_new_tokens=args.max_new_tokens, max_denoising_steps=args.max_denoising_steps)
     problems = settings.problems()
     if problems:
-        return _fail("; ".join(problems))
+        raise CliError("; ".join(problems))
     try:
         suite = probe_suite(list(dict.fromkeys(regimes)), per_regime=args.per_regime)
     except ValueError as exc:
-        return _fail(str(exc))
+        raise CliError(str(exc))
     probes = [p for p in suite if args.include_exploratory or p.split == SPLIT_CONFIRMATORY]
     if not probes:
-        return _fail("no prompts to run: the selected regimes have no confirmatory prompts (try --include-exploratory)")
+        raise CliError("no prompts to run: the selected regimes have no confirmatory prompts (try --include-exploratory)")
 
     from backends import BUILTIN_MODEL_DIR, RANDOM_MODEL_DIR, BackendError, default_model, load_backend
 
@@ -201,11 +202,11 @@ def probe_command(args) -> int:
         print(f"probe: {len(probes)} prompts × {args.seeds} seeds on {backend.info.name} ({backend.info.device})", file=sys.stderr)
         results = run_probe(backend, probes, seeds=args.seeds, out=args.out, settings=settings, check=check_answer, progress=ProgressBar())
     except (BackendError, ProbeError) as exc:
-        return _fail(str(exc))
+        raise CliError(str(exc)) from None
     except OSError as exc:
-        return _fail(f"cannot write to {args.out}: {exc.strerror or exc}")
+        raise CliError(f"cannot write to {args.out}: {exc.strerror or exc}") from None
     except KeyboardInterrupt:
-        return _fail("interrupted; run the same command again to resume")
+        raise CliError("interrupted; run the same command again to resume") from None
     tables = regime_tables(results, include_exploratory=args.include_exploratory, n_resamples=args.bootstrap)
     meta = {
         "model": backend.info.name,
@@ -218,8 +219,3 @@ def probe_command(args) -> int:
     md, _ = write_tables(args.out, tables, meta, results)
     print(md.read_text(encoding="utf-8"))
     return 0
-
-
-def _fail(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return 2

@@ -16,7 +16,8 @@ from gradio_client import Client
 from gradio_client.exceptions import ValidationError
 
 import app as app_module
-from visualizer.live_stream import RING, LiveState
+from visualizer.live_decode import LiveState
+from visualizer.live_stream import RING
 
 GENERATE_ARGS = dict(
     max_new_tokens=768, steps=48, entropy_bound=0.1, t_min=0.4, t_max=0.8, seed=0, sampler="entropy-bound", temperature=1.0,
@@ -62,26 +63,34 @@ HANG_S = 300  # an outer bound against a hang only; no test here measures speed
 
 def spy_on_runs(monkeypatch, hold_steps=()) -> tuple[list, dict]:
     """Record, on the server, when each run's record stream starts and ends (in order, no clock),
-    and hold the model after each step of block 0 in `hold_steps` until the test releases it.
-    Patched on the backend's class, so every run of the app's loaded model goes through it."""
+    and hold the model before the step after each step in `hold_steps` (counted over the whole
+    test, from 0) until the test releases it: the model waits for the client, not the reverse.
+    Patched on the classes, so every run of the app's loaded model goes through it."""
+    from transformers import DiffusionGemmaForBlockDiffusion
+
     from backends.transformers_backend import TransformersBackend
-    from visualizer.records import StepRecord
 
     events: list = []
     holds = {step: threading.Event() for step in hold_steps}
-    real = TransformersBackend.generate
+    real_batches, real_step = TransformersBackend.generate_batches, DiffusionGemmaForBlockDiffusion._denoising_step
+    calls = []
 
-    def generate_spy(self, prompt, *args, **kwargs):
+    def generate_batches_spy(self, prompt, *args, **kwargs):
         events.append(("start", prompt))
         try:
-            for record in real(self, prompt, *args, **kwargs):
-                yield record
-                if isinstance(record, StepRecord) and record.block == 0 and record.step in holds:
-                    holds[record.step].wait(timeout=HANG_S)  # until the client has seen this frame
+            yield from real_batches(self, prompt, *args, **kwargs)
         finally:
             events.append(("end", prompt))
 
-    monkeypatch.setattr(TransformersBackend, "generate", generate_spy)
+    def denoising_step_spy(self, *args, **kwargs):
+        calls.append(None)
+        step = len(calls) - 1  # this step's number: steps 0..step-1 are done
+        if step - 1 in holds:
+            holds[step - 1].wait(timeout=HANG_S)  # until the client has seen the step before
+        return real_step(self, *args, **kwargs)
+
+    monkeypatch.setattr(TransformersBackend, "generate_batches", generate_batches_spy)
+    monkeypatch.setattr(DiffusionGemmaForBlockDiffusion, "_denoising_step", denoising_step_spy)
     return events, holds
 
 
@@ -94,8 +103,9 @@ def test_frames_stream_live_then_the_run_replays(served, monkeypatch):
     for output in job:
         arrivals.append((job.done(), output))
         seen = max([-1] + [json.loads(line)["i"] for line in output[2:] if line])
-        for step in [s for s in holds if s <= seen]:
-            holds.pop(step).set()  # block 0's step s is frame s: the client saw it, let the model go on
+        for step, seen_it in holds.items():
+            if step <= seen:
+                seen_it.set()  # block 0's step s is frame s: the client saw it, the model may go on
     # the log grew while the model was still generating (held until each frame was seen): many
     # updates, the first one included
     done_at_first, first = arrivals[0]

@@ -97,7 +97,6 @@ def test_closing_a_hosted_app_leaves_the_other_apps_examples_readable(tmp_path, 
             assert load_example(second.local_url, 0) == ""  # it serves the same example file
         finally:
             second.close()
-            app_module.HOSTING = hosting.Hosting.from_environment()
         assert load_example(url, 0) == ""
     finally:
         close_app(first)

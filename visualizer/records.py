@@ -39,8 +39,14 @@ FINISH_REASONS = (FINISH_EOS, FINISH_LENGTH, FINISH_CANCELLED, FINISH_ERROR)
 
 
 def frozen_array(values, dtype) -> np.ndarray:
-    """A read-only 1-D numpy copy of `values` with the given dtype."""
-    array = np.array(values, dtype=dtype).reshape(-1)
+    """A read-only 1-D numpy copy of `values` with the given dtype.
+
+    A record's arrays are one run's: a (batch, canvas) array is a ValueError, never flattened
+    into a plausible-looking longer record (a batched capture hands over one row at a time)."""
+    array = np.array(values, dtype=dtype)
+    if array.ndim > 1:
+        raise ValueError(f"a record array must be 1-D (one run's row), got shape {array.shape}")
+    array = array.reshape(-1)
     array.flags.writeable = False
     return array
 
@@ -80,7 +86,7 @@ class ModelInfo(_ArrayRecord):
 
     name: str  # display name, e.g. "google/diffusiongemma-26B-A4B-it" or "built-in demo model"
     source: str  # hub id or local folder it was loaded from
-    backend: str  # "transformers" or "mlx"
+    backend: str  # the registry name of the backend that ran it (`backends.registry`), shown, never branched on
     device: str  # "cuda:0", "cpu", "mps", "metal", ...
     dtype: str  # "bfloat16", "float32", "4-bit", ...
     canvas_length: int  # tokens per block (256 for DiffusionGemma)
@@ -99,6 +105,14 @@ class RunStart(_ArrayRecord):
     prompt_ids: np.ndarray  # (prompt_len,) int32, the chat-templated prompt fed to the encoder
     settings: dict  # every knob with the value actually used (checkpoint defaults filled in)
     max_blocks: int  # ceil(max_new_tokens / canvas_length): fixes the layout before any step
+    # The sampler's accept rule (`visualizer.samplers.AcceptRule.to_dict()`); None in traces written
+    # before rules were recorded (version 2), whose rule `Trace.sampler_rule` derives.
+    sampler_rule: dict | None = None
+    # The batch this run was generated in, when it shared one call of the model with other prompts:
+    # {"size": prompts in the batch, "row": this prompt's index}. A row's samples depend on its
+    # batch (one seed per batch, batched kernels), so reproducing it needs the same batch, in the
+    # same order. None: generated alone (a batch of one).
+    batch: dict | None = None
     new_pieces: dict = field(default_factory=dict, compare=False)  # {token id: text} for prompt ids
 
 
