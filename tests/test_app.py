@@ -61,7 +61,7 @@ def run_message(client) -> tuple[str, str]:
 HANG_S = 300  # an outer bound against a hang only; no test here measures speed
 
 
-def spy_on_runs(monkeypatch, hold_steps=()) -> tuple[list, dict]:
+def spy_on_runs(monkeypatch, hold_steps=()) -> tuple[list, dict, list]:
     """Record, on the server, when each run's record stream starts and ends (in order, no clock),
     and hold the model before the step after each step in `hold_steps` (counted over the whole
     test, from 0) until the test releases it: the model waits for the client, not the reverse.
@@ -91,12 +91,12 @@ def spy_on_runs(monkeypatch, hold_steps=()) -> tuple[list, dict]:
 
     monkeypatch.setattr(TransformersBackend, "generate_batches", generate_batches_spy)
     monkeypatch.setattr(DiffusionGemmaForBlockDiffusion, "_denoising_step", denoising_step_spy)
-    return events, holds
+    return events, holds, calls
 
 
 def test_frames_stream_live_then_the_run_replays(served, monkeypatch):
     url, model, _ = served
-    _, holds = spy_on_runs(monkeypatch, hold_steps=range(1, 22))  # the model waits until each of 21 frames is seen
+    _, holds, steps_run = spy_on_runs(monkeypatch, hold_steps=range(1, 22))  # the model waits until each of 21 frames is seen
     client = Client(url, verbose=False)
     job = generate(client, "Write a six-line poem about the ocean.", model)
     arrivals = []
@@ -109,6 +109,7 @@ def test_frames_stream_live_then_the_run_replays(served, monkeypatch):
     # the log grew while the model was still generating (held until each frame was seen): many
     # updates, the first one included
     done_at_first, first = arrivals[0]
+    assert len(steps_run) == 3 * 48  # the model went through the spy that held it (3 blocks of 48 steps)
     assert not done_at_first and first[0].startswith('{"type":"start"')
     assert sum(not done for done, _ in arrivals) > 10
     newest = [max([-1] + [json.loads(line)["i"] for line in value[2:] if line]) for _, value in arrivals]
@@ -193,7 +194,7 @@ def test_one_generation_at_a_time_and_the_queue_position_is_reported(served, mon
     from gradio_client.utils import Status
 
     url, model, _ = served
-    events, holds = spy_on_runs(monkeypatch, hold_steps=[1])  # A waits at its step 1 until B is seen queued
+    events, holds, _ = spy_on_runs(monkeypatch, hold_steps=[1])  # A waits at its step 1 until B is seen queued
     a, b = Client(url, verbose=False), Client(url, verbose=False)
     job_a = generate(a, "First in line.", model, max_new_tokens=512)
     while not job_a.outputs():
