@@ -63,8 +63,8 @@ class ProbeResult:
     structure_auroc: float | Undefined = Undefined("not measured")  # P(structural commits before free)
 
 
-def result_from_trace(probe, seed: int, trace: Trace, trace_file: str, check: Callable) -> ProbeResult:
-    metrics = run_metrics(trace)
+def result_from_trace(probe, seed: int, trace: Trace, trace_file: str, check: Callable, *, metrics=None) -> ProbeResult:
+    metrics = metrics or run_metrics(trace)  # the runner passes them when it also writes them (visualizer.results)
     structure = structure_first(trace)  # the answer only, the family guessed from the prompt
     response = trace.end.text if trace.end else ""
     return ProbeResult(
