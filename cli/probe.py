@@ -77,7 +77,7 @@ def item_of(probe, seed: int) -> str:
 
 def trace_file(probe, seed: int) -> str:
     """Where a generation's trace is saved, relative to OUT."""
-    return f"traces/{_safe(probe.regime)}/{_safe(probe.prompt_id)}-seed{seed}.json"
+    return _trace_file_of(item_of(probe, seed))
 
 
 def prepare_out(out, info, settings: GenerationSettings, items: list, *, batch_size, choose_batch_size=None,
@@ -112,7 +112,7 @@ def prepare_out(out, info, settings: GenerationSettings, items: list, *, batch_s
         )
     if existing is not None and recorded is None and plan.batch_size != 1:
         raise ProbeError(f"{out} holds a run made one prompt at a time: resume it with --batch-size 1, or choose another --out")
-    todo = [b for b in plan.batches if not part_done(out, b.index)]
+    todo = [b for b in plan.batches if not _batch_done(out, b)]
     manifest |= {
         "plan": plan.to_dict(),
         "batch_size_chosen": chosen,  # "auto": picked from free GPU memory when the plan was made
@@ -124,6 +124,19 @@ def prepare_out(out, info, settings: GenerationSettings, items: list, *, batch_s
     partial.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
     os.replace(partial, path)
     return plan, todo
+
+
+def _batch_done(out: Path, batch: Batch) -> bool:
+    """Its result rows are written (that happens last) and its traces are all there."""
+    if not part_done(out, batch.index):
+        return False
+    return all((out / _trace_file_of(item)).exists() for item in batch.items)
+
+
+def _trace_file_of(item: str) -> str:
+    regime, rest = item.split("/", 1)
+    prompt_id, seed = rest.rsplit("/", 1)
+    return f"traces/{_safe(regime)}/{_safe(prompt_id)}-{seed}.json"
 
 
 def _read_manifest(path: Path) -> dict | None:

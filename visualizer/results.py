@@ -14,11 +14,12 @@ is done, so a rerun knows which batches are finished; `merge_parts` joins them i
     write_part(out, 3, [generation], positions)
     merge_parts(out, batches=range(n))              # -> the two files above
     results = read_results(out)                     # ProbeResult per generation, for regime_tables
-Undefined values are null (the tables say "–" for them, as for any undefined value).
+Undefined values are null, and the `undefined` column says why (JSON: {column: reason}).
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -37,6 +38,7 @@ POSITIONS = "positions.parquet"
 _PARTS = "parts"
 
 # Per-run metrics copied from RunMetrics as they are (ints, floats or Undefined -> null).
+_RESULT_VALUES = ("tau_b", "control_tau_b", "mean_commit_entropy_nats", "structure_difference", "structure_auroc")
 RUN_METRICS = (
     "content_tokens", "thought_tokens", "measured_tokens", "excluded_eos", "excluded_pad", "tau_b_blocks",
     "tau_b_raw_mean", "tokens_per_accept_step", "committed_at_finalize", "same_step_fraction", "steps_used",
@@ -58,6 +60,10 @@ def result_rows(result: ProbeResult, metrics: RunMetrics, trace: Trace, *, batch
         **{f"bin_tau_b_{size}": _value(result.bin_tau_b[size]) for size in BIN_SIZES},
         **{name: _value(getattr(metrics, name)) for name in RUN_METRICS},
     }
+    reasons = {name: value.reason for name, value in
+               [*((n, getattr(result, n)) for n in _RESULT_VALUES), *((n, getattr(metrics, n)) for n in RUN_METRICS),
+                *((f"bin_tau_b_{size}", result.bin_tau_b[size]) for size in BIN_SIZES)] if isinstance(value, Undefined)}
+    generation["undefined"] = json.dumps(reasons)  # why each null value is undefined (JSON: {column: reason})
     positions = []
     for block in metrics.blocks:
         commits = block_commits(trace, block.block)
@@ -113,7 +119,9 @@ def read_results(out) -> list[ProbeResult]:
 
     def value(row, name):
         v = row[name]
-        return Undefined(f"{name} undefined in this generation") if v is None or (isinstance(v, float) and np.isnan(v)) else v
+        if v is None or (isinstance(v, float) and np.isnan(v)):
+            return Undefined(json.loads(row.get("undefined") or "{}").get(name, f"{name} undefined in this generation"))
+        return v
 
     return [
         ProbeResult(
