@@ -95,9 +95,25 @@ def join_cluster() -> Cluster:
         _own_gpu(cluster.local_rank)
         import torch.distributed as dist
 
-        if not dist.is_initialized():
-            dist.init_process_group("gloo", timeout=_GROUP_TIMEOUT)  # control messages only: gloo on any host
+        if not dist.is_initialized():  # control messages only: gloo on any host
+            dist.init_process_group("gloo", store=_attempt_store(cluster), rank=cluster.rank, world_size=world,
+                                    timeout=_GROUP_TIMEOUT)
     return cluster
+
+
+def _attempt_store(cluster: Cluster):
+    """torchrun's store, with keys of this attempt only.
+
+    torchrun keeps one store (its agent's) across --max-restarts attempts; a process group built on
+    it as is finds the keys of the killed attempt and hangs in init_process_group (seen on torch
+    2.13 with the static and the c10d rendezvous). A prefix per attempt gives each its own keys.
+    """
+    import torch.distributed as dist
+
+    agent_hosts_it = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), cluster.world_size,
+                          is_master=not agent_hosts_it and cluster.rank == 0, timeout=timedelta(minutes=10))
+    return dist.PrefixStore(f"visualizer-probe-attempt-{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}", store)
 
 
 def leave_cluster(cluster: Cluster) -> None:
