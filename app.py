@@ -28,7 +28,6 @@ import gradio as gr
 from backends import BackendError, ModelChoice, default_model
 from hosting import MODELS, Hosting, generate_validator
 from sessions import SessionRegistry
-from backends.mlx_backend import SAMPLER_NOTES
 from prompts.builtin_guide import guide_markdown
 from prompts.demos import DEMOS
 from visualizer.animation import AnimationError, AnimationOptions, parse_blocks
@@ -41,7 +40,7 @@ from visualizer.layout import grid_layout, text_layout
 from visualizer.live_stream import LiveEncoder, LiveRing, batches, replay_value
 from visualizer.palette import PALETTES, get_palette
 from visualizer.render_html import frame_caption, render_frame_html
-from visualizer.settings import DEFAULT_RECORD_TOPK, MAX_RECORD_TOPK, SAMPLER_ENTROPY_BOUND, SAMPLERS, GenerationSettings
+from visualizer.settings import DEFAULT_RECORD_TOPK, MAX_RECORD_TOPK, SAMPLER_ENTROPY_BOUND, GenerationSettings
 from visualizer.states import frame_refs, frame_state
 from visualizer.thinking import thoughts_and_answer
 from visualizer.replay import example_traces, load_upload, save_download
@@ -164,20 +163,23 @@ def end_message(trace: Trace) -> str:
 
 # ---- handlers ------------------------------------------------------------------------------------
 def knob_updates(backend):
-    """The knobs at the model's defaults; the sampler and temperature exist only on MLX; thinking
-    only where the chat template has the switch."""
-    settings, mlx = backend.default_settings(), backend.info.backend == "mlx"
+    """The knobs at the model's defaults, shown where the backend declares them (`capabilities`):
+    the sampler picker where it has more than one sampler; thinking only where the chat template
+    has the switch."""
+    settings, caps = backend.default_settings(), backend.capabilities
     thinks = backend.supports_thinking()
-    sampler = settings.sampler or SAMPLER_ENTROPY_BOUND
+    spec = caps.sampler(settings.sampler)
+    pick = len(caps.samplers) > 1
+    has_temperature = "temperature" in caps.knobs
     return (
         gr.Slider(value=settings.max_new_tokens),
         gr.Slider(value=settings.max_denoising_steps),
         gr.Number(value=settings.entropy_bound),
         gr.Number(value=settings.t_min),
         gr.Number(value=settings.t_max),
-        gr.update(value=sampler, visible=mlx),  # an update: a new Dropdown without choices would warn
-        gr.Slider(value=settings.temperature if settings.temperature is not None else 1.0, visible=mlx),
-        gr.Markdown(SAMPLER_NOTES[sampler], visible=mlx),
+        gr.Dropdown(choices=[s.name for s in caps.samplers], value=spec.name, visible=pick),
+        gr.Slider(value=settings.temperature if settings.temperature is not None else 1.0, visible=has_temperature),
+        gr.Markdown(spec.note, visible=pick),
         gr.Checkbox(value=False, interactive=thinks, info=THINKING_NOTE if thinks else NO_THINKING_NOTE),
     )
 
@@ -197,6 +199,14 @@ def select_model(label: str, previous: str):
             return (gr.skip(), gr.skip(), f"{exc}", *([gr.skip()] * N_KNOBS), gr.skip())
         return (gr.update(value=fallback.label), model_info_markdown(backend.info), f"{exc}", *knob_updates(backend), fallback.label)
     return (gr.skip(), model_info_markdown(backend.info), "", *knob_updates(backend), label)
+
+
+def sampler_note_for(name: str, model_label: str) -> str:
+    """The one-line note of the picked sampler, as the loaded model's backend declares it."""
+    try:
+        return MODELS.get(choice_for(model_label).source).capabilities.sampler(name).note
+    except BackendError:
+        return ""
 
 
 def pick_demo(title: str):
@@ -223,7 +233,7 @@ def generate(
         if not MODELS.loaded(choice.source):
             gr.Info(f"Loading {choice.label} (once for everyone; later runs start at once)...")
         backend = MODELS.get(choice.source)
-        mlx = backend.info.backend == "mlx"
+        knobs = backend.capabilities.knobs
         settings = GenerationSettings(
             max_new_tokens=_int(max_new_tokens, "max new tokens"),
             max_denoising_steps=_int(steps, "max denoising steps"),
@@ -231,8 +241,8 @@ def generate(
             t_min=_float(t_min, "t_min"),
             t_max=_float(t_max, "t_max"),
             seed=_int(seed, "seed"),
-            sampler=sampler if mlx else None,
-            temperature=_float(temperature, "temperature") if mlx else None,
+            sampler=sampler if "sampler" in knobs else None,
+            temperature=_float(temperature, "temperature") if "temperature" in knobs else None,
             record_topk=_int(record_topk, "record candidates (top-k)"),
             thinking=bool(thinking),
         )
@@ -497,7 +507,7 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
                         t_min = gr.Number(value=0.4, label="t_min (last step)")
                         t_max = gr.Number(value=0.8, label="t_max (first step)")
                     seed = gr.Number(value=0, precision=0, label="Seed")
-                    sampler = gr.Dropdown(list(SAMPLERS), value=SAMPLER_ENTROPY_BOUND, label="Sampler (MLX)", visible=False)
+                    sampler = gr.Dropdown([SAMPLER_ENTROPY_BOUND], value=SAMPLER_ENTROPY_BOUND, label="Sampler", visible=False)
                     temperature = gr.Slider(0, 2, value=1.0, step=0.05, label="Temperature (MLX)", visible=False)
                     sampler_note = gr.Markdown(visible=False)
                     thinking = gr.Checkbox(False, label="Thinking channel", interactive=False, info=NO_THINKING_NOTE)
@@ -571,7 +581,7 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
         demo_app.load(select_model, [model_picker, current_model], model_outputs, api_name="load_model")
         model_picker.change(select_model, [model_picker, current_model], model_outputs, api_visibility="private")
         demo_picker.change(pick_demo, demo_picker, [prompt, watch_for], api_visibility="private")
-        sampler.change(lambda name: SAMPLER_NOTES.get(name, ""), sampler, sampler_note, api_visibility="private")
+        sampler.change(sampler_note_for, [sampler, current_model], sampler_note, api_visibility="private")
         generate_inputs = [prompt, model_picker, *knobs, seed, sampler, temperature, session, thinking, record_topk]
         # A new run or trace: the panels go back to their hints, never showing the previous run's
         # answers.  Set in the browser and registered before the run's own handler: Gradio's front

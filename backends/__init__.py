@@ -13,42 +13,30 @@ On Apple silicon with MLX installed, the real checkpoint's picker entry is the M
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import platform
 from dataclasses import dataclass
 from pathlib import Path
 
-from .base import Backend, BackendError, BackendUnavailable
-from .run import record_trace
+from .base import Backend, BackendError, BackendUnavailable, Capabilities
+from .known import REAL_CHECKPOINT, REAL_CHECKPOINT_GPU_GB, REAL_CHECKPOINT_MLX
+from .registry import BACKENDS, MLX_INSTALL_HINT, backend_for_source, backend_names, is_mlx_model, mlx_installed
+from .run import record_trace, run_records
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
-REAL_CHECKPOINT = "google/diffusiongemma-26B-A4B-it"
-REAL_CHECKPOINT_MLX = "mlx-community/diffusiongemma-26B-A4B-it-4bit"
 BUILTIN_MODEL_DIR = ASSETS / "models" / "diffusiongemma-tiny-demo"
 RANDOM_MODEL_DIR = Path.home() / ".cache" / "diffusion-visualizer" / "random-tiny"
-
-MLX_INSTALL_HINT = (
-    "The MLX backend needs Apple silicon with `pip install mlx==0.32.4 mlx-vlm==0.7.10` "
-    "(on Linux, for tests only: `pip install 'mlx[cpu]==0.32.4' jinja2 requests` and "
-    "`pip install --no-deps mlx-vlm==0.7.10`)."
-)
 
 
 @dataclass(frozen=True)
 class ModelChoice:
     label: str  # what the picker shows
     source: str  # hub id or folder
-    backend: str  # "transformers" or "mlx"
+    backend: str  # a name in `registry.BACKENDS`
     builtin: bool
 
 
 def is_apple_silicon() -> bool:
     return platform.system() == "Darwin" and platform.machine() == "arm64"
-
-
-def mlx_installed() -> bool:
-    return importlib.util.find_spec("mlx") is not None and importlib.util.find_spec("mlx_vlm") is not None
 
 
 def cuda_memory_gb() -> float:
@@ -68,31 +56,9 @@ def pick_backend_kind() -> str:
     return "mlx" if is_apple_silicon() and mlx_installed() else "transformers"
 
 
-def is_mlx_model(source: str) -> bool:
-    """An mlx-community id, or a folder whose weights MLX saved (mlx-vlm, mlx-lm, training.convert_mlx).
-
-    MLX writes {"format": "mlx"} into the header of every safetensors file it saves, where
-    transformers writes "pt": the folder's first weight file says which library wrote it.
-    """
-    if source.startswith("mlx-community/"):
-        return True
-    folder = Path(source).expanduser()
-    weights = sorted(folder.glob("*.safetensors")) if (folder / "config.json").is_file() else []
-    return bool(weights) and _safetensors_format(weights[0]) == "mlx"
-
-
-def _safetensors_format(path: Path) -> str | None:
-    """The "format" entry of a safetensors header: 8 bytes of length, then JSON."""
-    try:
-        with open(path, "rb") as f:
-            size = int.from_bytes(f.read(8), "little")
-            if not 0 < size <= 100_000_000:
-                return None
-            header = json.loads(f.read(size))
-    except (OSError, ValueError):
-        return None
-    metadata = header.get("__metadata__") if isinstance(header, dict) else None
-    return metadata.get("format") if isinstance(metadata, dict) else None
+def real_checkpoint_fits_here() -> bool:
+    """Apple silicon with MLX (the 4-bit checkpoint), or a CUDA GPU with room for the bf16 weights."""
+    return pick_backend_kind() == "mlx" or cuda_memory_gb() >= REAL_CHECKPOINT_GPU_GB
 
 
 def model_choices() -> list[ModelChoice]:
@@ -106,7 +72,7 @@ def model_choices() -> list[ModelChoice]:
     small = [random]
     if (BUILTIN_MODEL_DIR / "config.json").exists():
         small.insert(0, ModelChoice("Built-in small model (trained here, not the 26B one)", str(BUILTIN_MODEL_DIR), "transformers", True))
-    if real.backend == "mlx" or cuda_memory_gb() >= 70:
+    if real_checkpoint_fits_here():
         return [real, *small]
     return [*small, real]
 
@@ -119,37 +85,38 @@ def default_model() -> str:
 def load_backend(source: str, *, backend: str | None = None, device: str | None = None) -> Backend:
     """Load a model by hub id or folder on the right backend; raises BackendError with a message."""
     source = str(source)
-    kind = backend or ("mlx" if is_mlx_model(source) else "transformers")
+    kind = backend or backend_for_source(source)
+    entry = BACKENDS.get(kind)
+    if entry is None:
+        raise BackendError(f"unknown backend {kind!r}: use one of {', '.join(backend_names())}")
+    if not entry.available():
+        raise BackendUnavailable(f"{source} needs the {kind} backend. {entry.install_hint}")
     choice = next((c for c in model_choices() if c.source == source), None)
-    if kind == "mlx":
-        if not mlx_installed():
-            raise BackendUnavailable(f"{source} is an MLX model. {MLX_INSTALL_HINT}")
-        from .mlx_backend import MLXBackend
-
-        return MLXBackend(source, display_name=choice.label if choice else None, builtin=bool(choice and choice.builtin))
-    if kind != "transformers":
-        raise BackendError(f"unknown backend {kind!r}: use 'transformers' or 'mlx'")
     if source == str(RANDOM_MODEL_DIR) and not (RANDOM_MODEL_DIR / "config.json").exists():
         from .random_model import build_random_model
 
         build_random_model(RANDOM_MODEL_DIR)
-    from .transformers_backend import TransformersBackend
-
-    return TransformersBackend(
-        source, device=device, display_name=choice.label if choice else None, builtin=bool(choice and choice.builtin)
-    )
+    options = {"display_name": choice.label if choice else None, "builtin": bool(choice and choice.builtin)}
+    if device is not None:
+        options["device"] = device
+    return entry.backend_class()(source, **options)
 
 
 __all__ = [
     "Backend",
     "BackendError",
     "BackendUnavailable",
+    "Capabilities",
     "ModelChoice",
     "load_backend",
     "record_trace",
+    "run_records",
+    "backend_names",
     "model_choices",
     "default_model",
     "pick_backend_kind",
+    "real_checkpoint_fits_here",
+    "backend_for_source",
     "BUILTIN_MODEL_DIR",
     "RANDOM_MODEL_DIR",
     "REAL_CHECKPOINT",

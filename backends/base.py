@@ -1,9 +1,15 @@
 """The one small interface every backend implements.
 
-A backend loads a model once, says what it is, and runs a generation as a generator of records
-(`visualizer.records`): RunStart, a StepRecord per denoising step, a BlockRecord per finished
-block, RunEnd.  It checks the `stop` event between steps and then ends the run with
+A backend loads a model once, says what it is (`info`) and what it can do (`capabilities`: the
+knobs it reads, its samplers with their accept rules), and runs a generation as a generator of
+records (`visualizer.records`): RunStart, a StepRecord per denoising step, a BlockRecord per
+finished block, RunEnd.  It checks the `stop` event between steps and then ends the run with
 RunEnd(finish_reason="cancelled"), so everything recorded so far is kept.
+
+The run's sequence (check, resolve, the piece table, RunStart, the worker, the stream, RunEnd) is
+written once, in `Backend.generate_batches`; a backend implements only `_produce`, which runs
+its model and emits one `captured.CapturedStep` per step and one `CapturedBlock` per block.
+Adding a backend means one module and one entry in `registry.py`.
 
     backend = load_backend("assets/models/diffusiongemma-tiny-demo")   # backends/__init__.py
     print(backend.info)                                                 # ModelInfo
@@ -16,12 +22,14 @@ are raised as `BackendError` with a message meant for the UI and the CLI.
 
 from __future__ import annotations
 
+import math
 import queue
 import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -36,11 +44,16 @@ from visualizer.records import (
     ModelInfo,
     Record,
     RunEnd,
+    RunStart,
     StepRecord,
     frozen_array,
     frozen_matrix,
 )
+from visualizer.samplers import SamplerSpec
 from visualizer.settings import GenerationSettings
+
+from .captured import CapturedBlock, CapturedStep
+from .text import PieceTable
 
 _QUEUE_SIZE = 64  # records buffered between the model's thread and a slow consumer
 _DONE = object()  # the worker's run returned
@@ -59,13 +72,42 @@ class GenerationCancelled(Exception):
     """Raised inside a backend's step loop, between two steps, when the run has to stop."""
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do, declared once: the app, the CLI, hosted mode and the traces read this,
+    never the backend's name."""
+
+    knobs: frozenset[str]  # the GenerationSettings fields it reads; the others are recorded as None
+    samplers: tuple[SamplerSpec, ...]  # the samplers it runs, its default first
+
+    def sampler(self, name: str | None) -> SamplerSpec:
+        """The spec of a sampler by name (None: the default); BackendError naming the ones it has."""
+        if name is None:
+            return self.samplers[0]
+        for spec in self.samplers:
+            if spec.name == name:
+                return spec
+        names = ", ".join(spec.name for spec in self.samplers)
+        if len(self.samplers) == 1:
+            raise BackendError(f"this model's backend only has the {names} sampler (got {name!r})")
+        raise BackendError(f"the sampler must be one of {names}, the ones this model's backend runs (got {name!r})")
+
+
+# Knobs every backend reads (the rest are declared per backend).
+COMMON_KNOBS = frozenset({"max_new_tokens", "max_denoising_steps", "seed", "record_topk", "thinking"})
+
+
 class Backend(ABC):
-    name: str = ""  # "transformers" or "mlx"
+    """One model on one backend. A subclass loads the model, declares `capabilities`, and implements
+    `default_settings`, `prompt_ids` and `_produce`; the sequence of a run lives here, once."""
+
+    name: str = ""  # the registry's name for it (`backends.registry`)
+    capabilities: Capabilities
     info: ModelInfo
 
     @abstractmethod
     def default_settings(self) -> GenerationSettings:
-        """The checkpoint's own generation defaults, every knob filled in."""
+        """The checkpoint's own generation defaults, every knob this backend reads filled in."""
 
     @abstractmethod
     def prompt_ids(self, prompt: str, *, thinking: bool = False) -> list[int]:
@@ -73,10 +115,62 @@ class Backend(ABC):
         turns on the template's thinking channel (`enable_thinking`), a BackendError where it has none."""
 
     @abstractmethod
+    def _produce(
+        self,
+        ids: list[int],
+        settings: GenerationSettings,
+        emit: Callable[[CapturedStep | CapturedBlock], None],
+        should_stop: Callable[[], bool],
+    ) -> None:
+        """Run one generation on the worker (`_launch`), calling `emit` after every step and every
+        block, and raising GenerationCancelled between two steps once `should_stop()` is true."""
+
+    def _launch(self, work: Callable[[], None]) -> Future:
+        """Start `work` where this backend's model runs (a new thread unless it keeps its own)."""
+        return start_thread(work, name=f"{self.name}-generate")
+
+    # ---- the one run sequence ----------------------------------------------------------------
     def generate(
         self, prompt: str, settings: GenerationSettings, stop: threading.Event | None = None
     ) -> Iterator[Record]:
         """Run one generation, yielding records as the model produces them."""
+        for batch in self.generate_batches(prompt, settings, stop):
+            yield from batch
+
+    def generate_batches(
+        self, prompt: str, settings: GenerationSettings, stop: threading.Event | None = None
+    ) -> Iterator[list[Record]]:
+        """Run one generation, yielding lists of the records that arrived since the last list.
+
+        RunStart comes first, alone; RunEnd comes last, also after a stop or an error. A slow
+        consumer simply gets longer lists: nothing is dropped and no second thread is needed.
+        """
+        ids = self.check(prompt, settings)
+        settings = self.resolve(settings)
+        sampler = self.capabilities.sampler(settings.sampler)
+        stop = stop or threading.Event()
+        started = time.perf_counter()
+        pieces = PieceTable(self.tokenizer)
+        yield [
+            RunStart(
+                prompt_ids=frozen_array(ids, np.int32),
+                settings=settings.to_dict(),
+                max_blocks=math.ceil(settings.max_new_tokens / self.info.canvas_length),
+                sampler_rule=sampler.rule.to_dict(),
+                new_pieces=pieces.new(ids),
+            )
+        ]
+
+        def produce(emit, should_stop):
+            def emit_captured(item):
+                if isinstance(item, CapturedStep):
+                    emit(step_record(item, pieces))
+                else:
+                    emit(block_record(item, pieces, self.info.eos_token_ids))
+
+            self._produce(ids, settings, emit_captured, should_stop)
+
+        yield from self._stream(produce, stop, started)
 
     def supports_thinking(self) -> bool:
         """Whether the chat template has a thinking channel to turn on (`enable_thinking`)."""
@@ -94,9 +188,16 @@ class Backend(ABC):
             raise BackendError(f"{self.info.name}: {exc}") from None
 
     def resolve(self, settings: GenerationSettings) -> GenerationSettings:
-        """Fill every None knob from the checkpoint's defaults."""
+        """Fill every None knob from the checkpoint's defaults; knobs this backend does not read
+        become None, so the trace records only what was really used."""
         defaults = self.default_settings()
-        filled = {k: (v if v is not None else getattr(defaults, k)) for k, v in settings.to_dict().items()}
+        filled = {}
+        for key, value in settings.to_dict().items():
+            if key not in self.capabilities.knobs:
+                filled[key] = False if key == "compiled" else None
+            else:
+                filled[key] = value if value is not None else getattr(defaults, key)
+        filled["seed"] = settings.seed
         return GenerationSettings(**filled)
 
     def check(self, prompt: str, settings: GenerationSettings) -> list[int]:
@@ -106,6 +207,7 @@ class Backend(ABC):
         problems = settings.problems()
         if problems:
             raise BackendError("; ".join(problems))
+        self.capabilities.sampler(settings.sampler)  # a sampler this backend cannot run: one line
         ids = self.prompt_ids(prompt, thinking=bool(settings.thinking))
         problems = self.resolve(settings).problems(
             max_context=self.info.max_context, prompt_tokens=len(ids), canvas_length=self.info.canvas_length
@@ -117,7 +219,6 @@ class Backend(ABC):
     def close(self) -> None:
         """Free the model's memory; the backend cannot be used afterwards."""
 
-    # ---- shared by the backends --------------------------------------------------------------
     def decode(self, sequence: np.ndarray) -> str:
         """The response text of a run's committed tokens."""
         return self.tokenizer.decode(sequence.tolist(), skip_special_tokens=True)
@@ -129,21 +230,20 @@ class Backend(ABC):
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         return f"Generation failed: {type(exc).__name__}: {first[:300]}"
 
-    def stream(
+    def _stream(
         self,
-        launch: Callable[[Callable[[], None]], Future],
         produce: Callable[[Callable[[Record], None], Callable[[], bool]], None],
         stop: threading.Event,
         started: float,
-    ) -> Iterator[Record]:
-        """Yield the records a worker thread produces, as they come, then the run's RunEnd.
+    ) -> Iterator[list[Record]]:
+        """Yield the records a worker produces, in lists of whatever has arrived, then the RunEnd.
 
-        `produce(emit, should_stop)` runs the generation on the worker (`launch` starts it and
-        returns a Future), calls `emit` for each StepRecord and BlockRecord, and raises
-        GenerationCancelled between two steps once `should_stop()` is true.  A bounded queue
-        bridges the two threads; exceptions come through it and end the run with a message.
-        When the consumer closes this generator early, the worker stops at its next step and is
-        waited for, so no run outlives its generator.
+        `produce(emit, should_stop)` runs on the worker (`_launch`), calls `emit` for each
+        StepRecord and BlockRecord, and raises GenerationCancelled between two steps once
+        `should_stop()` is true.  A bounded queue bridges the two threads; exceptions come
+        through it and end the run with a message.  When the consumer closes this generator
+        early, the worker stops at its next step and is waited for, so no run outlives its
+        generator.  Ctrl-C in the consuming thread stops the run the same way as `stop`.
         """
         records: queue.Queue = queue.Queue(maxsize=_QUEUE_SIZE)
         halt = threading.Event()  # set when the consumer is gone: the worker must not wait on the queue
@@ -165,41 +265,65 @@ class Backend(ABC):
             except BaseException as exc:  # forwarded to the consumer, which ends the run with it
                 emit(exc)
 
-        job = launch(work)
+        job = self._launch(work)
         blocks: list[np.ndarray] = []
         finish, error = None, None
         try:
-            while True:
+            while finish is None:
                 try:
-                    item = records.get(timeout=0.1)
+                    first = records.get(timeout=0.1)
                 except queue.Empty:
                     if job.done() and records.empty():
                         break
                     continue
-                if item is _DONE:
-                    break
-                if item is _CANCELLED:
-                    finish = FINISH_CANCELLED
-                    break
-                if isinstance(item, BaseException):
-                    finish, error = FINISH_ERROR, self.failure_message(item)
-                    break
-                if isinstance(item, BlockRecord):
-                    blocks.append(item.tokens)
-                yield item
+                except KeyboardInterrupt:
+                    stop.set()  # the worker ends the run at its next step; RunEnd says "cancelled"
+                    continue
+                batch = []
+                for item in _drain(records, first):
+                    if item is _DONE:
+                        finish = finish or "done"
+                    elif item is _CANCELLED:
+                        finish = FINISH_CANCELLED
+                    elif isinstance(item, BaseException):
+                        finish, error = FINISH_ERROR, self.failure_message(item)
+                    else:
+                        if isinstance(item, BlockRecord):
+                            blocks.append(item.tokens)
+                        batch.append(item)
+                    if finish is not None:
+                        break
+                if batch:
+                    yield batch
         finally:
             halt.set()
             job.exception()  # waits until the worker has left the run
-        sequence = np.concatenate(blocks) if blocks else np.zeros(0, np.int32)
-        if finish is None:
-            finish = FINISH_EOS if np.isin(sequence, self.info.eos_token_ids).any() else FINISH_LENGTH
-        yield RunEnd(
-            finish_reason=finish,
-            sequence=frozen_array(sequence, np.int32),
-            text=self.decode(sequence),
-            wall_time_s=time.perf_counter() - started,
-            error=error,
-        )
+        yield [run_end(self, blocks, finish=None if finish == "done" else finish, error=error, started=started)]
+
+
+def _drain(records: queue.Queue, first):
+    """`first`, then every item already waiting in the queue."""
+    yield first
+    while True:
+        try:
+            yield records.get_nowait()
+        except queue.Empty:
+            return
+
+
+def run_end(backend: Backend, blocks: list[np.ndarray], *, finish: str | None, error: str | None, started: float) -> RunEnd:
+    """The RunEnd of a run whose committed blocks are `blocks`; `finish` None means it ran to its end
+    (EOS when a block holds one, else length)."""
+    sequence = np.concatenate(blocks) if blocks else np.zeros(0, np.int32)
+    if finish is None:
+        finish = FINISH_EOS if np.isin(sequence, backend.info.eos_token_ids).any() else FINISH_LENGTH
+    return RunEnd(
+        finish_reason=finish,
+        sequence=frozen_array(sequence, np.int32),
+        text=backend.decode(sequence),
+        wall_time_s=time.perf_counter() - started,
+        error=error,
+    )
 
 
 def start_thread(fn: Callable[[], None], name: str) -> Future:
@@ -223,13 +347,9 @@ def start_thread(fn: Callable[[], None], name: str) -> Future:
     return future
 
 
-def step_record(item, pieces) -> StepRecord:
-    """A StepRecord from a backend's captured step (block, step, steps_remaining, accepted,
-    canvas, argmax, entropy_nats, wall_time_s, and optionally topk_ids, topk_probs and
-    sample_probability), with the pieces of ids not sent before."""
-    topk_ids = getattr(item, "topk_ids", None)
-    topk_probs = getattr(item, "topk_probs", None)
-    sample_probability = getattr(item, "sample_probability", None)
+def step_record(item: CapturedStep, pieces) -> StepRecord:
+    """A StepRecord from a captured step, with the pieces of ids not sent before."""
+    topk_ids, topk_probs, sample_probability = item.topk_ids, item.topk_probs, item.sample_probability
     shown = [item.argmax, item.canvas[item.accepted]] + ([topk_ids.reshape(-1)] if topk_ids is not None else [])
     return StepRecord(
         block=item.block,
@@ -247,8 +367,8 @@ def step_record(item, pieces) -> StepRecord:
     )
 
 
-def block_record(item, pieces, eos_token_ids) -> BlockRecord:
-    """A BlockRecord from a captured block (block, tokens, steps_used, converged)."""
+def block_record(item: CapturedBlock, pieces, eos_token_ids) -> BlockRecord:
+    """A BlockRecord from a captured block, with the pieces of ids not sent before."""
     eos = np.flatnonzero(np.isin(item.tokens, eos_token_ids))
     return BlockRecord(
         block=item.block,

@@ -34,36 +34,13 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from .base import GenerationCancelled
+from .captured import CapturedBlock, CapturedStep
 from .logit_summary import LogitSummary, summarize_logits
-
-
-@dataclass
-class CapturedStep:
-    block: int
-    step: int
-    steps_remaining: int
-    accepted: np.ndarray  # bool
-    canvas: np.ndarray  # int32
-    argmax: np.ndarray  # int32
-    entropy_nats: np.ndarray  # float32
-    wall_time_s: float
-    converged: bool  # the diffusion stopping criterion fired at this step
-    topk_ids: np.ndarray | None = None  # (canvas, k) int32, most probable first; None when not recorded
-    topk_probs: np.ndarray | None = None  # (canvas, k) float16
-
-
-@dataclass
-class CapturedBlock:
-    block: int
-    tokens: np.ndarray  # int32, as committed (pad after EOS)
-    steps_used: int
-    converged: bool
 
 
 class _LogitRecorder:

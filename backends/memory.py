@@ -35,11 +35,11 @@ def rows_that_fit(backend, settings, *, prompt_tokens: int) -> int | None:
     """Rows of one batch the free memory of this process's GPU holds (at least 1); None without CUDA."""
     import torch
 
-    if not torch.cuda.is_available():
+    model = getattr(backend, "model", None)  # a torch backend's model; MLX has no CUDA memory to read
+    if model is None or not torch.cuda.is_available():
         return None
     torch.cuda.empty_cache()
     free, _total = torch.cuda.mem_get_info()
-    model = backend.model
     canvas = int(getattr(model.config, "canvas_length", 256))
     defaults = backend.default_settings()
     new_tokens = settings.max_new_tokens or defaults.max_new_tokens or canvas

@@ -18,75 +18,86 @@ nothing else touches the model.  Records reach the caller live through a bounded
 `stop` event, or closing the generator, ends the run between two steps.
 
 Knobs: `sampler` (entropy-bound by default, as transformers; or mlx-vlm's confidence-threshold,
-see SAMPLER_NOTES) and `temperature` (1 by default: samples like transformers; 0 is greedy).
+see CAPABILITIES) and `temperature` (1 by default: samples like transformers; 0 is greedy).
 `max_denoising_steps`, `entropy_bound`, `t_min` and `t_max` work as on transformers (stock
 mlx-vlm reads them from the checkpoint's generation config, which gives the defaults here).
 `max_new_tokens` is rounded up to whole canvases, as transformers does, and the canvas is always
 the full 256 tokens (mlx-vlm would otherwise shrink the last one), so every block looks the same.
 `compiled` is a transformers option and is recorded as False.
 
-MLX itself is imported only on the worker thread, so this module (and SAMPLER_NOTES, for the
-app) imports on machines without MLX.
+MLX itself is imported only on the worker thread, so this module (and CAPABILITIES, for the
+registry) imports on machines without MLX.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import os
 import threading
-import time
 import weakref
-from collections.abc import Iterator
 from concurrent.futures import Future
 from pathlib import Path
 
 import numpy as np
 
-from visualizer.records import ModelInfo, Record, RunStart, frozen_array
+from visualizer.records import ModelInfo
+from visualizer.samplers import (
+    BUDGET_CONFIDENCE_THRESHOLD,
+    BUDGET_ENTROPY_BOUND,
+    SAMPLER_CONFIDENCE_THRESHOLD,
+    SAMPLER_ENTROPY_BOUND,
+    AcceptRule,
+    SamplerSpec,
+)
 from visualizer.settings import (
     DEFAULT_ENTROPY_BOUND,
     DEFAULT_MAX_DENOISING_STEPS,
     DEFAULT_MAX_NEW_TOKENS,
     DEFAULT_T_MAX,
     DEFAULT_T_MIN,
-    SAMPLER_CONFIDENCE_THRESHOLD,
-    SAMPLER_ENTROPY_BOUND,
     GenerationSettings,
 )
 
-from .base import Backend, BackendError, BackendUnavailable, block_record, step_record
+from .base import COMMON_KNOBS, Backend, BackendError, BackendUnavailable, Capabilities
+from .known import load_failure_message, looks_like_path
 from .mlx_worker import MLXWorker, stop_worker
-from .text import PieceTable
 
 DEFAULT_TEMPERATURE = 1.0  # samples like transformers; mlx-vlm's own default is 0 (greedy)
 
-# For the app: what each sampler's frames mean (the states code needs no special case for either).
-SAMPLER_NOTES = {
-    SAMPLER_ENTROPY_BOUND: (
-        "Entropy-bound (transformers' rule; the default): each step accepts the lowest-entropy positions "
-        "whose summed entropy stays within the bound and recomputes that set from scratch, so a token "
-        "accepted at one step can turn back into noise at the next (remasked). At temperature 1 it samples "
-        "as the transformers backend does, at 0 it takes the argmax. On MLX the last step of a block "
-        "commits the argmax without sampling, so it accepts nothing new."
+# What each sampler's frames mean (the states code needs no special case for either). On MLX the
+# last step of a block commits the argmax without sampling, for both.
+CAPABILITIES = Capabilities(
+    knobs=COMMON_KNOBS | {"entropy_bound", "t_min", "t_max", "sampler", "temperature"},
+    samplers=(
+        SamplerSpec(
+            SAMPLER_ENTROPY_BOUND,
+            "Entropy-bound (transformers' rule; the default): each step accepts the lowest-entropy positions "
+            "whose summed entropy stays within the bound and recomputes that set from scratch, so a token "
+            "accepted at one step can turn back into noise at the next (remasked). At temperature 1 it samples "
+            "as the transformers backend does, at 0 it takes the argmax. On MLX the last step of a block "
+            "commits the argmax without sampling, so it accepts nothing new.",
+            AcceptRule(renoises=True, last_step_samples=False, budget=BUDGET_ENTROPY_BOUND),
+        ),
+        SamplerSpec(
+            SAMPLER_CONFIDENCE_THRESHOLD,
+            "Confidence-threshold (mlx-vlm's default): each step reveals the positions whose sampled token has "
+            "a probability of at least 0.9 (at least one per step), and a revealed token stays fixed until the "
+            "block ends. Reveals only accumulate, so nothing is ever remasked: green is this step's reveals, "
+            "purple everything revealed before. A block ends as soon as every position is revealed; otherwise "
+            "its last step commits the argmax without sampling.",
+            AcceptRule(renoises=False, last_step_samples=False, budget=BUDGET_CONFIDENCE_THRESHOLD),
+        ),
     ),
-    SAMPLER_CONFIDENCE_THRESHOLD: (
-        "Confidence-threshold (mlx-vlm's default): each step reveals the positions whose sampled token has "
-        "a probability of at least 0.9 (at least one per step), and a revealed token stays fixed until the "
-        "block ends. Reveals only accumulate, so nothing is ever remasked: green is this step's reveals, "
-        "purple everything revealed before. A block ends as soon as every position is revealed; otherwise "
-        "its last step commits the argmax without sampling."
-    ),
-}
+)
 
 
 class MLXBackend(Backend):
     name = "mlx"
+    capabilities = CAPABILITIES
 
     def __init__(self, source: str, *, display_name: str | None = None, builtin: bool = False):
         source = str(source)
         local = Path(source).expanduser()
-        if not local.is_dir() and _looks_like_path(source):
+        if not local.is_dir() and looks_like_path(source):
             raise BackendError(f"No model folder at {source}.")
         self._worker = MLXWorker()
         self._closed = False
@@ -163,36 +174,19 @@ class MLXBackend(Backend):
             topk=min(settings.record_topk, self.info.vocab_size),
         )
 
-    def generate(
-        self, prompt: str, settings: GenerationSettings, stop: threading.Event | None = None
-    ) -> Iterator[Record]:
+    def check(self, prompt: str, settings: GenerationSettings) -> list[int]:
         if self._closed:
             raise BackendError("This MLX backend was closed; load the model again.")
-        ids = self.check(prompt, settings)
-        settings = self.resolve(settings).replace(compiled=False)  # transformers-only knob: not used here
-        max_blocks = math.ceil(settings.max_new_tokens / self.info.canvas_length)
+        return super().check(prompt, settings)
+
+    def _produce(self, ids, settings, emit, should_stop) -> None:  # runs on the worker thread
+        from .mlx_capture import denoise
+
+        max_blocks = -(-settings.max_new_tokens // self.info.canvas_length)
         options = self.options(settings, max_blocks=max_blocks)
-        stop = stop or threading.Event()
-        started = time.perf_counter()
-        pieces = PieceTable(self.tokenizer)
-        yield RunStart(
-            prompt_ids=frozen_array(ids, np.int32),
-            settings=settings.to_dict(),
-            max_blocks=max_blocks,
-            new_pieces=pieces.new(ids),
-        )
-
-        def produce(emit, should_stop):  # runs on the worker thread
-            from .mlx_capture import CapturedStep, denoise
-
-            stopping = lambda: should_stop() or self._closing.is_set()  # noqa: E731
-            for item in denoise(self.model, ids, options, should_stop=stopping):
-                if isinstance(item, CapturedStep):
-                    emit(step_record(item, pieces))
-                else:
-                    emit(block_record(item, pieces, self.info.eos_token_ids))
-
-        yield from self.stream(self._submit, produce, stop, started)
+        stopping = lambda: should_stop() or self._closing.is_set()  # noqa: E731
+        for item in denoise(self.model, ids, options, should_stop=stopping):
+            emit(item)
 
     def failure_message(self, exc: BaseException) -> str:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
@@ -213,7 +207,8 @@ class MLXBackend(Backend):
         self._stop_worker()
 
     # ---- helpers -------------------------------------------------------------------------
-    def _submit(self, fn) -> Future:
+    def _launch(self, fn) -> Future:
+        """Every run goes to the backend's one MLX thread (MLX arrays belong to the thread that made them)."""
         try:
             return self._worker.submit(fn)
         except RuntimeError:  # close() ran in another thread meanwhile
@@ -248,7 +243,12 @@ def _load_model(source: str, local: Path):
         # Said explicitly: mlx-vlm's Gemma processors default to trusting a checkpoint's own code.
         model, processor = load(str(folder), trust_remote_code=False)
     except Exception as exc:  # any load failure is the user's to act on: say what and how
-        raise BackendError(_load_failure_message(source, exc, is_folder=local.is_dir())) from None
+        hint = (
+            " If it is a transformers folder, convert it first: python -m training.convert_mlx --model FOLDER --out MLX_FOLDER"
+            if local.is_dir()
+            else ""
+        )
+        raise BackendError(load_failure_message(source, exc, what="an MLX DiffusionGemma model", is_folder=local.is_dir(), hint=hint)) from None
     config = model.config
     if getattr(config, "model_type", None) != "diffusion_gemma" or not hasattr(model, "diffusion_decoder_logits"):
         raise BackendError(
@@ -329,24 +329,3 @@ def _pad_token_id(g: dict, text_config, tokenizer) -> int:
         if value is not None:
             return int(value)
     return 0
-
-
-# ---- messages ------------------------------------------------------------------------------
-def _looks_like_path(source: str) -> bool:
-    return source.startswith((".", "~", "/")) or (os.sep in source and source.count("/") != 1)
-
-
-def _load_failure_message(source: str, exc: Exception, *, is_folder: bool) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    if not is_folder and any(word in str(exc).lower() for word in ("offline", "connect", "resolve", "hub", "internet")):
-        return (
-            f"Could not load {source}: the Hugging Face Hub is not reachable from this machine and the model is "
-            f"not in the local cache ({text[:200]})."
-        )
-    hint = (
-        " If it is a transformers folder, convert it first: "
-        "python -m training.convert_mlx --model FOLDER --out MLX_FOLDER"
-        if is_folder
-        else ""
-    )
-    return f"Could not load {source} as an MLX DiffusionGemma model: {text[:300]}.{hint}"

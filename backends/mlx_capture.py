@@ -52,6 +52,7 @@ from mlx_vlm.generate.diffusion import (
 )
 
 from .base import GenerationCancelled
+from .captured import CapturedBlock, CapturedStep
 
 ENTROPY_BOUND = "entropy-bound"
 CONFIDENCE_THRESHOLD = "confidence-threshold"
@@ -74,21 +75,6 @@ class DenoiseOptions:
     topk: int = 0  # record the k most probable candidates of every position at every step; 0: none
 
 
-@dataclass
-class CapturedStep:
-    block: int
-    step: int
-    steps_remaining: int
-    accepted: np.ndarray  # (canvas,) bool
-    canvas: np.ndarray  # (canvas,) int32
-    argmax: np.ndarray  # (canvas,) int32
-    entropy_nats: np.ndarray  # (canvas,) float32
-    wall_time_s: float
-    topk_ids: np.ndarray | None = None  # (canvas, k) int32, most probable first
-    topk_probs: np.ndarray | None = None  # (canvas, k) float16
-    sample_probability: np.ndarray | None = None  # (canvas,) float32: confidence-threshold's confidence
-
-
 def _top_k(logits: mx.array, k: int) -> tuple[mx.array, mx.array]:
     """(ids, probabilities) of the k most probable tokens of float32 logits, most probable first."""
     ids = mx.argpartition(-logits, kth=k - 1, axis=-1)[..., :k]
@@ -96,15 +82,6 @@ def _top_k(logits: mx.array, k: int) -> tuple[mx.array, mx.array]:
     order = mx.argsort(-values, axis=-1)
     ids, values = mx.take_along_axis(ids, order, axis=-1), mx.take_along_axis(values, order, axis=-1)
     return ids.astype(mx.int32), mx.exp(values - mx.logsumexp(logits, axis=-1, keepdims=True))
-
-
-@dataclass
-class CapturedBlock:
-    block: int
-    tokens: np.ndarray  # (canvas,) int32: the last step's argmax, pad after the first EOS
-    eos_position: int | None
-    steps_used: int
-    converged: bool  # the block ended before its last step (stable and confident, or all revealed)
 
 
 def denoise(
@@ -226,7 +203,6 @@ def _denoise_block(model, cache, context, block: int, options: DenoiseOptions, s
     yield CapturedBlock(
         block=block,
         tokens=tokens,
-        eos_position=int(eos[0]) if eos.size else None,
         steps_used=step + 1,
         converged=converged,
     )

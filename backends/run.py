@@ -1,35 +1,75 @@
 """Drive a backend through one generation into a `Trace`: the loop every surface shares.
 
     trace = record_trace(backend, "Why is the sky blue?", GenerationSettings(seed=0))
+
+    trace = Trace(model=backend.info, prompt=prompt)            # the app: live, batch by batch
+    for batch in run_records(backend, prompt, settings, trace=trace, stop=stop):
+        ...                                                     # draw what arrived
+
+The app, the command line and the probe all record through these two, so a stop, an error or
+Ctrl-C ends every run the same way: with a RunEnd that keeps everything recorded so far.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
 
-from visualizer.records import BlockRecord, StepRecord
+from visualizer.records import BlockRecord, Record, StepRecord
 from visualizer.settings import GenerationSettings
 from visualizer.trace import Trace
 
 
-def record_trace(backend, prompt: str, settings: GenerationSettings, *, progress=None) -> Trace:
-    """Run one generation into a Trace; Ctrl-C stops it between steps and keeps what was recorded."""
-
-    stop = threading.Event()
-    trace = Trace(model=backend.info, prompt=prompt)
-    records = backend.generate(prompt, settings, stop)
+def run_records(
+    backend,
+    prompt: str,
+    settings: GenerationSettings,
+    *,
+    trace: Trace,
+    stop: threading.Event | None = None,
+    on_record: Callable[[Record], None] | None = None,
+) -> Iterator[list[Record]]:
+    """Append each record of one run to `trace` (and hand it to `on_record`), yielding each batch
+    of records as it arrives. Setting `stop` (or Ctrl-C) ends the run at the next step."""
+    stop = stop or threading.Event()
+    batches = backend.generate_batches(prompt, settings, stop)
     while True:
         try:
-            record = next(records)
+            batch = next(batches)
         except StopIteration:
-            break
-        except KeyboardInterrupt:
-            stop.set()  # the backend ends the run at the next step and yields RunEnd("cancelled")
+            return
+        except KeyboardInterrupt:  # raised outside the backend's own wait: stop, and keep reading to RunEnd
+            stop.set()
             continue
-        trace.append(record)
+        for record in batch:
+            trace.append(record)
+            if on_record is not None:
+                on_record(record)
+        yield batch
+
+
+def record_trace(
+    backend,
+    prompt: str,
+    settings: GenerationSettings,
+    *,
+    stop: threading.Event | None = None,
+    on_record: Callable[[Record], None] | None = None,
+    progress=None,
+) -> Trace:
+    """Run one generation into a Trace; Ctrl-C stops it between steps and keeps what was recorded.
+    `progress` is a text stream for a one-line progress display (the CLI's stderr)."""
+    trace = Trace(model=backend.info, prompt=prompt)
+
+    def show(record: Record) -> None:
+        if on_record is not None:
+            on_record(record)
         if progress is not None and isinstance(record, StepRecord):
             accepted = int(record.accepted.sum())
             print(f"\rblock {record.block + 1} step {record.step + 1}: {accepted} accepted   ", end="", file=progress)
         elif progress is not None and isinstance(record, BlockRecord):
             print(f"\rblock {record.block + 1} committed after {record.steps_used} steps ({record.stop_reason})", file=progress)
+
+    for _ in run_records(backend, prompt, settings, trace=trace, stop=stop, on_record=show):
+        pass
     return trace

@@ -15,12 +15,6 @@ ends the run between two steps.
 
 from __future__ import annotations
 
-import functools
-import math
-import os
-import threading
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +28,8 @@ import torch
 # the thread that imports the backend (the main thread), never to a worker.
 import torch._inductor.cudagraph_trees  # noqa: F401  (imported for its side effect)
 
-from visualizer.records import ModelInfo, Record, RunStart, frozen_array
+from visualizer.records import ModelInfo
+from visualizer.samplers import BUDGET_ENTROPY_BOUND, SAMPLER_ENTROPY_BOUND, AcceptRule, SamplerSpec
 from visualizer.settings import (
     DEFAULT_ENTROPY_BOUND,
     DEFAULT_MAX_DENOISING_STEPS,
@@ -42,16 +37,24 @@ from visualizer.settings import (
     DEFAULT_RECORD_TOPK,
     DEFAULT_T_MAX,
     DEFAULT_T_MIN,
-    SAMPLER_ENTROPY_BOUND,
     GenerationSettings,
 )
 
-from .base import Backend, BackendError, block_record, start_thread, step_record
-from .capture import CapturedBlock, CapturedStep, capture_steps
-from .text import PieceTable
+from .base import COMMON_KNOBS, Backend, BackendError, Capabilities
+from .capture import capture_steps
+from .known import REAL_CHECKPOINT, REAL_CHECKPOINT_BF16_GB, load_failure_message, looks_like_path, on_zero_gpu
 
-REAL_CHECKPOINT = "google/diffusiongemma-26B-A4B-it"
-REAL_CHECKPOINT_BF16_GB = 52  # weights alone, measured on an H100; plus activations and cache
+ENTROPY_BOUND = SamplerSpec(
+    SAMPLER_ENTROPY_BOUND,
+    "Entropy-bound (transformers' rule): each step accepts the lowest-entropy positions whose summed entropy "
+    "stays within the bound and recomputes that set from scratch, so a token accepted at one step can turn "
+    "back into noise at the next (remasked).",
+    AcceptRule(renoises=True, last_step_samples=True, budget=BUDGET_ENTROPY_BOUND),
+)
+CAPABILITIES = Capabilities(
+    knobs=COMMON_KNOBS | {"entropy_bound", "t_min", "t_max", "sampler", "compiled"},
+    samplers=(ENTROPY_BOUND,),
+)
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
@@ -60,6 +63,7 @@ def _dtype_name(dtype: torch.dtype) -> str:
 
 class TransformersBackend(Backend):
     name = "transformers"
+    capabilities = CAPABILITIES
 
     def __init__(
         self,
@@ -81,11 +85,11 @@ class TransformersBackend(Backend):
         torch_dtype = getattr(torch, dtype) if dtype else (torch.bfloat16 if device.startswith("cuda") else torch.float32)
         local = Path(source).expanduser()
         is_local = local.is_dir()
-        if not is_local and (os.sep in source and not source.count("/") == 1 or source.startswith((".", "~", "/"))):
+        if not is_local and looks_like_path(source):
             raise BackendError(f"No model folder at {source}.")
-        # ZeroGPU (a Space sets SPACES_ZERO_GPU): the GPU exists only inside `spaces.GPU` calls; the
-        # model is placed with a plain .to("cuda") at start-up, which ZeroGPU records and replays.
-        zero_gpu = os.environ.get("SPACES_ZERO_GPU", "").lower() in ("1", "true")
+        # ZeroGPU: the GPU exists only inside `spaces.GPU` calls; the model is placed with a plain
+        # .to("cuda") at start-up, which ZeroGPU records and replays.
+        zero_gpu = on_zero_gpu()
         if source == REAL_CHECKPOINT and not zero_gpu:  # a ZeroGPU slice has 70 GB; it cannot be asked before a call
             _check_room_for_real_checkpoint(device)
         device_map = device if device.startswith("cuda") and not zero_gpu else None
@@ -99,7 +103,7 @@ class TransformersBackend(Backend):
         except torch.cuda.OutOfMemoryError:
             raise BackendError(f"Out of GPU memory while loading {source}.") from None
         except (OSError, ValueError, KeyError, ImportError) as exc:
-            raise BackendError(_load_failure_message(source, exc)) from None
+            raise BackendError(load_failure_message(source, exc, what="a DiffusionGemma model", is_folder=is_local)) from None
         if device_map is None:
             self.model.to(device)
         text_config = self.model.config.text_config
@@ -150,8 +154,7 @@ class TransformersBackend(Backend):
         """The exact `model.generate` arguments for resolved settings (also used by the tests)."""
         from transformers.models.diffusion_gemma.generation_diffusion_gemma import EntropyBoundSamplerConfig
 
-        if settings.sampler not in (None, SAMPLER_ENTROPY_BOUND):
-            raise BackendError(f"The transformers backend only has the entropy-bound sampler (got {settings.sampler}).")
+        self.capabilities.sampler(settings.sampler)  # anything else is refused with one line
         return {
             "max_new_tokens": settings.max_new_tokens,
             "max_denoising_steps": settings.max_denoising_steps,
@@ -161,42 +164,14 @@ class TransformersBackend(Backend):
             "cache_implementation": "static" if settings.compiled else None,
         }
 
-    def generate(
-        self, prompt: str, settings: GenerationSettings, stop: threading.Event | None = None
-    ) -> Iterator[Record]:
-        ids = self.check(prompt, settings)
-        settings = self.resolve(settings)
-        if settings.temperature is not None:
-            settings = settings.replace(temperature=None)  # MLX-only knob: not used here, so not recorded
+    def _produce(self, ids, settings, emit, should_stop) -> None:
         kwargs = self.generate_kwargs(settings)
-        stop = stop or threading.Event()
-        started = time.perf_counter()
-        pieces = PieceTable(self.tokenizer)
-        canvas = self.info.canvas_length
-        yield RunStart(
-            prompt_ids=frozen_array(ids, np.int32),
-            settings=settings.to_dict(),
-            max_blocks=math.ceil(settings.max_new_tokens / canvas),
-            new_pieces=pieces.new(ids),
-        )
-
         model = self.model  # a local reference: close() from another session must not pull it away mid-run
-
-        def produce(emit, should_stop):
-            def on_step(item: CapturedStep):
-                emit(step_record(item, pieces))
-
-            def on_block(item: CapturedBlock):
-                emit(block_record(item, pieces, self.info.eos_token_ids))
-
-            input_ids = torch.tensor([ids], device=model.device)
-            torch.manual_seed(settings.seed)  # seeds the CPU and every CUDA device
-            topk = min(settings.record_topk, self.info.vocab_size)
-            with capture_steps(model, on_step, on_block, should_stop, topk=topk):
-                model.generate(input_ids, **kwargs)
-
-        launch = functools.partial(start_thread, name="diffusiongemma-generate")
-        yield from self.stream(launch, produce, stop, started)
+        input_ids = torch.tensor([ids], device=model.device)
+        torch.manual_seed(settings.seed)  # seeds the CPU and every CUDA device
+        topk = min(settings.record_topk, self.info.vocab_size)
+        with capture_steps(model, emit, emit, should_stop, topk=topk):
+            model.generate(input_ids, **kwargs)
 
     def failure_message(self, exc: BaseException) -> str:
         if isinstance(exc, torch.cuda.OutOfMemoryError):
@@ -246,13 +221,3 @@ def _check_room_for_real_checkpoint(device: str) -> None:
             f"{REAL_CHECKPOINT_BF16_GB} GB of memory (or the MLX 4-bit checkpoint on Apple silicon). "
             "No CUDA GPU is available here, so the built-in model stays loaded."
         )
-
-
-def _load_failure_message(source: str, exc: Exception) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    if "offline" in text.lower() or "connect" in text.lower() or "resolve" in text.lower() or "hub" in text.lower():
-        return (
-            f"Could not load {source}: the Hugging Face Hub is not reachable from this machine and the model is "
-            f"not in the local cache ({text[:200]})."
-        )
-    return f"Could not load {source} as a DiffusionGemma model: {text[:300]}"

@@ -6,7 +6,8 @@ never a traceback.
 
 from __future__ import annotations
 
-from visualizer.settings import DEFAULT_RECORD_TOPK, SAMPLERS, GenerationSettings
+from backends.registry import backend_names
+from visualizer.settings import DEFAULT_RECORD_TOPK, GenerationSettings
 from visualizer.trace import Trace, TraceError
 
 
@@ -39,17 +40,18 @@ def load_trace(path: str) -> Trace:
 def add_generation_arguments(p) -> None:
     """The model and the knobs: shared by every command that runs the model on a prompt."""
     p.add_argument("--model", help="hub id or local folder (default: the built-in model)")
-    p.add_argument("--backend", choices=("transformers", "mlx"), help="default: chosen from the model")
-    p.add_argument("--device", help="transformers only: cuda, cuda:1, cpu (default: cuda when available)")
+    p.add_argument("--backend", choices=backend_names(), help="default: chosen from the model")
+    p.add_argument("--device", help="where the backend places the model: cuda, cuda:1, cpu (default: cuda when available)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-new-tokens", type=int)
     p.add_argument("--steps", type=int, dest="max_denoising_steps", help="max denoising steps per block")
     p.add_argument("--entropy-bound", type=float)
     p.add_argument("--t-min", type=float)
     p.add_argument("--t-max", type=float)
-    p.add_argument("--sampler", choices=SAMPLERS, help="MLX only")
-    p.add_argument("--temperature", type=float, help="MLX only")
-    p.add_argument("--compiled", action="store_true", help="transformers: static cache + torch.compile")
+    p.add_argument("--sampler", help="one of the samplers the model's backend runs (default: its first; "
+                   "another is refused with the list)")
+    p.add_argument("--temperature", type=float, help="sampling temperature, where the backend has that knob")
+    p.add_argument("--compiled", action="store_true", help="static cache + torch.compile, where the backend has that knob")
     p.add_argument("--topk", type=int, default=DEFAULT_RECORD_TOPK, dest="record_topk",
                    help=f"record the K most probable candidates of every position at every step (default {DEFAULT_RECORD_TOPK}; 0: off)")
     p.add_argument("--thinking", action="store_true",

@@ -4,7 +4,7 @@
     python -m visualizer probe --per-regime 500 --batch-size auto --out runs/big       # one GPU
     torchrun --nproc-per-node 4 -m visualizer probe --per-regime 500 --batch-size auto --out runs/big
     python -m visualizer probe --prompts gsm8k.jsonl --columns prompt=question --regime math --out runs/gsm
-    results = run_probe(backend, probes, seeds=5, out="runs/probe")    # one ProbeResult per generation
+    results = run_probe(backend, probes, seeds=5, out="runs/probe", check=check_answer)   # one ProbeResult each
 
 The statistics and tables live in `visualizer.probe` (they work on traces alone); this module is
 the runner: it plans the batches (`visualizer.plan`, written into OUT/probe.json before the first
@@ -24,6 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
+from backends.registry import backend_names
+from backends.run import record_trace
 from visualizer.metrics import run_metrics
 from visualizer.metrics.stats import N_RESAMPLES
 from visualizer.plan import Batch, Plan, item_id, make_plan
@@ -39,6 +41,8 @@ from visualizer.probe import (
 from visualizer.results import merge_parts, part_done, read_results, result_rows, write_part
 from visualizer.settings import GenerationSettings
 from visualizer.trace import Trace
+
+from .common import CliError, refuse_problems
 
 DEFAULT_PER_REGIME = 20  # the study's 20 prompts a regime (10 confirmatory)
 
@@ -163,6 +167,8 @@ def run_batches(backend, batches: Sequence[Batch], probes: dict, *, out, setting
             rows = [probes[item] for item in batch.items]
             traces = _record_batch(backend, [p.prompt for p in rows], settings.replace(seed=batch.seed))
             for item, trace in zip(batch.items, traces):
+                if trace.end is not None and trace.end.finish_reason == "cancelled":
+                    raise KeyboardInterrupt  # Ctrl-C: record_trace ended the run; the command says how to resume
                 if trace.end is None or trace.end.finish_reason not in ("eos", "length"):
                     reason = (trace.end.error or trace.end.finish_reason) if trace.end else "no end record"
                     raise ProbeError(f"batch {batch.index} ({', '.join(batch.items)}): {item} did not finish: "
@@ -178,8 +184,6 @@ def _record_batch(backend, prompts: list[str], settings: GenerationSettings) -> 
     """One trace per prompt, generated as one batch."""
     # DEVELOPMENT FALLBACK until branch `batch` lands: a loop over record_trace generates the rows
     # one at a time, so batch size > 1 does not batch yet. Replace by backends.run.record_batch.
-    from backends.run import record_trace
-
     return [record_trace(backend, prompt, settings) for prompt in prompts]
 
 
@@ -294,7 +298,7 @@ def add_probe_command(subparsers) -> None:
                         "Recorded in the plan: a rerun keeps it")
     parser.add_argument("--include-exploratory", action="store_true", help="also run and report the exploratory prompts")
     parser.add_argument("--model", default=None, help="model folder or hub id (default: the built-in model)")
-    parser.add_argument("--backend", choices=("transformers", "mlx"), default=None, help="default: picked from the model")
+    parser.add_argument("--backend", choices=backend_names(), default=None, help="default: picked from the model")
     parser.add_argument("--max-new-tokens", type=int, default=None, help="output budget (default: the model's)")
     parser.add_argument("--steps", type=int, dest="max_denoising_steps", help="max denoising steps per block (default: the model's)")
     parser.add_argument("--bootstrap", type=int, default=N_RESAMPLES, help=f"bootstrap resamples (default {N_RESAMPLES})")
@@ -305,49 +309,13 @@ def probe_command(args) -> int:
     from cli import distributed
 
     try:
-        from prompts.probes import REGIMES, check_answer, probe_suite
-        from prompts.sets import PromptSetError, load_prompt_set
-    except ImportError as exc:
-        return _fail(f"the probe prompts are not available ({exc})")
-    batch_size = _batch_size(args.batch_size)
-    if batch_size is None:
-        return _fail(f"--batch-size must be a whole number of at least 1 or 'auto' (got {args.batch_size!r})")
-    for name in ("seeds", "per_regime", "bootstrap"):
-        if getattr(args, name) is not None and getattr(args, name) < 1:
-            return _fail(f"--{name.replace('_', '-')} must be at least 1")
-    if args.prompts and args.per_regime is not None:
-        return _fail("--per-regime draws prompts from the project's task families; --prompts brings your own: use one")
-    if not args.prompts and (args.columns or args.regime):
-        return _fail("--columns and --regime describe a --prompts file: give one with --prompts")
-    settings = GenerationSettings(max_new_tokens=args.max_new_tokens, max_denoising_steps=args.max_denoising_steps)
-    problems = settings.problems()
-    if problems:
-        return _fail("; ".join(problems))
-    if args.prompts:
-        columns = dict(item.split("=", 1) for item in args.columns or () if "=" in item)
-        if len(columns) != len(args.columns or ()):
-            return _fail("--columns takes FIELD=COLUMN pairs, e.g. prompt=question answer=answer")
-        try:
-            suite = load_prompt_set(args.prompts, columns=columns, regime=args.regime, config=args.hf_config, split=args.hf_split)
-        except PromptSetError as exc:
-            return _fail(f"{args.prompts}: {exc}")
-        regimes = list(dict.fromkeys(p.regime for p in suite))
-        if args.regimes:
-            wanted = [r for item in args.regimes for r in item.split(",") if r]
-            suite, regimes = [p for p in suite if p.regime in wanted], [r for r in regimes if r in wanted]
-    else:
-        regimes = [r for item in (args.regimes or REGIMES) for r in item.split(",") if r]
-        unknown = sorted(set(regimes) - set(REGIMES))
-        if unknown:
-            return _fail(f"unknown regime(s): {', '.join(unknown)}; choose from {', '.join(REGIMES)}")
-        regimes = list(dict.fromkeys(regimes))
-        try:
-            suite = probe_suite(regimes, per_regime=args.per_regime or DEFAULT_PER_REGIME)
-        except ValueError as exc:
-            return _fail(str(exc))
-    probes = [p for p in suite if args.include_exploratory or p.split == SPLIT_CONFIRMATORY]
-    if not probes:
-        return _fail("no prompts to run: the selected regimes have no confirmatory prompts (try --include-exploratory)")
+        probes, regimes, batch_size, settings = _probes_from_args(args)
+    except CliError:
+        if distributed.is_first_process():
+            raise
+        return 0  # under torchrun every process reads the flags; rank 0 alone says what is wrong (and fails)
+
+    from prompts.probes import check_answer
 
     from backends import BUILTIN_MODEL_DIR, RANDOM_MODEL_DIR, BackendError, default_model, load_backend
 
@@ -382,14 +350,14 @@ def probe_command(args) -> int:
             watch=lambda plan, todo: progress_bar(args.out, plan, todo),
             describe=_describe,
         )
-    except (BackendError, ProbeError) as exc:
-        return _fail(str(exc)) if cluster.is_writer else 2
-    except distributed.RunFailed as exc:
-        return _fail(str(exc)) if cluster.is_writer else 1
+    except (BackendError, ProbeError, distributed.RunFailed) as exc:
+        if cluster.is_writer:
+            raise CliError(str(exc)) from None
+        return 1  # rank 0 says what failed; a failing rank has said why in its own line
     except OSError as exc:
-        return _fail(f"cannot write to {args.out}: {exc.strerror or exc}")
+        raise CliError(f"cannot write to {args.out}: {exc.strerror or exc}") from None
     except KeyboardInterrupt:
-        return _fail("interrupted; run the same command again to resume")
+        raise CliError("interrupted; run the same command again to resume") from None
     finally:
         distributed.leave_cluster(cluster)
     if not cluster.is_writer:
@@ -410,6 +378,52 @@ def probe_command(args) -> int:
     return 0
 
 
+def _probes_from_args(args):
+    """The probes to run, their regimes, the batch size (a number or "auto") and the settings; CliError
+    for anything wrong in the flags or the prompt file."""
+    from prompts.probes import REGIMES, probe_suite
+    from prompts.sets import PromptSetError, load_prompt_set
+
+    batch_size = _batch_size(args.batch_size)
+    if batch_size is None:
+        raise CliError(f"--batch-size must be a whole number of at least 1 or 'auto' (got {args.batch_size!r})")
+    for name in ("seeds", "per_regime", "bootstrap"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            raise CliError(f"--{name.replace('_', '-')} must be at least 1")
+    if args.prompts and args.per_regime is not None:
+        raise CliError("--per-regime draws prompts from the project's task families; --prompts brings your own: use one")
+    if not args.prompts and (args.columns or args.regime):
+        raise CliError("--columns and --regime describe a --prompts file: give one with --prompts")
+    settings = GenerationSettings(max_new_tokens=args.max_new_tokens, max_denoising_steps=args.max_denoising_steps)
+    refuse_problems(settings.problems())
+    if args.prompts:
+        columns = dict(item.split("=", 1) for item in args.columns or () if "=" in item)
+        if len(columns) != len(args.columns or ()):
+            raise CliError("--columns takes FIELD=COLUMN pairs, e.g. prompt=question answer=answer")
+        try:
+            suite = load_prompt_set(args.prompts, columns=columns, regime=args.regime, config=args.hf_config, split=args.hf_split)
+        except PromptSetError as exc:
+            raise CliError(f"{args.prompts}: {exc}") from None
+        regimes = list(dict.fromkeys(p.regime for p in suite))
+        if args.regimes:
+            wanted = [r for item in args.regimes for r in item.split(",") if r]
+            suite, regimes = [p for p in suite if p.regime in wanted], [r for r in regimes if r in wanted]
+    else:
+        regimes = [r for item in (args.regimes or REGIMES) for r in item.split(",") if r]
+        unknown = sorted(set(regimes) - set(REGIMES))
+        if unknown:
+            raise CliError(f"unknown regime(s): {', '.join(unknown)}; choose from {', '.join(REGIMES)}")
+        regimes = list(dict.fromkeys(regimes))
+        try:
+            suite = probe_suite(regimes, per_regime=args.per_regime or DEFAULT_PER_REGIME)
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
+    probes = [p for p in suite if args.include_exploratory or p.split == SPLIT_CONFIRMATORY]
+    if not probes:
+        raise CliError("no prompts to run: the selected regimes have no confirmatory prompts (try --include-exploratory)")
+    return probes, regimes, batch_size, settings
+
+
 def _batch_size(text: str):
     if text == "auto":
         return "auto"
@@ -427,11 +441,3 @@ def _describe(batches: Sequence[Batch]) -> str:
         return "no batches"
     shown = ", ".join(items[:6]) + (f" and {len(items) - 6} more" if len(items) > 6 else "")
     return f"batches {', '.join(str(b.index) for b in batches[:6])}{' ...' if len(batches) > 6 else ''} ({shown})"
-
-
-def _fail(message: str) -> int:
-    from cli.distributed import is_first_process
-
-    if is_first_process():  # under torchrun every process checks the flags; one says what is wrong
-        print(f"error: {message}", file=sys.stderr)
-    return 2

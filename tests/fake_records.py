@@ -12,9 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from visualizer.records import BlockRecord, ModelInfo, RunEnd, RunStart, StepRecord
+from visualizer.samplers import BUDGET_ENTROPY_BOUND, AcceptRule
 from visualizer.trace import Trace
 
 NOISE_ID, EOS_ID, PAD_ID = 3, 1, 0
+FAKE_RULE = AcceptRule(renoises=True, last_step_samples=True, budget=BUDGET_ENTROPY_BOUND)  # the fake backend's sampler
 
 
 def fake_model(canvas_length: int) -> ModelInfo:
@@ -30,7 +32,7 @@ def fake_trace(*blocks: list[str], canvas_length: int, changes=None, eos_at=None
     pieces = {i: f"t{i}" for i in range(10, 10 + canvas_length)} | {EOS_ID: "<eos>", PAD_ID: "<pad>", 2: "<bos>", 5: "x", NOISE_ID: "<noise>"}
     pieces |= {tok: f"c{tok}" for tok in changes.values()}
     trace.append(RunStart(prompt_ids=np.array([2, 5], np.int32), settings={"seed": 0, "max_new_tokens": canvas_length * len(blocks)},
-                          max_blocks=len(blocks), new_pieces=pieces))
+                          max_blocks=len(blocks), sampler_rule=FAKE_RULE.to_dict(), new_pieces=pieces))
     sequence = []
     for b, masks in enumerate(blocks):
         for step, mask in enumerate(masks):

@@ -75,7 +75,7 @@ def test_models_that_do_not_load_give_a_message(tmp_path):
 
 
 def test_mlx_models_without_mlx_say_what_to_install(monkeypatch):
-    monkeypatch.setattr(backends, "mlx_installed", lambda: False)
+    monkeypatch.setattr(backends.registry, "mlx_installed", lambda: False)
     with pytest.raises(BackendUnavailable, match="pip install"):
         load_backend(backends.REAL_CHECKPOINT_MLX)
 

@@ -18,9 +18,9 @@ import pytest
 
 from backends import is_mlx_model, load_backend
 from backends.base import BackendError
-from backends.mlx_backend import SAMPLER_NOTES, MLXBackend
+from backends.mlx_backend import MLXBackend
 from visualizer.records import RunEnd, RunStart, StepRecord
-from visualizer.settings import SAMPLERS, GenerationSettings
+from visualizer.settings import GenerationSettings
 from visualizer.states import State, frame_refs, frame_state
 from visualizer.trace import Trace
 
@@ -153,7 +153,8 @@ def test_model_info_and_defaults(mlx_models, backend):
         assert quantized.info.parameters == info.parameters > 0  # counted unpacked, scales left out
     finally:
         quantized.close()
-    assert set(SAMPLER_NOTES) == set(SAMPLERS)
+    names = [spec.name for spec in backend.capabilities.samplers]
+    assert names == ["entropy-bound", "confidence-threshold"] and all(spec.note for spec in backend.capabilities.samplers)
 
 
 def test_settings_record_what_was_used(backend):

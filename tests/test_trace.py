@@ -170,7 +170,7 @@ def test_candidates_round_trip_exactly():
     assert trace.settings.record_topk == 3
     again = Trace.from_json(trace.to_json())
     assert again == trace and again.to_json() == trace.to_json()
-    assert json.loads(trace.to_json())["version"] == 2
+    assert json.loads(trace.to_json())["version"] == trace_module.TRACE_VERSION == 3  # version 3 records the sampler rule
 
 
 def test_a_version_1_file_still_loads_as_a_run_without_candidates():
@@ -184,5 +184,27 @@ def test_a_version_1_file_still_loads_as_a_run_without_candidates():
     assert trace.settings.record_topk == 0 and all(s.topk_ids is None for s in trace.steps)
     assert len(trace.steps) == len(raw["steps"]) and trace.end.text == raw["end"]["text"]
     resaved = json.loads(trace.to_json())
-    assert resaved["version"] == 2 and resaved["steps"][0].keys() == raw["steps"][0].keys()
+    assert resaved["version"] == 3 and resaved["steps"][0].keys() == raw["steps"][0].keys()
+    assert resaved["sampler_rule"] == {"renoises": True, "last_step_samples": True, "budget": "entropy-bound"}
     assert Trace.from_json(trace.to_json()) == trace
+
+
+def test_a_trace_records_its_sampler_rule_and_any_sampler_with_a_rule_loads():
+    """Version 3: the sampler's accept rule travels in the trace, so a sampler no backend here
+    runs still loads (its rule says how to read its frames); version 2 traces derive theirs."""
+    raw = good_dict()
+    raw["version"] = 3
+    raw["settings"]["sampler"] = "discrete-ddim"
+    raw["sampler_rule"] = {"renoises": False, "last_step_samples": True, "budget": None}
+    trace = Trace.from_dict(raw)
+    assert trace.sampler_rule.renoises is False and trace.sampler_rule.budget is None
+    assert json.loads(trace.to_json())["sampler_rule"] == raw["sampler_rule"]
+    del raw["sampler_rule"]  # an unknown sampler without a rule cannot be read
+    with pytest.raises(TraceError, match="did not record its accept rule"):
+        Trace.from_dict(raw)
+    raw["sampler_rule"] = {"renoises": "yes", "last_step_samples": True, "budget": None}
+    with pytest.raises(TraceError, match="true or false"):
+        Trace.from_dict(raw)
+    raw["sampler_rule"] = {"renoises": True, "last_step_samples": True, "budget": "guess"}
+    with pytest.raises(TraceError, match="budget must be one of"):
+        Trace.from_dict(raw)

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .settings import CONFIDENCE_THRESHOLD, SAMPLER_CONFIDENCE_THRESHOLD
+from .samplers import BUDGET_CONFIDENCE_THRESHOLD, BUDGET_ENTROPY_BOUND
+from .settings import CONFIDENCE_THRESHOLD
 from .trace import Trace
 
 
@@ -92,10 +93,13 @@ def accept_budget(trace: Trace, block: int, step: int) -> EntropyBudget | Confid
         raise BudgetError(f"block {block + 1} has steps 1 to {len(steps)}; there is no step {step + 1}")
     record = steps[step]
     settings = trace.settings
-    if trace.model.backend == "mlx" and record.steps_remaining == 1:
-        raise BudgetError(f"step {step + 1} is the last step: MLX samples nothing there and commits the argmax")
-    if settings.sampler == SAMPLER_CONFIDENCE_THRESHOLD:
+    rule = trace.sampler_rule
+    if not rule.last_step_samples and record.steps_remaining == 1:
+        raise BudgetError(f"step {step + 1} is the last step: this sampler samples nothing there and commits the argmax")
+    if rule.budget == BUDGET_CONFIDENCE_THRESHOLD:
         return _confidence_budget(steps, block, step)
+    if rule.budget != BUDGET_ENTROPY_BOUND:
+        raise BudgetError(f"the {settings.sampler} sampler does not record a budget that this step's decision can be replayed from")
     if settings.entropy_bound is None:
         raise BudgetError("this trace did not record its entropy bound, so the step's decision cannot be replayed")
     bound = float(settings.entropy_bound)

@@ -1,12 +1,11 @@
 """The probe suite's statistics: commit order per regime, from the traces of a probe run.
 
-    results = run_probe(backend, probes, seeds=5, out="runs/probe")    # the runner: cli/probe.py
-    tables = regime_tables(results)                                     # one row per regime
-    write_tables("runs/probe", tables, meta)                            # table.md + table.json
+    result = result_from_trace(probe, seed, trace, relative_path, check)   # one per generation
+    tables = regime_tables(results)                                         # one row per regime
+    write_tables("runs/probe", tables, meta, results)                       # table.md + table.json
 
-Every generation's trace is saved under OUT/traces/<regime>/<prompt_id>-seed<k>.json; a rerun
-skips the traces already there (resumable), and refuses an OUT made with another model or other
-settings.  Reported per regime (confirmatory prompts unless exploratory ones are included, as
+This module works on saved traces alone; running the model, saving the traces and resuming are
+the runner's job (`cli/probe.py`).  Reported per regime (confirmatory prompts unless exploratory ones are included, as
 the study froze its choices on the exploratory half): mean token tau_b with a prompt-clustered
 bootstrap 95 % CI, the block-sequential control, tokens per accept step, the same-step pair
 fraction, accuracy, and the AUROC of low commit entropy predicting a correct answer.  The AUROC

@@ -80,7 +80,7 @@ class ModelInfo(_ArrayRecord):
 
     name: str  # display name, e.g. "google/diffusiongemma-26B-A4B-it" or "built-in demo model"
     source: str  # hub id or local folder it was loaded from
-    backend: str  # "transformers" or "mlx"
+    backend: str  # the registry name of the backend that ran it (`backends.registry`), shown, never branched on
     device: str  # "cuda:0", "cpu", "mps", "metal", ...
     dtype: str  # "bfloat16", "float32", "4-bit", ...
     canvas_length: int  # tokens per block (256 for DiffusionGemma)
@@ -99,6 +99,9 @@ class RunStart(_ArrayRecord):
     prompt_ids: np.ndarray  # (prompt_len,) int32, the chat-templated prompt fed to the encoder
     settings: dict  # every knob with the value actually used (checkpoint defaults filled in)
     max_blocks: int  # ceil(max_new_tokens / canvas_length): fixes the layout before any step
+    # The sampler's accept rule (`visualizer.samplers.AcceptRule.to_dict()`); None in traces written
+    # before rules were recorded (version 2), whose rule `Trace.sampler_rule` derives.
+    sampler_rule: dict | None = None
     new_pieces: dict = field(default_factory=dict, compare=False)  # {token id: text} for prompt ids
 
 

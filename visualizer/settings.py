@@ -14,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from .samplers import SAMPLER_CONFIDENCE_THRESHOLD, SAMPLER_ENTROPY_BOUND, is_sampler_name  # noqa: F401  (re-exported)
+
 # The checkpoint's defaults (google/diffusiongemma-26B-A4B-it, transformers 5.x): used when a
 # model's generation config leaves a knob unset.
 DEFAULT_MAX_NEW_TOKENS = 256
@@ -22,9 +24,8 @@ DEFAULT_ENTROPY_BOUND = 0.1
 DEFAULT_T_MIN = 0.4
 DEFAULT_T_MAX = 0.8
 
-SAMPLER_ENTROPY_BOUND = "entropy-bound"  # transformers' rule; recomputes the accepted set every step
-SAMPLER_CONFIDENCE_THRESHOLD = "confidence-threshold"  # mlx-vlm's default; reveals accumulate
-SAMPLERS = (SAMPLER_ENTROPY_BOUND, SAMPLER_CONFIDENCE_THRESHOLD)
+# The set of samplers is open: each backend declares the ones it runs (`backends.base.Capabilities`)
+# and refuses any other; a trace records its sampler's accept rule (`visualizer.samplers`).
 # mlx-vlm 0.7.10's DEFAULT_DIFFUSION_CONFIDENCE_THRESHOLD, which its engine always uses (not a knob);
 # tests/test_mlx_backend.py checks the two agree.
 CONFIDENCE_THRESHOLD = 0.9
@@ -45,9 +46,11 @@ class GenerationSettings:
     t_min: float | None = None  # temperature at the last step of the linear schedule
     t_max: float | None = None  # temperature at the first step
     seed: int = 0  # seeds every random draw of the run, canvas initialisation included
-    sampler: str | None = None  # MLX only: one of SAMPLERS; transformers always uses entropy-bound
-    temperature: float | None = None  # MLX only: sampling temperature (mlx-vlm has no t schedule)
-    compiled: bool = False  # transformers only: static cache + torch.compile (results differ from eager)
+    # Not every backend reads every knob: each declares the ones it reads (`Capabilities.knobs`) and
+    # records the others as None, so a trace never claims a knob that did nothing.
+    sampler: str | None = None  # one of the backend's declared samplers; None: its default
+    temperature: float | None = None  # sampling temperature (MLX: mlx-vlm has no t schedule)
+    compiled: bool = False  # static cache + torch.compile on transformers (results differ from eager)
     record_topk: int = DEFAULT_RECORD_TOPK  # record the k most probable candidates per position and step; 0: off
     thinking: bool = False  # render the chat template with enable_thinking (Gemma 4's thinking channel)
 
@@ -107,8 +110,8 @@ class GenerationSettings:
             out.append(f"record top-k must be a whole number from 0 to {MAX_RECORD_TOPK} (got {self.record_topk!r})")
         if not isinstance(self.thinking, bool):
             out.append(f"thinking must be true or false (got {self.thinking!r})")
-        if self.sampler is not None and self.sampler not in SAMPLERS:
-            out.append(f"sampler must be one of {', '.join(SAMPLERS)} (got {self.sampler!r})")
+        if self.sampler is not None and not is_sampler_name(self.sampler):
+            out.append(f"sampler must be a sampler's name such as {SAMPLER_ENTROPY_BOUND!r} (got {self.sampler!r})")
         if max_context is not None and prompt_tokens is not None:
             budget = self.max_new_tokens or DEFAULT_MAX_NEW_TOKENS
             if canvas_length and is_int(budget):

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .records import BlockRecord, ModelInfo, Record, RunEnd, RunStart, StepRecord
+from .samplers import AcceptRule, legacy_rule
 from .settings import GenerationSettings
 from .trace_format import TraceError, displayed_ids, settings_of_run, parse_trace, parse_trace_json, read_trace_file, trace_to_dict
 
@@ -62,6 +63,16 @@ class Trace:
     @property
     def settings(self) -> GenerationSettings:
         return settings_of_run(self.start.settings) if self.start else GenerationSettings()
+
+    @property
+    def sampler_rule(self) -> AcceptRule:
+        """How this run's sampler accepted (recorded by the backend, or derived for a version-2 trace)."""
+        if self.start is not None and self.start.sampler_rule is not None:
+            return AcceptRule.from_dict(self.start.sampler_rule)
+        rule = legacy_rule(self.model.backend, self.settings.sampler)
+        if rule is None:
+            raise TraceError(f"this trace's sampler {self.settings.sampler!r} did not record its accept rule")
+        return rule
 
     @property
     def canvas_length(self) -> int:

@@ -3,16 +3,18 @@
 The live `visualizer.trace.Trace` is what a run appends to; this module is what that trace
 looks like on disk and the gate every file passes before it becomes a Trace again.
 
-JSON format (version 2), documented for people who read or write traces by hand:
+JSON format (version 3), documented for people who read or write traces by hand:
 
     {
-      "format": "diffusion-visualizer-trace", "version": 2, "created": "2026-11-21T20:00:00+00:00",
+      "format": "diffusion-visualizer-trace", "version": 3, "created": "2026-11-21T20:00:00+00:00",
       "model":   {name, source, backend, device, dtype, canvas_length, vocab_size, eos_token_ids,
                   pad_token_id, max_context, builtin, parameters},
       "prompt":  {"text": "...", "ids": [int, ...]},        # ids after the chat template
       "settings": {max_new_tokens, max_denoising_steps, entropy_bound, t_min, t_max, seed,
                    sampler, temperature, compiled, record_topk},  # the values really used
       "max_blocks": int,                                     # ceil(max_new_tokens / canvas_length)
+      "sampler_rule": {"renoises": bool, "last_step_samples": bool,  # the sampler's accept rule
+                       "budget": "entropy-bound"|"confidence-threshold"|null},  # (visualizer.samplers)
       "pieces":  {"<id>": "decoded text", ...},              # every id that is ever displayed
       "steps":   [{"block", "step", "steps_remaining", "accepted": [0|1 x canvas],
                    "canvas": [id x canvas], "argmax": [id x canvas],
@@ -27,6 +29,10 @@ JSON format (version 2), documented for people who read or write traces by hand:
                   "text": "...", "wall_time_s", "error": str|null} | null
     }
 
+Version 3 added `sampler_rule`, so that a trace says how its sampler accepts and the library
+needs no backend's name: any well-formed sampler name loads when its rule is recorded. A version-2
+file, which recorded none, still loads when its (backend, sampler) pair is one a version-2 writer
+made (`visualizer.samplers.legacy_rule`).
 Version 2 added the optional candidates (`record_topk`, `topk_ids`, `topk_probs`) and
 `sample_probability`; a version 1 file still loads, as a run that recorded no candidates
 (`record_topk` 0). Entropies are float32 and candidate probabilities float16 values, each written
@@ -57,10 +63,11 @@ from .records import (
     frozen_array,
     frozen_matrix,
 )
+from .samplers import SAMPLER_ENTROPY_BOUND, AcceptRule, legacy_rule
 from .settings import GenerationSettings
 
 TRACE_FORMAT = "diffusion-visualizer-trace"
-TRACE_VERSION = 2
+TRACE_VERSION = 3
 
 # Size limits for loading untrusted files: generous for real runs, small enough to stay safe.
 MAX_TRACE_BYTES = 256 * 1024 * 1024
@@ -101,6 +108,7 @@ def trace_to_dict(trace) -> dict:
         "prompt": {"text": trace.prompt, "ids": _ints(trace.start.prompt_ids) if trace.start else []},
         "settings": dict(trace.start.settings) if trace.start else {},
         "max_blocks": trace.start.max_blocks if trace.start else 0,
+        "sampler_rule": trace.sampler_rule.to_dict() if trace.start else None,
         "pieces": {str(k): v for k, v in sorted(trace.pieces.items())},
         "steps": [
             {
@@ -209,7 +217,7 @@ def parse_trace(data) -> TraceParts:
         raise TraceError(f"trace version {version} was written by a newer tool; this one reads up to {TRACE_VERSION}")
     if version < 1:
         raise TraceError(f"unknown trace version {version}")
-    known = {"format", "version", "created", "model", "prompt", "settings", "max_blocks", "pieces", "steps", "blocks", "end"}
+    known = {"format", "version", "created", "model", "prompt", "settings", "max_blocks", "sampler_rule", "pieces", "steps", "blocks", "end"}
     _no_unknown(data, known, "trace")
 
     model = _parse_model(_get(data, "model", dict, "trace"))
@@ -231,6 +239,7 @@ def parse_trace(data) -> TraceParts:
     max_blocks = _get(data, "max_blocks", int, "trace")
     if not 1 <= max_blocks <= MAX_BLOCKS:
         raise TraceError(f"max_blocks must be from 1 to {MAX_BLOCKS} (got {max_blocks})")
+    rule = _parse_sampler_rule(data.get("sampler_rule"), model.backend, settings_of_run(settings).sampler)
 
     raw_pieces = _get(data, "pieces", dict, "trace")
     pieces = {}
@@ -244,7 +253,7 @@ def parse_trace(data) -> TraceParts:
     created = data.get("created", "")
     if not isinstance(created, str) or len(created) > 64:
         raise TraceError('"created" must be a date string')
-    start = RunStart(prompt_ids=prompt_ids, settings=dict(settings), max_blocks=max_blocks)
+    start = RunStart(prompt_ids=prompt_ids, settings=dict(settings), max_blocks=max_blocks, sampler_rule=rule)
     steps, blocks, end = [], [], None
 
     raw_steps = _get(data, "steps", list, "trace")
@@ -268,6 +277,22 @@ def parse_trace(data) -> TraceParts:
         shown = ", ".join(map(str, missing[:8])) + (" ..." if len(missing) > 8 else "")
         raise TraceError(f"{len(missing)} displayed token id(s) have no piece in 'pieces': {shown}")
     return parts
+
+
+def _parse_sampler_rule(raw, backend: str, sampler: str | None) -> dict:
+    """The recorded accept rule, or the one a version-2 writer used; a sampler with neither is refused."""
+    if raw is not None:
+        try:
+            return AcceptRule.from_dict(raw).to_dict()
+        except ValueError as exc:
+            raise TraceError(str(exc)) from None
+    rule = legacy_rule(backend, sampler)
+    if rule is None:
+        raise TraceError(
+            f"this trace's sampler {sampler or SAMPLER_ENTROPY_BOUND!r} did not record its accept rule (sampler_rule), "
+            "so its frames cannot be read"
+        )
+    return rule.to_dict()
 
 
 def _parse_model(raw: dict) -> ModelInfo:

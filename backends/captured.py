@@ -1,0 +1,36 @@
+"""What a backend's capture hands its `Backend._produce`: one step or one finished block, as numpy.
+
+Both captures (transformers' `capture.py`, MLX's `mlx_capture.py`) emit these two types, and
+`Backend` turns them into records (`visualizer.records`) with the run's piece table, in one place
+(`base.step_record`, `base.block_record`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class CapturedStep:
+    block: int
+    step: int
+    steps_remaining: int  # the sampler's cur_step: max_denoising_steps at step 0, down to 1
+    accepted: np.ndarray  # (canvas,) bool
+    canvas: np.ndarray  # (canvas,) int32: the canvas fed to the next step
+    argmax: np.ndarray  # (canvas,) int32
+    entropy_nats: np.ndarray  # (canvas,) float32, of the processed (temperature-scaled) logits
+    wall_time_s: float
+    converged: bool = False  # the block's stopping criterion fired at this step
+    topk_ids: np.ndarray | None = None  # (canvas, k) int32, most probable first; None when not recorded
+    topk_probs: np.ndarray | None = None  # (canvas, k) float16
+    sample_probability: np.ndarray | None = None  # (canvas,) float32: a confidence sampler's compared value
+
+
+@dataclass
+class CapturedBlock:
+    block: int
+    tokens: np.ndarray  # (canvas,) int32, as committed (pad after the first EOS)
+    steps_used: int
+    converged: bool  # the block ended before its last step
