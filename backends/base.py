@@ -7,8 +7,9 @@ finished block, RunEnd.  It checks the `stop` event between steps and then ends 
 RunEnd(finish_reason="cancelled"), so everything recorded so far is kept.
 
 The run's sequence (check, resolve, the piece table, RunStart, the worker, the stream, RunEnd) is
-written once, in `Backend.generate_batches`; a backend implements only `_produce`, which runs
-its model and emits one `captured.CapturedStep` per step and one `CapturedBlock` per block.
+written once, in `Backend.generate_rows`; a backend implements only `_produce`, which runs
+its model and emits one `captured.CapturedStep` per step and one `CapturedBlock` per block
+(a backend that batches several prompts in one call also implements `_produce_batch`).
 Adding a backend means one module and one entry in `registry.py`.
 
     backend = load_backend("assets/models/diffusiongemma-tiny-demo")   # backends/__init__.py
@@ -79,6 +80,7 @@ class Capabilities:
 
     knobs: frozenset[str]  # the GenerationSettings fields it reads; the others are recorded as None
     samplers: tuple[SamplerSpec, ...]  # the samplers it runs, its default first
+    max_batch: int | None = 1  # most prompts one generate call takes (`generate_rows`); None: no limit but memory
 
     def sampler(self, name: str | None) -> SamplerSpec:
         """The spec of a sampler by name (None: the default); BackendError naming the ones it has."""
@@ -145,32 +147,73 @@ class Backend(ABC):
         RunStart comes first, alone; RunEnd comes last, also after a stop or an error. A slow
         consumer simply gets longer lists: nothing is dropped and no second thread is needed.
         """
-        ids = self.check(prompt, settings)
+        for batch in self.generate_rows([prompt], settings, stop):
+            yield [record for _, record in batch]
+
+    def generate_rows(
+        self, prompts: list[str], settings: GenerationSettings, stop: threading.Event | None = None
+    ) -> Iterator[list[tuple[int, Record]]]:
+        """Run one generation per prompt in one batched call of the model, yielding lists of
+        (row, record) as they arrive; row is the prompt's index.
+
+        Each row's records are a whole run on their own: its RunStart (the first list holds
+        every row's), its steps and blocks, and its RunEnd (the last list holds every row's).
+        A row's samples depend on the batch it ran in (one seed per batch, batched kernels), so
+        a batch of several records it in each RunStart's `batch` ({"size", "row"}); a batch of
+        one is the single-prompt run exactly (`batch` None).
+        """
+        if not prompts:
+            raise BackendError("No prompts to generate: give at least one.")
+        limit = self.capabilities.max_batch
+        if limit is not None and len(prompts) > limit:
+            raise BackendError(
+                f"The {self.name} backend runs at most {limit} prompt(s) at a time (got a batch of {len(prompts)})."
+            )
+        rows_ids = [self._check_row(prompt, settings, row, len(prompts)) for row, prompt in enumerate(prompts)]
         settings = self.resolve(settings)
         sampler = self.capabilities.sampler(settings.sampler)
         stop = stop or threading.Event()
         started = time.perf_counter()
-        pieces = PieceTable(self.tokenizer)
+        tables = [PieceTable(self.tokenizer) for _ in prompts]
         yield [
-            RunStart(
-                prompt_ids=frozen_array(ids, np.int32),
-                settings=settings.to_dict(),
-                max_blocks=math.ceil(settings.max_new_tokens / self.info.canvas_length),
-                sampler_rule=sampler.rule.to_dict(),
-                new_pieces=pieces.new(ids),
+            (
+                row,
+                RunStart(
+                    prompt_ids=frozen_array(ids, np.int32),
+                    settings=settings.to_dict(),
+                    max_blocks=math.ceil(settings.max_new_tokens / self.info.canvas_length),
+                    sampler_rule=sampler.rule.to_dict(),
+                    batch=None if len(prompts) == 1 else {"size": len(prompts), "row": row},
+                    new_pieces=tables[row].new(ids),
+                ),
             )
+            for row, ids in enumerate(rows_ids)
         ]
 
         def produce(emit, should_stop):
             def emit_captured(item):
+                pieces = tables[item.row]
                 if isinstance(item, CapturedStep):
-                    emit(step_record(item, pieces))
+                    emit((item.row, step_record(item, pieces)))
                 else:
-                    emit(block_record(item, pieces, self.info.eos_token_ids))
+                    emit((item.row, block_record(item, pieces, self.info.eos_token_ids)))
 
-            self._produce(ids, settings, emit_captured, should_stop)
+            self._produce_batch(rows_ids, settings, emit_captured, should_stop)
 
-        yield from self._stream(produce, stop, started)
+        yield from self._stream(produce, stop, started, rows=len(prompts))
+
+    def _produce_batch(
+        self,
+        rows_ids: list[list[int]],
+        settings: GenerationSettings,
+        emit: Callable[[CapturedStep | CapturedBlock], None],
+        should_stop: Callable[[], bool],
+    ) -> None:
+        """`_produce` for a batch of prompts, each captured item saying its `row`. A backend that
+        batches overrides this (and declares `Capabilities.max_batch`); the others run one prompt."""
+        if len(rows_ids) != 1:
+            raise BackendError(f"The {self.name} backend runs one prompt at a time.")
+        self._produce(rows_ids[0], settings, emit, should_stop)
 
     def supports_thinking(self) -> bool:
         """Whether the chat template has a thinking channel to turn on (`enable_thinking`)."""
@@ -200,6 +243,15 @@ class Backend(ABC):
         filled["seed"] = settings.seed
         return GenerationSettings(**filled)
 
+    def _check_row(self, prompt: str, settings: GenerationSettings, row: int, rows: int) -> list[int]:
+        """`check` for one prompt of a batch; the message names the prompt when there are several."""
+        try:
+            return self.check(prompt, settings)
+        except BackendError as exc:
+            if rows == 1:
+                raise
+            raise BackendError(f"Prompt {row + 1} of {rows}: {exc}") from None
+
     def check(self, prompt: str, settings: GenerationSettings) -> list[int]:
         """Validate a request before any work; returns the prompt ids or raises BackendError."""
         if not isinstance(prompt, str) or not prompt.strip():
@@ -225,6 +277,8 @@ class Backend(ABC):
 
     def failure_message(self, exc: BaseException) -> str:
         """One line for a run that failed (backends add their own out-of-memory types)."""
+        if isinstance(exc, BackendError):
+            return str(exc)
         if isinstance(exc, MemoryError):
             return "Out of memory during generation: lower max new tokens, or use a shorter prompt."
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
@@ -235,11 +289,14 @@ class Backend(ABC):
         produce: Callable[[Callable[[Record], None], Callable[[], bool]], None],
         stop: threading.Event,
         started: float,
-    ) -> Iterator[list[Record]]:
-        """Yield the records a worker produces, in lists of whatever has arrived, then the RunEnd.
+        *,
+        rows: int = 1,
+    ) -> Iterator[list[tuple[int, Record]]]:
+        """Yield the (row, record) pairs a worker produces, in lists of whatever has arrived, then
+        each row's RunEnd.
 
-        `produce(emit, should_stop)` runs on the worker (`_launch`), calls `emit` for each
-        StepRecord and BlockRecord, and raises GenerationCancelled between two steps once
+        `produce(emit, should_stop)` runs on the worker (`_launch`), calls `emit((row, record))`
+        for each StepRecord and BlockRecord, and raises GenerationCancelled between two steps once
         `should_stop()` is true.  A bounded queue bridges the two threads; exceptions come
         through it and end the run with a message.  When the consumer closes this generator
         early, the worker stops at its next step and is waited for, so no run outlives its
@@ -266,7 +323,7 @@ class Backend(ABC):
                 emit(exc)
 
         job = self._launch(work)
-        blocks: list[np.ndarray] = []
+        blocks: list[list[np.ndarray]] = [[] for _ in range(rows)]
         finish, error = None, None
         try:
             while finish is None:
@@ -288,8 +345,9 @@ class Backend(ABC):
                     elif isinstance(item, BaseException):
                         finish, error = FINISH_ERROR, self.failure_message(item)
                     else:
-                        if isinstance(item, BlockRecord):
-                            blocks.append(item.tokens)
+                        row, record = item
+                        if isinstance(record, BlockRecord):
+                            blocks[row].append(record.tokens)
                         batch.append(item)
                     if finish is not None:
                         break
@@ -298,7 +356,8 @@ class Backend(ABC):
         finally:
             halt.set()
             job.exception()  # waits until the worker has left the run
-        yield [run_end(self, blocks, finish=None if finish == "done" else finish, error=error, started=started)]
+        finish = None if finish == "done" else finish
+        yield [(row, run_end(self, blocks[row], finish=finish, error=error, started=started)) for row in range(rows)]
 
 
 def _drain(records: queue.Queue, first):

@@ -9,7 +9,8 @@ template, placed on the GPU with `device_map`) or any local folder saved by `sav
         print(type(record).__name__)
 
 `model.generate` runs on a worker thread inside `capture_steps`; records reach the caller
-through a bounded queue as soon as each step ends.  Closing the generator or setting `stop`
+through a bounded queue as soon as each step ends.  Several prompts run as one batched call
+(`Backend.generate_rows`), left-padded with an attention mask (`batch_inputs`).  Closing the generator or setting `stop`
 ends the run between two steps.
 """
 
@@ -54,6 +55,7 @@ ENTROPY_BOUND = SamplerSpec(
 CAPABILITIES = Capabilities(
     knobs=COMMON_KNOBS | {"entropy_bound", "t_min", "t_max", "sampler", "compiled"},
     samplers=(ENTROPY_BOUND,),
+    max_batch=None,  # as many prompts as the GPU's memory holds
 )
 
 
@@ -165,10 +167,15 @@ class TransformersBackend(Backend):
         }
 
     def _produce(self, ids, settings, emit, should_stop) -> None:
+        self._produce_batch([ids], settings, emit, should_stop)
+
+    def _produce_batch(self, rows_ids, settings, emit, should_stop) -> None:
         kwargs = self.generate_kwargs(settings)
         model = self.model  # a local reference: close() from another session must not pull it away mid-run
-        input_ids = torch.tensor([ids], device=model.device)
-        torch.manual_seed(settings.seed)  # seeds the CPU and every CUDA device
+        input_ids, attention_mask = batch_inputs(rows_ids, self.info.pad_token_id, model.device)
+        if attention_mask is not None:
+            kwargs["attention_mask"] = attention_mask
+        torch.manual_seed(settings.seed)  # once per batch; seeds the CPU and every CUDA device
         topk = min(settings.record_topk, self.info.vocab_size)
         with capture_steps(model, emit, emit, should_stop, topk=topk):
             model.generate(input_ids, **kwargs)
@@ -185,6 +192,28 @@ class TransformersBackend(Backend):
 
 
 # ---- helpers -----------------------------------------------------------------------------------
+def batch_inputs(rows_ids: list[list[int]], pad_token_id: int | None, device) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The `input_ids` (batch, longest) and `attention_mask` of a batch of prompts for `generate`.
+
+    Padded on the left: transformers numbers positions from 0 to the longest prompt for every row
+    and puts each block right after them, so a left-padded row's canvas follows its own prompt
+    (rotary attention sees only relative positions) while right padding would leave a gap of pad
+    between the two. The mask hides the pad from every attention. Rows of one length need no
+    padding and get no mask: exactly the single-prompt call.
+    """
+    longest = max(len(ids) for ids in rows_ids)
+    if all(len(ids) == longest for ids in rows_ids):
+        return torch.tensor(rows_ids, device=device), None
+    if pad_token_id is None:
+        raise BackendError("This model's config has no pad token id, so prompts of different lengths cannot share a batch.")
+    input_ids = torch.full((len(rows_ids), longest), pad_token_id, dtype=torch.long)
+    attention_mask = torch.zeros((len(rows_ids), longest), dtype=torch.long)
+    for row, ids in enumerate(rows_ids):
+        input_ids[row, longest - len(ids) :] = torch.tensor(ids)
+        attention_mask[row, longest - len(ids) :] = 1
+    return input_ids.to(device), attention_mask.to(device)
+
+
 def _load_tokenizer(source: str):
     """The checkpoint's processor tokenizer when it has one (the real model), else AutoTokenizer.
 
