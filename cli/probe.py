@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from backends.registry import backend_names
-from backends.run import record_trace
+from backends.run import record_batch, record_trace
 from visualizer.metrics import run_metrics
 from visualizer.metrics.stats import N_RESAMPLES
 from visualizer.plan import Batch, Plan, item_id, make_plan
@@ -181,10 +181,10 @@ def run_batches(backend, batches: Sequence[Batch], probes: dict, *, out, setting
 
 
 def _record_batch(backend, prompts: list[str], settings: GenerationSettings) -> list[Trace]:
-    """One trace per prompt, generated as one batch."""
-    # DEVELOPMENT FALLBACK until branch `batch` lands: a loop over record_trace generates the rows
-    # one at a time, so batch size > 1 does not batch yet. Replace by backends.run.record_batch.
-    return [record_trace(backend, prompt, settings) for prompt in prompts]
+    """One trace per prompt, generated as one batch (a batch of one is exactly record_trace's run)."""
+    if len(prompts) == 1:
+        return [record_trace(backend, prompts[0], settings)]
+    return record_batch(backend, prompts, settings)
 
 
 def _fit_hint(backend, settings, batch: Batch, reason: str, probes: list) -> str:
@@ -327,6 +327,9 @@ def probe_command(args) -> int:
     by_item = {item_of(p, s): p for p in probes for s in range(args.seeds)}
     try:
         backend = load_backend(model, backend=args.backend)
+        limit = backend.capabilities.max_batch
+        if batch_size != "auto" and limit is not None and batch_size > limit:
+            raise CliError(f"the {backend.name} backend runs at most {limit} prompt(s) at a time: use --batch-size {limit}")
         say(f"probe: {len(probes)} prompts × {args.seeds} seeds on {backend.info.name} ({backend.info.device}), "
             f"{cluster.world_size} process{'es' if cluster.world_size > 1 else ''}", file=sys.stderr)
 
@@ -335,7 +338,7 @@ def probe_command(args) -> int:
 
             longest = max(len(backend.prompt_ids(p.prompt)) for p in probes)
             fit = rows_that_fit(backend, settings, prompt_tokens=longest)
-            size = min(fit or CPU_AUTO_ROWS, len(probes))
+            size = min(fit or CPU_AUTO_ROWS, len(probes), backend.capabilities.max_batch or len(probes))
             say(f"probe: --batch-size auto chose {size} rows "
                 f"({'from free GPU memory' if fit else 'no GPU: the CPU default'}); recorded in the plan", file=sys.stderr)
             return size

@@ -59,6 +59,11 @@ class ScriptedBackend(Backend):
         for record in self.scripted(prompt, settings):
             yield [record]
 
+    def generate_rows(self, prompts, settings, stop=None):  # a batch: the rows scripted one after another
+        for row, prompt in enumerate(prompts):
+            for record in self.scripted(prompt, settings):
+                yield [(row, record)]
+
     def scripted(self, prompt, settings):
         self.calls += 1
         rng = np.random.default_rng([sum(map(ord, prompt)), settings.seed])
