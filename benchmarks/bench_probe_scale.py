@@ -221,7 +221,7 @@ def single(args) -> int:
     if args.try_rows and args.device.startswith("cuda"):
         from backends.memory import rows_that_fit
 
-        report["rows_estimate"] = rows_that_fit(backend, settings, prompt_tokens=max(len(backend.prompt_ids(p.prompt)) for p in probes))
+        report["rows_estimate"] = rows_that_fit(backend)
         report["rows"] = try_rows(backend, probes, settings, [int(r) for r in args.try_rows.split(",")])
     (out / "bench-single.json").write_text(json.dumps(report, indent=1))
     print(json.dumps(report, indent=1))

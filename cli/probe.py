@@ -172,7 +172,7 @@ def run_batches(backend, batches: Sequence[Batch], probes: dict, *, out, setting
                 if trace.end is None or trace.end.finish_reason not in ("eos", "length"):
                     reason = (trace.end.error or trace.end.finish_reason) if trace.end else "no end record"
                     raise ProbeError(f"batch {batch.index} ({', '.join(batch.items)}): {item} did not finish: "
-                                     f"{reason}{_fit_hint(backend, settings, batch, reason, rows)}")
+                                     f"{reason}{_fit_hint(backend, batch, reason)}")
             if pending is not None:
                 pending.result()  # a writer failure stops the run here
             pending = writer.submit(_save_batch, out, batch, rows, traces, check, after_batch)
@@ -187,14 +187,13 @@ def _record_batch(backend, prompts: list[str], settings: GenerationSettings) -> 
     return record_batch(backend, prompts, settings)
 
 
-def _fit_hint(backend, settings, batch: Batch, reason: str, probes: list) -> str:
+def _fit_hint(backend, batch: Batch, reason: str) -> str:
     """For an out-of-memory error: the largest batch that fits now (the plan itself never changes)."""
     if "out of" not in reason.lower() or "memory" not in reason.lower():
         return ""
     from backends.memory import rows_that_fit
 
-    longest = max(len(backend.prompt_ids(p.prompt)) for p in probes)
-    fit = rows_that_fit(backend, settings, prompt_tokens=longest)
+    fit = rows_that_fit(backend)
     if fit is None:
         return ""
     return (f" (the largest batch that fits this GPU now is about {fit} rows: start a new --out with "
@@ -336,8 +335,7 @@ def probe_command(args) -> int:
         def choose_batch_size() -> int:
             from backends.memory import CPU_AUTO_ROWS, rows_that_fit
 
-            longest = max(len(backend.prompt_ids(p.prompt)) for p in probes)
-            fit = rows_that_fit(backend, settings, prompt_tokens=longest)
+            fit = rows_that_fit(backend)
             size = min(fit or CPU_AUTO_ROWS, len(probes), backend.capabilities.max_batch or len(probes))
             say(f"probe: --batch-size auto chose {size} rows "
                 f"({'from free GPU memory' if fit else 'no GPU: the CPU default'}); recorded in the plan", file=sys.stderr)
