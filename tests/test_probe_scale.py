@@ -160,3 +160,45 @@ def test_a_malformed_prompts_file_is_one_line_naming_the_row(tmp_path, capsys):
     assert main(["probe", "--out", str(tmp_path / "out"), "--prompts", str(path)]) == 2
     err = capsys.readouterr().err
     assert err == f"error: {path}: row 2: field 'prompt' must be a non-empty text\n"
+
+
+# ---- failures ----------------------------------------------------------------------------------------
+def test_a_failing_rank_says_which_items_it_held_and_why(tmp_path, capsys):
+    from cli.distributed import RunFailed, run_plan
+    from cli.probe import _describe
+
+    plan = make_plan([("math", f"m{i}", 0) for i in range(3)], batch_size=2)
+
+    def work(batches, after_batch):
+        raise ProbeError("batch 0 (math/m0/seed0, math/m1/seed0): math/m1/seed0 did not finish: Out of GPU memory")
+
+    finished = []
+    with pytest.raises(RunFailed, match="1 of 1 ranks failed"):
+        run_plan(Cluster(0, 1, 0), prepare=lambda world: (plan, list(plan.batches)), work=work,
+                 finish=finished.append, describe=_describe)
+    err = capsys.readouterr().err
+    assert err.startswith("error: rank 0 of 1, holding batches 0, 1 (math/m0/seed0, math/m1/seed0, math/m2/seed0), "
+                          "failed: batch 0") and "Out of GPU memory" in err
+    assert finished == []  # no tables from a partial run
+
+
+def test_an_out_of_memory_row_names_the_largest_batch_that_fits(tmp_path, monkeypatch):
+    import dataclasses
+
+    import backends.memory
+
+    class OutOfMemory(ScriptedBackend):
+        def scripted(self, prompt, settings):
+            for record in super().scripted(prompt, settings):
+                if type(record).__name__ == "RunEnd":
+                    record = dataclasses.replace(record, finish_reason="error",
+                                                 error="Out of GPU memory during generation: lower max new tokens")
+                yield record
+
+    monkeypatch.setattr(backends.memory, "rows_that_fit", lambda backend: 2)
+    with pytest.raises(ProbeError) as error:
+        run_probe(OutOfMemory(), PROBES, seeds=1, out=tmp_path, check=check, batch_size=3)
+    message = str(error.value)
+    assert message.startswith("batch 0 (math/m0/seed0, math/m1/seed0, math/m2/seed0): math/m0/seed0 did not finish: Out of GPU")
+    assert "the largest batch that fits this GPU now is about 2 rows" in message and "plan stays at 3 rows" in message
+    assert json.loads((tmp_path / "probe.json").read_text())["plan"]["batch_size"] == 3  # the plan never changes
