@@ -10,7 +10,7 @@ The model is the real 26B-A4B shape with random bf16 weights, built per process 
 copies (benchmarks/bench_capture_fullshape.py); random weights never converge and its EOS logits
 are zeroed, so every block runs all `--steps` (48) steps.  The prompts are the probe suite's
 (confirmatory half), tokenized by the built-in model's tokenizer and chat template; the runner is
-the probe command's own code (cli.probe: plan, record_batch, writer thread, Parquet parts;
+the probe command's own code (cli.probe_runner: plan, record_batch, writer thread, Parquet parts;
 cli.distributed.run_plan), so the numbers include everything a real run does on the host.
 
 `single` (one process, one GPU), every figure measured in this one call:
@@ -79,7 +79,7 @@ def run_runner(backend, probes, settings, *, seeds: int, items: int, batch: int,
     import torch
 
     from cli import distributed
-    from cli.probe import finish_results, item_of, prepare_out, probe_items, run_batches
+    from cli.probe_runner import finish_results, item_of, prepare_out, probe_items, run_batches
     from prompts.probes import check_answer
 
     chosen = probe_items(probes, seeds)[:items]

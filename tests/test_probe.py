@@ -12,7 +12,7 @@ from backends.base import Backend
 from cli import main
 from visualizer.metrics import Undefined, run_metrics
 from visualizer.metrics.stats import auroc, clustered_ci
-from cli.probe import progress_bar, run_probe
+from cli.probe_runner import progress_bar, run_probe
 from visualizer.probe import ProbeError, markdown_table, regime_tables, write_tables
 from visualizer.settings import GenerationSettings
 from visualizer.trace import Trace

@@ -13,7 +13,7 @@ from tests.test_probe import PROBES, ScriptedBackend, check
 
 from cli import main
 from cli.distributed import Cluster
-from cli.probe import run_probe
+from cli.probe_runner import run_probe
 from prompts.probes import probe_suite
 from prompts.sets import PromptSetError, load_prompt_set
 from visualizer.plan import Plan, make_plan
