@@ -3,7 +3,8 @@
     torchrun --nproc-per-node 4 -m visualizer probe --out runs/big ...     # one model replica per GPU
     python -m visualizer probe --out runs/big ...                          # the same run, one process
 
-    outcome = run_plan(prepare=..., work=..., finish=..., watch=...)
+    cluster = join_cluster()          # before the model loads: it picks this process's GPU
+    results = run_plan(cluster, prepare=..., work=..., finish=..., watch=...)   # None on ranks other than 0
 
 torchrun starts the processes (and restarts them with --max-restarts); this module never spawns
 any.  It reads torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK), gives each process its own
