@@ -56,7 +56,7 @@ from visualizer.settings import GenerationSettings
 from .captured import CapturedBlock, CapturedStep
 from .text import PieceTable
 
-_QUEUE_SIZE = 64  # records buffered between the model's thread and a slow consumer
+_QUEUE_SIZE = 64  # captured items buffered per batch row between the model's thread and a slow consumer
 _DONE = object()  # the worker's run returned
 _CANCELLED = object()  # the worker's run stopped between two steps
 
@@ -191,16 +191,17 @@ class Backend(ABC):
         ]
 
         def produce(emit, should_stop):
-            def emit_captured(item):
-                pieces = tables[item.row]
-                if isinstance(item, CapturedStep):
-                    emit((item.row, step_record(item, pieces)))
-                else:
-                    emit((item.row, block_record(item, pieces, self.info.eos_token_ids)))
+            self._produce_batch(rows_ids, settings, emit, should_stop)
 
-            self._produce_batch(rows_ids, settings, emit_captured, should_stop)
+        def to_record(item: CapturedStep | CapturedBlock) -> Record:
+            # On the consuming thread, not the model's: the copies, the pieces and the decoding of
+            # B rows a step stay off the worker that keeps the GPU busy.
+            pieces = tables[item.row]
+            if isinstance(item, CapturedStep):
+                return step_record(item, pieces)
+            return block_record(item, pieces, self.info.eos_token_ids)
 
-        yield from self._stream(produce, stop, started, rows=len(prompts))
+        yield from self._stream(produce, stop, started, rows=len(prompts), to_record=to_record)
 
     def _produce_batch(
         self,
@@ -286,23 +287,25 @@ class Backend(ABC):
 
     def _stream(
         self,
-        produce: Callable[[Callable[[Record], None], Callable[[], bool]], None],
+        produce: Callable[[Callable[[CapturedStep | CapturedBlock], None], Callable[[], bool]], None],
         stop: threading.Event,
         started: float,
         *,
         rows: int = 1,
+        to_record: Callable[[CapturedStep | CapturedBlock], Record],
     ) -> Iterator[list[tuple[int, Record]]]:
         """Yield the (row, record) pairs a worker produces, in lists of whatever has arrived, then
         each row's RunEnd.
 
-        `produce(emit, should_stop)` runs on the worker (`_launch`), calls `emit((row, record))`
-        for each StepRecord and BlockRecord, and raises GenerationCancelled between two steps once
+        `produce(emit, should_stop)` runs on the worker (`_launch`), calls `emit` for each
+        CapturedStep and CapturedBlock (which `to_record` turns into records here, on the
+        consuming thread), and raises GenerationCancelled between two steps once
         `should_stop()` is true.  A bounded queue bridges the two threads; exceptions come
         through it and end the run with a message.  When the consumer closes this generator
         early, the worker stops at its next step and is waited for, so no run outlives its
         generator.  Ctrl-C in the consuming thread stops the run the same way as `stop`.
         """
-        records: queue.Queue = queue.Queue(maxsize=_QUEUE_SIZE)
+        records: queue.Queue = queue.Queue(maxsize=_QUEUE_SIZE * rows)  # as many steps buffered at any batch size
         halt = threading.Event()  # set when the consumer is gone: the worker must not wait on the queue
 
         def emit(item) -> None:
@@ -345,10 +348,14 @@ class Backend(ABC):
                     elif isinstance(item, BaseException):
                         finish, error = FINISH_ERROR, self.failure_message(item)
                     else:
-                        row, record = item
+                        try:
+                            record = to_record(item)
+                        except Exception as exc:  # a capture that broke the record rules: end the run with it
+                            finish, error = FINISH_ERROR, self.failure_message(exc)
+                            break
                         if isinstance(record, BlockRecord):
-                            blocks[row].append(record.tokens)
-                        batch.append(item)
+                            blocks[item.row].append(record.tokens)
+                        batch.append((item.row, record))
                     if finish is not None:
                         break
                 if batch:

@@ -9,9 +9,13 @@ of one model *instance* (instance attributes win over class methods) and removes
                                candidates, on the device (`logit_summary.py`)
     _prepare_denoiser_inputs   marks the start of a block
     _denoising_step            after each step: copies the accepted mask, the next canvas, the
-                               argmax, the entropy and the top-k to the CPU, all non-blocking
-                               with one wait per step; checks the stop flag first
+                               argmax, the entropy and the top-k of every batch row to the CPU,
+                               all non-blocking with one wait per step; checks the stop flag first
     _finalize_canvas           after each block: the committed tokens (pad after EOS)
+
+A batched `generate` (several prompts, left-padded: `transformers_backend.batch_inputs`) gives
+one CapturedStep per row still denoising at each step and one CapturedBlock per row still
+generating at each block, each naming its `row` (see `capture_steps`).
 
 Why these and not others (checked on CPU and on an H100, eager and compiled):
 - A streamer's `put_draft` sees only the argmax, never the accepted mask.
@@ -26,7 +30,8 @@ Why these and not others (checked on CPU and on an H100, eager and compiled):
   by float32 rounding only (tests/test_capture.py bounds it), and no extra vocabulary-sized tensor
   is kept (`logit_summary.py`).
 Nothing here draws random numbers or writes to a tensor the model reads, so the same seed gives
-bit-identical sequences with and without the capture (tests/test_capture.py proves it).
+bit-identical sequences with and without the capture (tests/test_capture.py proves it, and
+tests/test_batch_capture.py for batches, row by row).
 """
 
 from __future__ import annotations

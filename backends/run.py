@@ -91,8 +91,10 @@ def record_batch(
     in order, each a whole run (RunStart ... RunEnd) that saves, loads and replays like any other.
 
     The batch is part of what reproduces a row (`RunStart.batch`): the same prompts in the same
-    order with the same settings give the same traces, bit for bit. Ctrl-C or `stop` ends every
-    row at the next step, each with RunEnd "cancelled"; a bad prompt is a BackendError naming it.
+    order with the same settings give the same traces, bit for bit. The rows share the batch's
+    times: a step's `wall_time_s` is the batched step's, a RunEnd's the whole call's. Ctrl-C or
+    `stop` ends every row at the next step, each with RunEnd "cancelled"; a bad prompt is a
+    BackendError naming it.
     """
     stop = stop or threading.Event()
     traces = [Trace(model=backend.info, prompt=prompt) for prompt in prompts]

@@ -9,9 +9,9 @@ template, placed on the GPU with `device_map`) or any local folder saved by `sav
         print(type(record).__name__)
 
 `model.generate` runs on a worker thread inside `capture_steps`; records reach the caller
-through a bounded queue as soon as each step ends.  Several prompts run as one batched call
-(`Backend.generate_rows`), left-padded with an attention mask (`batch_inputs`).  Closing the generator or setting `stop`
-ends the run between two steps.
+through a bounded queue as soon as each step ends.  Closing the generator or setting `stop`
+ends the run between two steps.  Several prompts run as one batched call (`Backend.generate_rows`),
+left-padded with an attention mask (`batch_inputs`).
 """
 
 from __future__ import annotations
@@ -199,7 +199,9 @@ def batch_inputs(rows_ids: list[list[int]], pad_token_id: int | None, device) ->
     and puts each block right after them, so a left-padded row's canvas follows its own prompt
     (rotary attention sees only relative positions) while right padding would leave a gap of pad
     between the two. The mask hides the pad from every attention. Rows of one length need no
-    padding and get no mask: exactly the single-prompt call.
+    padding and get no mask: exactly the single-prompt call. (Checked on the built-in model: from
+    the same starting canvas a left-padded row's first step matches its run alone within 2e-5
+    nats, and right padding moves it by up to 2 nats; tests/test_batch_capture.py.)
     """
     longest = max(len(ids) for ids in rows_ids)
     if all(len(ids) == longest for ids in rows_ids):

@@ -3,6 +3,7 @@
     python benchmarks/bench_capture_fullshape.py --paths eager                 # on the GPU machine
     python benchmarks/bench_capture_fullshape.py --paths compiled --reps 5
     python benchmarks/bench_capture_fullshape.py --paths compiled --topk 0           # without the candidates
+    python benchmarks/bench_capture_fullshape.py --batch 8 --paths eager,compiled --prompt-lengths 64 --reps 3   # batched
     python benchmarks/bench_capture_fullshape.py --device cpu --layers 2 --experts 8 --vocab 4096 --paths eager --prompt-lengths 16 --reps 1   # dry run
 
 No hub is reachable, so the model is `DiffusionGemmaForBlockDiffusion` built from the published
@@ -25,6 +26,10 @@ the table reports the median ms per denoising step with its min-max, the ratio o
 `generate` call to the first record in Python), and the bf16 memory floor of a step: reading
 every weight the step touches once at the device's bandwidth (`--bandwidth-tbs`, 3.35 for an
 H100 SXM, 4.8 for an H200).  Random weights never converge early, so every block runs all its steps.
+
+`--batch B` runs B prompts of the same length as one batched `generate` (the capture records every
+row: B step records a step) against stock batched runs with the same seed; the table adds the canvas
+tokens per second of the batch (B x 256 / seconds).
 """
 
 from __future__ import annotations
@@ -156,6 +161,7 @@ def main(argv=None) -> int:
     parser.add_argument("--paths", default="eager,compiled")
     parser.add_argument("--prompt-lengths", default="64,1024")
     parser.add_argument("--reps", type=int, default=5, help="timed runs of each variant, alternating")
+    parser.add_argument("--batch", type=int, default=1, help="prompts per generate call (rows of one batch)")
     parser.add_argument("--layers", type=int, default=REAL_SHAPE["num_hidden_layers"])
     parser.add_argument("--experts", type=int, default=REAL_SHAPE["num_experts"])
     parser.add_argument("--vocab", type=int, default=REAL_SHAPE["vocab_size"], help="smaller only for a dry run")
@@ -176,7 +182,7 @@ def main(argv=None) -> int:
     for path in args.paths.split(","):
         compiled = path == "compiled"
         for length in (int(n) for n in args.prompt_lengths.split(",")):
-            prompt = torch.randint(107, args.vocab, (1, length),
+            prompt = torch.randint(107, args.vocab, (args.batch, length),
                                    generator=torch.Generator().manual_seed(length)).to(args.device)
             warm = time.perf_counter()
             reference = generate(model, prompt, seed=11, compiled=compiled, variant="stock", device=args.device, topk=args.topk)
@@ -199,17 +205,18 @@ def main(argv=None) -> int:
                     path=path, prompt=length, variant=variant, median=median, low=min(per_step), high=max(per_step),
                     ratio=median / stock_median, peak=max(r["peak_gib"] for r in runs[variant]),
                     first=statistics.median(r["first_s"] for r in runs[variant]) * 1e3, floor=median / floor,
+                    tokens=args.batch * 256 * 1e3 / (median * 48),
                 ))
                 print(f"{path} prompt {length} {variant}: {median:.2f} ms/step ({min(per_step):.2f}-{max(per_step):.2f})",
                       flush=True)
-    print(f"\n{name}, {params / 1e9:.2f} B parameters ({args.layers} layers, {args.experts} experts), batch 1, canvas 256, "
+    print(f"\n{name}, {params / 1e9:.2f} B parameters ({args.layers} layers, {args.experts} experts), batch {args.batch}, canvas 256, "
           f"48 steps, {args.reps} alternating repetitions; floor = {floor:.1f} ms/step\n")
-    print("| path | prompt | variant | ms/step median (min-max) | ratio to stock | peak GiB | first record ms | x floor |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| path | prompt | variant | ms/step median (min-max) | ratio to stock | canvas tok/s | peak GiB | first record ms | x floor |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         first = "–" if r["variant"] == "stock" else f"{r['first']:.0f}"
         print(f"| {r['path']} | {r['prompt']} | {r['variant']} | {r['median']:.2f} ({r['low']:.2f}-{r['high']:.2f}) | "
-              f"{r['ratio']:.3f} | {r['peak']:.1f} | {first} | {r['floor']:.2f} |")
+              f"{r['ratio']:.3f} | {r['tokens']:.0f} | {r['peak']:.1f} | {first} | {r['floor']:.2f} |")
     print(f"\nall captured runs bit-identical to stock: {identical}")
     from backends import logit_summary
 

@@ -15,7 +15,8 @@ from gradio_client import Client
 from gradio_client.exceptions import ValidationError
 
 import app as app_module
-from visualizer.live_stream import RING, LiveState
+from visualizer.live_decode import LiveState
+from visualizer.live_stream import RING
 
 GENERATE_ARGS = dict(
     max_new_tokens=768, steps=48, entropy_bound=0.1, t_min=0.4, t_max=0.8, seed=0, sampler="entropy-bound", temperature=1.0,

@@ -68,7 +68,6 @@ def served(no_eos_model_dir):
     yield demo.local_url
     demo.close()
     app_module.MODELS = original_models
-    app_module.HOSTING = hosting.Hosting.from_environment()
 
 
 def generate(client, model, max_new_tokens=256, steps=8):

@@ -55,14 +55,18 @@ ANY_VALUE = st.one_of(HOSTILE_TEXT, HOSTILE_NUMBER, WRONG_TYPE)
 GENERIC_ERROR = "has not enabled verbose error reporting"  # gradio_client's text for an exception
 
 
+def fuzz_mode(model_dir, label="Test model"):
+    return hosting.Hosting(True, hosting.Limits(max_new_tokens=256, max_denoising_steps=4, max_upload_mb=2, max_export_frames=40),
+                           (ModelChoice(label, str(model_dir), "transformers", True),))
+
+
 @pytest.fixture(scope="module")
 def served(no_eos_model_dir, tmp_path_factory):
     # A private temporary folder for this app (the machine's /tmp is shared), Gradio's cache apart.
     tempfile.tempdir = str(tmp_path_factory.mktemp("app-tmp"))
     os.environ["GRADIO_TEMP_DIR"] = str(tmp_path_factory.mktemp("gradio-cache"))
     label = "Test model"
-    mode = hosting.Hosting(True, hosting.Limits(max_new_tokens=256, max_denoising_steps=4, max_upload_mb=2, max_export_frames=40),
-                           (ModelChoice(label, str(no_eos_model_dir), "transformers", True),))
+    mode = fuzz_mode(no_eos_model_dir, label)
     demo = app_module.build_app(hosting_mode=mode)
     app_module.queue_app(demo).launch(prevent_thread_lock=True, quiet=True, max_file_size=mode.limits.max_file_size)
     client = Client(demo.local_url, verbose=False)
@@ -70,24 +74,24 @@ def served(no_eos_model_dir, tmp_path_factory):
                   api_name="/generate").result(timeout=120)  # a recorded run, so replay and export have work to do
     yield client, label
     demo.close()
-    app_module.HOSTING = hosting.Hosting.from_environment()
     tempfile.tempdir = None
     del os.environ["GRADIO_TEMP_DIR"]
 
 
 @FUZZ
 @given(knob=NON_FINITE, which=st.integers(0, 5))
-def test_non_finite_knobs_reach_the_handlers(served, knob, which):
+def test_non_finite_knobs_reach_the_handlers(served, no_eos_model_dir, knob, which):
     """NaN and infinity, handed to the handlers as Python floats (what no JSON client can send)."""
     _, label = served
     knobs = [256, 4, 0.1, 0.4, 0.8, 0]
     knobs[which] = knob
+    handlers = app_module.Handlers(fuzz_mode(no_eos_model_dir, label))
     session = app_module.RunSession()
-    list(app_module.generate("hi", label, *knobs, "entropy-bound", 1.0, session))
+    list(handlers.generate("hi", label, *knobs, "entropy-bound", 1.0, session))
     message = app_module.finish_run(session)[1]
     assert isinstance(message, str) and message and "\n" not in message
     session.trace = load_upload(VALID_TRACE)
-    files, _, message = app_module.export_run(session, ["gif"], "", knob, knob, knob, True, "standard", "grid",
+    files, _, message = handlers.export_run(session, ["gif"], "", knob, knob, knob, True, "standard", "grid",
                                               progress=lambda *a, **k: None)
     assert files is None and message
     session.close()

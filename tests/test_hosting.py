@@ -15,6 +15,7 @@ from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError, ValidationError
 
 import app as app_module
+import app_run
 import hosting
 from backends import REAL_CHECKPOINT, ModelChoice
 from backends.lookup import forget_answers, source_problem
@@ -51,7 +52,6 @@ def hosted(no_eos_model_dir):
     yield demo.local_url, label
     demo.close()
     del os.environ["GRADIO_HEARTBEAT_INTERVAL"]
-    app_module.HOSTING = hosting.Hosting.from_environment()
 
 
 def test_paths_and_unknown_ids_are_refused_at_once_while_a_valid_run_goes_on(hosted, tmp_path):
@@ -67,12 +67,13 @@ def test_paths_and_unknown_ids_are_refused_at_once_while_a_valid_run_goes_on(hos
     assert message == "" and text
 
 
-def test_the_picker_offers_only_the_allowlist(hosted):
+def test_the_picker_offers_only_the_allowlist(hosted, no_eos_model_dir):
     url, label = hosted
     client = Client(url, verbose=False)
     with pytest.raises(AppError, match="not in the list of choices"):  # Gradio's own dropdown check
         client.predict("/etc/passwd", api_name="/load_model")
-    assert "runs only the models in its list" in app_module.select_model("/etc/passwd", label)[2]  # the app's own
+    handlers = app_module.Handlers(hosting.Hosting(True, LIMITS, (ModelChoice(label, str(no_eos_model_dir), "transformers", True),)))
+    assert "runs only the models in its list" in handlers.select_model("/etc/passwd", label)["message"]  # the app's own
     assert client.predict(label, api_name="/load_model")[2] == ""
 
 
@@ -223,27 +224,26 @@ def test_on_zero_gpu_records_cross_a_process_boundary_and_stop_works_from_here(m
     from visualizer.trace import Trace
 
     monkeypatch.setenv("SPACES_ZERO_GPU", "true")
-    monkeypatch.setattr(hosting, "MODELS", hosting.LoadedModels(load=lambda source: no_eos_backend))
-    worker = hosting._generate_on_gpu
+    monkeypatch.setattr(app_run, "MODELS", app_run.LoadedModels(load=lambda source: no_eos_backend))
+    worker = app_run._generate_on_gpu
 
     def through_the_worker(*args):
         for record in worker(*pickle.loads(pickle.dumps(args))):
             yield pickle.loads(pickle.dumps(record))
 
-    monkeypatch.setattr(hosting, "_generate_on_gpu", through_the_worker)
+    monkeypatch.setattr(app_run, "_generate_on_gpu", through_the_worker)
     settings = GenerationSettings(max_new_tokens=512, max_denoising_steps=8)
     stop = threading.Event()
     trace = Trace(model=no_eos_backend.info, prompt="Tell me a story.")
-    for record in hosting.generation_records(no_eos_backend, "the-model", "Tell me a story.", settings, stop):
-        trace.append(record)
-        if isinstance(record, StepRecord) and record.step == 2:
+    for batch in app_run.run_live(no_eos_backend, "the-model", "Tell me a story.", settings, trace=trace, stop=stop):
+        if any(isinstance(record, StepRecord) and record.step == 2 for record in batch):
             stop.set()  # Stop pressed: the stream is closed and the run ends here
     assert isinstance(trace.end, RunEnd) and trace.end.finish_reason == "cancelled"
     assert 3 <= len(trace.steps) < 16  # the steps recorded before Stop are kept; the worker ran no further
     with pytest.raises(BackendError, match="empty"):  # a bad request is refused here, not in the worker
-        hosting.generation_records(no_eos_backend, "the-model", " ", settings, stop)
+        app_run.run_live(no_eos_backend, "the-model", " ", settings, trace=Trace(no_eos_backend.info, " "), stop=stop)
     with pytest.raises(BackendError, match="torch.compile"):
-        hosting.generation_records(no_eos_backend, "the-model", "hi", settings.replace(compiled=True), stop)
+        app_run.run_live(no_eos_backend, "the-model", "hi", settings.replace(compiled=True), trace=Trace(no_eos_backend.info, "hi"), stop=stop)
 
 
 def test_the_hosted_note_names_only_the_caps_that_are_set():

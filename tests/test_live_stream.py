@@ -1,10 +1,9 @@
-"""The live log: decoding its deltas reproduces every frame; it stays small; batches never lose items."""
+"""The live log: decoding its deltas reproduces every frame; it stays small; a ring loses no frame."""
 
 from __future__ import annotations
 
 import base64
 import json
-import threading
 
 import numpy as np
 from hypothesis import given, settings
@@ -12,7 +11,8 @@ from hypothesis import strategies as st
 
 from tests.trace_factory import trace_from_masks, trace_from_text
 from visualizer.layout import grid_layout, text_layout
-from visualizer.live_stream import KEY_EVERY, RING, LiveEncoder, LiveRing, LiveState, batches, layout_message, replay_log, replay_value
+from visualizer.live_decode import LiveState
+from visualizer.live_stream import KEY_EVERY, RING, LiveEncoder, LiveRing, layout_message, replay_log, replay_value
 from visualizer.metrics import live_readout
 from visualizer.replay import example_traces
 from visualizer.states import frame_refs, frame_state
@@ -140,37 +140,6 @@ def test_example_runs_stay_small_per_step():
         assert sum(map(len, frames)) / len(frames) < 4096, path.name
 
 
-def test_batches_group_what_arrived_and_lose_nothing():
-    gate = threading.Event()
-
-    def source():
-        yield 1
-        gate.wait(5)
-        yield from range(2, 50)
-
-    out = batches(source())
-    first = next(out)
-    gate.set()
-    rest = [item for batch in out for item in batch]
-    assert first == [1] and rest == list(range(2, 50))
-
-
-def test_closing_batches_early_stops_the_source():
-    stop = threading.Event()
-
-    def source():
-        i = 0
-        while not stop.is_set():
-            i += 1
-            yield i
-            stop.wait(0.001)
-
-    out = batches(source(), stop=stop.set)
-    next(out)
-    out.close()
-    assert stop.is_set()
-
-
 def ring_values(trace: Trace) -> list[list[str]]:
     """The values a live run of `trace` yields, one record at a time."""
     live = Trace(model=trace.model, prompt=trace.prompt)
@@ -223,12 +192,6 @@ def test_the_ring_stays_small_and_a_saved_run_is_one_value():
     whole = replay_value(trace)
     decoder = LiveState()
     assert decoder.read_value(whole) == list(range(len(frame_refs(trace))))
-
-
-def test_batches_keep_a_minimum_interval():
-    out = batches(iter(range(30)), min_interval=60.0)  # everything arrives within one interval
-    assert [item for batch in out for item in batch] == list(range(30))
-    assert len(list(batches(iter(range(30)), min_interval=60.0))) <= 2
 
 
 def test_a_closed_run_value_ends_it_without_frames():
