@@ -1,152 +1,34 @@
 """`probe` runs the study's six regimes on a model, saves every trace and writes the per-regime tables.
 
     python -m visualizer probe --regimes math json --seeds 5 --out runs/probe
-    results = run_probe(backend, probes, seeds=5, out="runs/probe", check=check_answer)   # one ProbeResult each
+    python -m visualizer probe --per-regime 500 --batch-size auto --out runs/big       # one GPU
+    torchrun --nproc-per-node 4 -m visualizer probe --per-regime 500 --batch-size auto --out runs/big
+    python -m visualizer probe --prompts gsm8k.jsonl --columns prompt=question --regime math --out runs/gsm
 
-The statistics and tables live in `visualizer.probe` (they work on traces alone); this module is
-the runner: it drives a backend, saves traces atomically, resumes, and refuses an OUT made with
-another model or other settings.
+The statistics and tables live in `visualizer.probe` (they work on traces alone); the runner in
+`cli.probe_runner`: it plans the batches (`visualizer.plan`, written into OUT/probe.json before the
+first generation), drives a backend through a plain list of batches, saves traces and result rows
+atomically (`visualizer.results`), resumes, and refuses an OUT made with another model, other
+settings or another plan.  Which process runs which batch is `cli.distributed`'s business alone;
+this module reads the flags and the prompt set and puts the three together.  docs/study-at-scale.md
+says how to run it on one GPU, one host or several.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import sys
-import time
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
 from backends.registry import backend_names
-from backends.run import record_trace
 from visualizer.metrics.stats import N_RESAMPLES
-from visualizer.probe import (
-    MANIFEST,
-    SPLIT_CONFIRMATORY,
-    ProbeError,
-    ProbeResult,
-    regime_tables,
-    result_from_trace,
-    write_tables,
-)
+from visualizer.plan import Batch
+from visualizer.probe import SPLIT_CONFIRMATORY, ProbeError, regime_tables, write_tables
 from visualizer.settings import GenerationSettings
-from visualizer.trace import Trace, TraceError
 
-from .common import CliError
+from .common import CliError, refuse_problems
+from .probe_runner import finish_results, item_of, prepare_out, probe_items, progress_bar, run_batches
 
-
-# ---- running --------------------------------------------------------------------------------------
-def run_probe(
-    backend,
-    probes: Sequence,
-    *,
-    seeds: int,
-    out,
-    settings: GenerationSettings | None = None,
-    check: Callable,
-    progress: Callable[[int, int, str, bool], None] | None = None,
-) -> list[ProbeResult]:
-    """Generate every (probe, seed) pair not already in `out`, save its trace, return every result.
-
-    `check(probe, response) -> bool | None` scores a response; `progress(done, total, label,
-    resumed)` is called after each pair (`resumed`: its trace was already saved).
-    """
-    out = Path(out)
-    settings = settings or GenerationSettings()
-    _check_manifest(out, backend.info, settings)
-    results = []
-    jobs = [(probe, seed) for probe in probes for seed in range(seeds)]
-    for done, (probe, seed) in enumerate(jobs, start=1):
-        relative = f"traces/{_safe(probe.regime)}/{_safe(probe.prompt_id)}-seed{seed}.json"
-        path = out / relative
-        trace = _load_finished(path)
-        resumed = trace is not None
-        if trace is None:
-            trace = record_trace(backend, probe.prompt, settings.replace(seed=seed))
-            if trace.end is not None and trace.end.finish_reason == "cancelled":
-                raise ProbeError("interrupted; run the same command again to resume")
-            if trace.end is None or trace.end.finish_reason not in ("eos", "length"):
-                reason = trace.end.error or trace.end.finish_reason if trace.end else "no end record"
-                raise ProbeError(f"{probe.regime}/{probe.prompt_id} seed {seed} did not finish: {reason}")
-            _save_atomic(trace, path)
-        results.append(result_from_trace(probe, seed, trace, relative, check))
-        if progress is not None:
-            progress(done, len(jobs), f"{probe.regime}/{probe.prompt_id} seed {seed}", resumed)
-    return results
-
-
-def _check_manifest(out: Path, info, settings: GenerationSettings) -> None:
-    """Write OUT/probe.json, or check that an existing one describes the same model and settings."""
-    manifest = {"model": info.source, "backend": info.backend, "settings": {k: v for k, v in settings.to_dict().items() if k != "seed"}}
-    path = out / MANIFEST
-    if path.exists():
-        try:
-            existing = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ProbeError(f"cannot read {path}: {exc}") from None
-        if {k: existing.get(k) for k in manifest} != manifest:
-            raise ProbeError(
-                f"{out} holds a probe run of another model or other settings ({path.name}); "
-                "choose another --out folder to start a new run"
-            )
-        return
-    out.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-
-
-def _load_finished(path: Path) -> Trace | None:
-    """A trace saved by an earlier run, if it is there, valid and finished."""
-    if not path.exists():
-        return None
-    try:
-        trace = Trace.load(path)
-    except TraceError:
-        return None
-    return trace if trace.finished and trace.end.finish_reason in ("eos", "length") else None
-
-
-def _save_atomic(trace: Trace, path: Path) -> None:
-    """Write then rename, so an interrupted run never leaves half a trace behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".partial")
-    trace.save(partial)
-    os.replace(partial, path)
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in str(name))
-
-
-# ---- command line ------------------------------------------------------------------------------------
-class ProgressBar:
-    """Plain stderr progress: one redrawn line on a terminal, a line per item otherwise.
-
-    The time left is estimated from the generations run in this session, not the resumed ones.
-    """
-
-    def __init__(self, stream=None):
-        self.stream = stream or sys.stderr
-        self.started = self.last = time.perf_counter()
-        self.generated, self.generating_s = 0, 0.0
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-
-    def __call__(self, done: int, total: int, label: str, resumed: bool = False) -> None:
-        now = time.perf_counter()
-        if not resumed:
-            self.generated, self.generating_s = self.generated + 1, self.generating_s + now - self.last
-        self.last = now
-        if done == total:
-            left = "done"
-        else:
-            left = f"~{self.generating_s / self.generated * (total - done):.0f}s left" if self.generated else "resuming"
-        filled = int(24 * done / total)
-        label += " (saved before)" if resumed else ""
-        line = f"[{'#' * filled}{'.' * (24 - filled)}] {done}/{total} {label}  {now - self.started:.0f}s elapsed, {left}"
-        if self.tty:
-            self.stream.write("\r\033[K" + line + ("\n" if done == total else ""))
-        else:
-            self.stream.write(line + "\n")
-        self.stream.flush()
+DEFAULT_PER_REGIME = 20  # the study's 20 prompts a regime (10 confirmatory)
 
 
 def add_probe_command(subparsers) -> None:
@@ -155,12 +37,26 @@ def add_probe_command(subparsers) -> None:
         "probe",
         help="run the probe suite and write commit-order tables per regime",
         description="Run the six-regime probe suite (the commit-order study's) on a model, save every trace, "
-        "and write per-regime tables (table.md, table.json) into --out. Rerunning skips traces already there.",
+        "and write per-regime tables (table.md, table.json) and the results as Parquet (results/) into --out. "
+        "Rerunning skips batches already there. Under torchrun every process runs one model replica "
+        "(docs/study-at-scale.md).",
     )
     parser.add_argument("--out", required=True, help="folder for traces and tables (created if missing)")
     parser.add_argument("--regimes", nargs="+", default=None, help="regimes to run (space or comma separated; default: all six)")
     parser.add_argument("--seeds", type=int, default=5, help="seeds per prompt, 0..N-1 (default 5)")
-    parser.add_argument("--per-regime", type=int, default=20, help="prompts per regime, both splits together (default 20)")
+    parser.add_argument("--per-regime", type=int, default=None,
+                        help=f"prompts per regime from the project's task families, both splits together (default {DEFAULT_PER_REGIME})")
+    parser.add_argument("--prompts", default=None, metavar="FILE",
+                        help="your own prompt set instead: .jsonl or .parquet with prompt, regime and optional answer, "
+                        "or hf:<dataset> (see --columns)")
+    parser.add_argument("--columns", nargs="+", default=None, metavar="FIELD=COLUMN",
+                        help="map the set's columns to prompt, regime, answer, prompt_id, split (e.g. prompt=question)")
+    parser.add_argument("--regime", default=None, help="with --prompts: the regime of rows that have none")
+    parser.add_argument("--hf-config", default=None, help="with --prompts hf:<dataset>: the dataset's configuration")
+    parser.add_argument("--hf-split", default="test", help="with --prompts hf:<dataset>: the split to read (default test)")
+    parser.add_argument("--batch-size", default="1", metavar="B|auto",
+                        help="generations per batch (default 1); auto: as many as the GPU's free memory holds. "
+                        "Recorded in the plan: a rerun keeps it")
     parser.add_argument("--include-exploratory", action="store_true", help="also run and report the exploratory prompts")
     parser.add_argument("--model", default=None, help="model folder or hub id (default: the built-in model)")
     parser.add_argument("--backend", choices=backend_names(), default=None, help="default: picked from the model")
@@ -171,51 +67,140 @@ def add_probe_command(subparsers) -> None:
 
 
 def probe_command(args) -> int:
-    from prompts.probes import REGIMES, check_answer, probe_suite
+    from cli import distributed
 
-    regimes = [r for item in (args.regimes or REGIMES) for r in item.split(",") if r]
-    unknown = sorted(set(regimes) - set(REGIMES))
-    if unknown:
-        raise CliError(f"unknown regime(s): {', '.join(unknown)}; choose from {', '.join(REGIMES)}")
-    for name in ("seeds", "per_regime", "bootstrap"):
-        if getattr(args, name) < 1:
-            raise CliError(f"--{name.replace('_', '-')} must be at least 1")
-    settings = GenerationSettings(max_new_tokens=args.max_new_tokens, max_denoising_steps=args.max_denoising_steps)
-    problems = settings.problems()
-    if problems:
-        raise CliError("; ".join(problems))
     try:
-        suite = probe_suite(list(dict.fromkeys(regimes)), per_regime=args.per_regime)
-    except ValueError as exc:
-        raise CliError(str(exc))
-    probes = [p for p in suite if args.include_exploratory or p.split == SPLIT_CONFIRMATORY]
-    if not probes:
-        raise CliError("no prompts to run: the selected regimes have no confirmatory prompts (try --include-exploratory)")
+        probes, regimes, batch_size, settings = _probes_from_args(args)
+    except CliError:
+        if distributed.is_first_process():
+            raise
+        return 0  # under torchrun every process reads the flags; rank 0 alone says what is wrong (and fails)
+
+    from prompts.probes import check_answer
 
     from backends import BUILTIN_MODEL_DIR, RANDOM_MODEL_DIR, BackendError, default_model, load_backend
 
+    cluster = distributed.join_cluster()  # before the model loads: it picks this process's GPU
+    say = print if cluster.is_writer else (lambda *a, **k: None)
     model = args.model or default_model()
     if model == str(RANDOM_MODEL_DIR):
-        print(f"note: no trained model in {BUILTIN_MODEL_DIR}: using the untrained random model", file=sys.stderr)
+        say(f"note: no trained model in {BUILTIN_MODEL_DIR}: using the untrained random model", file=sys.stderr)
+    by_item = {item_of(p, s): p for p in probes for s in range(args.seeds)}
     try:
         backend = load_backend(model, backend=args.backend)
-        print(f"probe: {len(probes)} prompts × {args.seeds} seeds on {backend.info.name} ({backend.info.device})", file=sys.stderr)
-        results = run_probe(backend, probes, seeds=args.seeds, out=args.out, settings=settings, check=check_answer, progress=ProgressBar())
-    except (BackendError, ProbeError) as exc:
-        raise CliError(str(exc)) from None
+        limit = backend.capabilities.max_batch
+        if batch_size != "auto" and limit is not None and batch_size > limit:
+            raise CliError(f"the {backend.name} backend runs at most {limit} prompt(s) at a time: use --batch-size {limit}")
+        say(f"probe: {len(probes)} prompts × {args.seeds} seeds on {backend.info.name} ({backend.info.device}), "
+            f"{cluster.world_size} process{'es' if cluster.world_size > 1 else ''}", file=sys.stderr)
+
+        def choose_batch_size() -> int:
+            from backends.memory import CPU_AUTO_ROWS, rows_that_fit
+
+            fit = rows_that_fit(backend)
+            size = min(fit or CPU_AUTO_ROWS, len(probes), backend.capabilities.max_batch or len(probes))
+            say(f"probe: --batch-size auto chose {size} rows "
+                f"({'from free GPU memory' if fit else 'no GPU: the CPU default'}); recorded in the plan", file=sys.stderr)
+            return size
+
+        results = distributed.run_plan(
+            cluster,
+            prepare=lambda world: prepare_out(args.out, backend.info, settings, probe_items(probes, args.seeds),
+                                              batch_size=batch_size, choose_batch_size=choose_batch_size, world_size=world),
+            work=lambda mine, after_batch: run_batches(backend, mine, by_item, out=args.out, settings=settings,
+                                                       check=check_answer, after_batch=after_batch),
+            finish=lambda plan: finish_results(args.out, plan),
+            watch=lambda plan, todo: progress_bar(args.out, plan, todo),
+            describe=_describe,
+        )
+    except (BackendError, ProbeError, distributed.RunFailed) as exc:
+        if cluster.is_writer:
+            raise CliError(str(exc)) from None
+        return 1  # rank 0 says what failed; a failing rank has said why in its own line
     except OSError as exc:
         raise CliError(f"cannot write to {args.out}: {exc.strerror or exc}") from None
     except KeyboardInterrupt:
         raise CliError("interrupted; run the same command again to resume") from None
+    finally:
+        distributed.leave_cluster(cluster)
+    if not cluster.is_writer:
+        return 0
     tables = regime_tables(results, include_exploratory=args.include_exploratory, n_resamples=args.bootstrap)
     meta = {
         "model": backend.info.name,
         "source": backend.info.source,
         "split": "confirmatory + exploratory" if args.include_exploratory else "confirmatory",
         "seeds": args.seeds,
-        "regimes": list(dict.fromkeys(regimes)),
+        "regimes": regimes,
+        "prompts": args.prompts or f"the project's task families, {args.per_regime or DEFAULT_PER_REGIME} per regime",
         "settings": settings.to_dict(),
+        "processes": cluster.world_size,
     }
     md, _ = write_tables(args.out, tables, meta, results)
     print(md.read_text(encoding="utf-8"))
     return 0
+
+
+def _probes_from_args(args):
+    """The probes to run, their regimes, the batch size (a number or "auto") and the settings; CliError
+    for anything wrong in the flags or the prompt file."""
+    from prompts.probes import REGIMES, probe_suite
+    from prompts.sets import PromptSetError, load_prompt_set
+
+    batch_size = _batch_size(args.batch_size)
+    if batch_size is None:
+        raise CliError(f"--batch-size must be a whole number of at least 1 or 'auto' (got {args.batch_size!r})")
+    for name in ("seeds", "per_regime", "bootstrap"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            raise CliError(f"--{name.replace('_', '-')} must be at least 1")
+    if args.prompts and args.per_regime is not None:
+        raise CliError("--per-regime draws prompts from the project's task families; --prompts brings your own: use one")
+    if not args.prompts and (args.columns or args.regime):
+        raise CliError("--columns and --regime describe a --prompts file: give one with --prompts")
+    settings = GenerationSettings(max_new_tokens=args.max_new_tokens, max_denoising_steps=args.max_denoising_steps)
+    refuse_problems(settings.problems())
+    if args.prompts:
+        columns = dict(item.split("=", 1) for item in args.columns or () if "=" in item)
+        if len(columns) != len(args.columns or ()):
+            raise CliError("--columns takes FIELD=COLUMN pairs, e.g. prompt=question answer=answer")
+        try:
+            suite = load_prompt_set(args.prompts, columns=columns, regime=args.regime, config=args.hf_config, split=args.hf_split)
+        except PromptSetError as exc:
+            raise CliError(f"{args.prompts}: {exc}") from None
+        regimes = list(dict.fromkeys(p.regime for p in suite))
+        if args.regimes:
+            wanted = [r for item in args.regimes for r in item.split(",") if r]
+            suite, regimes = [p for p in suite if p.regime in wanted], [r for r in regimes if r in wanted]
+    else:
+        regimes = [r for item in (args.regimes or REGIMES) for r in item.split(",") if r]
+        unknown = sorted(set(regimes) - set(REGIMES))
+        if unknown:
+            raise CliError(f"unknown regime(s): {', '.join(unknown)}; choose from {', '.join(REGIMES)}")
+        regimes = list(dict.fromkeys(regimes))
+        try:
+            suite = probe_suite(regimes, per_regime=args.per_regime or DEFAULT_PER_REGIME)
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
+    probes = [p for p in suite if args.include_exploratory or p.split == SPLIT_CONFIRMATORY]
+    if not probes:
+        raise CliError("no prompts to run: the selected regimes have no confirmatory prompts (try --include-exploratory)")
+    return probes, regimes, batch_size, settings
+
+
+def _batch_size(text: str):
+    if text == "auto":
+        return "auto"
+    try:
+        value = int(text)
+    except ValueError:
+        return None
+    return value if value >= 1 else None
+
+
+def _describe(batches: Sequence[Batch]) -> str:
+    """The items of unfinished batches, for a failing rank's message (the first few, then a count)."""
+    items = [item for b in batches for item in b.items]
+    if not items:
+        return "no batches"
+    shown = ", ".join(items[:6]) + (f" and {len(items) - 6} more" if len(items) > 6 else "")
+    return f"batches {', '.join(str(b.index) for b in batches[:6])}{' ...' if len(batches) > 6 else ''} ({shown})"

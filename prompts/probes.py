@@ -6,9 +6,12 @@ MBPP-like), factual (recall from the project's fact table), open (open-ended ins
 and json (an object following a requested schema).
 
 Every probe is a held-out item of the same generators the built-in model was trained on
-(`prompts.tasks`): its prompt never appears in the training data.  The list is fixed: the same
-regimes and `per_regime` always give the same probes, and a shorter list is a prefix of a
-longer one.  Within a regime, probes alternate between the "exploratory" split (choose
+(`prompts.tasks`): its prompt never appears in the training data.  A regime whose held-out items
+run out (factual has 32, code_task 43, open 73) continues with its training-split items, marked
+`heldout=False`: the 26B checkpoint never saw either, but the built-in model was trained on them,
+so a study of the built-in model reports them apart (the `heldout` column of the results).  The
+list is fixed: the same regimes and `per_regime` always give the same probes, and a shorter list
+is a prefix of a longer one.  Within a regime, probes alternate between the "exploratory" split (choose
 metrics and thresholds on it) and the "confirmatory" split (report only from it).
 
     from prompts.probes import probe_suite, check_answer
@@ -26,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from prompts.tasks import PROBE_REGIMES, Task, check_task, heldout_tasks
+from prompts.tasks import HELDOUT_SEED, PROBE_REGIMES, TRAIN, Task, check_task, heldout_tasks, iter_tasks
 
 REGIMES = PROBE_REGIMES  # ("math", "code_function", "code_task", "factual", "open", "json")
 EXPLORATORY, CONFIRMATORY = "exploratory", "confirmatory"
@@ -39,6 +42,7 @@ class ProbePrompt:
     prompt: str  # the user message
     split: str  # "exploratory" or "confirmatory"
     answer: object | None  # number (math), string (factual), schema dict (json), tests (code), None (open)
+    heldout: bool = True  # False: a training-split item, taken once the held-out ones ran out
 
 
 def probe_suite(regimes: Sequence[str] | None = None, per_regime: int = 20) -> list[ProbePrompt]:
@@ -52,8 +56,16 @@ def probe_suite(regimes: Sequence[str] | None = None, per_regime: int = 20) -> l
     probes = []
     for regime in regimes:
         tasks = heldout_tasks(regime, per_regime)
+        heldout = len(tasks)
+        if heldout < per_regime:
+            seen = {t.prompt for t in tasks}
+            for task in iter_tasks(regime, seed=HELDOUT_SEED, split=TRAIN, unique=True):
+                if task.prompt not in seen:
+                    tasks.append(task)
+                if len(tasks) == per_regime:
+                    break
         if len(tasks) < per_regime:
-            raise ValueError(f"regime {regime!r} has only {len(tasks)} held-out prompts (asked for {per_regime})")
+            raise ValueError(f"regime {regime!r} has only {len(tasks)} distinct prompts (asked for {per_regime})")
         for i, task in enumerate(tasks):
             probes.append(ProbePrompt(
                 regime=regime,
@@ -61,6 +73,7 @@ def probe_suite(regimes: Sequence[str] | None = None, per_regime: int = 20) -> l
                 prompt=task.prompt,
                 split=EXPLORATORY if i % 2 == 0 else CONFIRMATORY,
                 answer=task.answer,
+                heldout=i < heldout,
             ))
     return probes
 

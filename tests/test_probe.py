@@ -12,7 +12,7 @@ from backends.base import Backend
 from cli import main
 from visualizer.metrics import Undefined, run_metrics
 from visualizer.metrics.stats import auroc, clustered_ci
-from cli.probe import ProgressBar, run_probe
+from cli.probe_runner import progress_bar, run_probe
 from visualizer.probe import ProbeError, markdown_table, regime_tables, write_tables
 from visualizer.settings import GenerationSettings
 from visualizer.trace import Trace
@@ -58,6 +58,11 @@ class ScriptedBackend(Backend):
     def generate_batches(self, prompt, settings, stop=None):
         for record in self.scripted(prompt, settings):
             yield [record]
+
+    def generate_rows(self, prompts, settings, stop=None):  # a batch: the rows scripted one after another
+        for row, prompt in enumerate(prompts):
+            for record in self.scripted(prompt, settings):
+                yield [(row, record)]
 
     def scripted(self, prompt, settings):
         self.calls += 1
@@ -140,12 +145,12 @@ def test_run_probe_saves_traces_and_tables_match_the_traces(tmp_path, backend):
     assert everything["math"]["prompts"] == 4
 
 
-def test_rerun_resumes_from_saved_traces_and_replaces_broken_ones(tmp_path, backend):
+def test_rerun_resumes_from_saved_traces_and_redoes_a_missing_one(tmp_path, backend):
     first = run_probe(backend, PROBES[:2], seeds=2, out=tmp_path, check=check)
-    (tmp_path / first[0].trace_file).write_text("{broken")
+    (tmp_path / first[0].trace_file).unlink()
     again = ScriptedBackend()
     second = run_probe(again, PROBES[:2], seeds=2, out=tmp_path, check=check)
-    assert again.calls == 1  # only the broken trace ran again
+    assert again.calls == 1  # only the missing trace's batch (one prompt) ran again
     assert [r.tau_b for r in second] == [r.tau_b for r in first]
     assert not list(tmp_path.rglob("*.partial"))
 
@@ -165,27 +170,23 @@ def test_a_crashing_checker_stops_the_run_with_one_line_and_keeps_the_traces(tmp
     assert len(list(tmp_path.rglob("*-seed0.json"))) == 1  # a fixed checker resumes from the saved trace
 
 
-def test_progress_is_reported_per_generation(tmp_path, backend):
-    calls = []
-    run_probe(backend, PROBES[:2], seeds=2, out=tmp_path, check=check, progress=lambda *a: calls.append(a))
-    assert [c[:2] for c in calls] == [(1, 4), (2, 4), (3, 4), (4, 4)]
-    assert calls[-1][2:] == ("math/m1 seed 1", False)
-    calls.clear()
-    run_probe(backend, PROBES[:2], seeds=2, out=tmp_path, check=check, progress=lambda *a: calls.append(a))
-    assert all(resumed for *_, resumed in calls)
+def test_progress_bar_counts_the_batches_on_disk_whoever_wrote_them(tmp_path, backend, capsys):
+    import time
 
+    from visualizer.plan import make_plan
+    from visualizer.results import write_part
 
-def test_progress_bar_estimates_time_left_from_new_generations_only():
-    import io
-
-    stream = io.StringIO()
-    bar = ProgressBar(stream)
-    bar(1, 3, "a", True)
-    bar(2, 3, "b", False)
-    bar(3, 3, "c", False)
-    lines = stream.getvalue().splitlines()
-    assert "resuming" in lines[0] and "(saved before)" in lines[0]
-    assert lines[1].startswith("[################........] 2/3 b") and lines[2].endswith("elapsed, done")
+    plan = make_plan([("math", f"m{i}", 0) for i in range(5)], batch_size=2)  # batches of 2, 2, 1
+    write_part(tmp_path, 0, [{"regime": "math"}], [])  # finished before this run: counted from the start
+    with progress_bar(tmp_path, plan, plan.batches[1:], every_s=0.01) as bar:
+        assert bar.n == 2
+        write_part(tmp_path, 2, [{"regime": "math"}], [])  # as another rank would
+        for _ in range(200):
+            if bar.n == 3:
+                break
+            time.sleep(0.01)
+        assert bar.n == 3
+    assert "3/5" in capsys.readouterr().err
 
 
 def test_tables_are_written_as_markdown_and_strict_json(tmp_path, backend):
@@ -236,7 +237,7 @@ def test_probe_command_runs_the_real_suite_on_a_small_model_end_to_end(tmp_path,
             "--model", str(random_model_dir), "--steps", "4", "--bootstrap", "50"]
     assert main(args) == 0
     captured = capsys.readouterr()
-    assert "| factual |" in captured.out and "| json |" in captured.out and "4/4 json/json-003" in captured.err
+    assert "| factual |" in captured.out and "| json |" in captured.out and "4/4" in captured.err
     traces = sorted(out.rglob("*-seed0.json"))
     assert [t.name for t in traces] == ["factual-001-seed0.json", "factual-003-seed0.json", "json-001-seed0.json", "json-003-seed0.json"][: len(traces)]
     assert len(traces) == 4  # the confirmatory half of four prompts per regime
@@ -245,4 +246,4 @@ def test_probe_command_runs_the_real_suite_on_a_small_model_end_to_end(tmp_path,
     assert [r["regime"] for r in data["regimes"]] == ["factual", "json"]
     assert all(g["correct"] in (True, False) for g in data["generations"])  # both regimes have checkers
     assert main(args) == 0  # resumes: nothing left to generate
-    assert "(saved before)" in capsys.readouterr().err
+    assert "probe: 100%" in capsys.readouterr().err

@@ -5,7 +5,7 @@
     write_tables("runs/probe", tables, meta, results)                       # table.md + table.json
 
 This module works on saved traces alone; running the model, saving the traces and resuming are
-the runner's job (`cli/probe.py`).  Reported per regime (confirmatory prompts unless exploratory ones are included, as
+the runner's job (`cli/probe_runner.py`).  Reported per regime (confirmatory prompts unless exploratory ones are included, as
 the study froze its choices on the exploratory half): mean token tau_b with a prompt-clustered
 bootstrap 95 % CI, the block-sequential control, tokens per accept step, the same-step pair
 fraction, accuracy, and the AUROC of low commit entropy predicting a correct answer.  The AUROC
@@ -62,8 +62,8 @@ class ProbeResult:
     structure_auroc: float | Undefined = Undefined("not measured")  # P(structural commits before free)
 
 
-def result_from_trace(probe, seed: int, trace: Trace, trace_file: str, check: Callable) -> ProbeResult:
-    metrics = run_metrics(trace)
+def result_from_trace(probe, seed: int, trace: Trace, trace_file: str, check: Callable, *, metrics=None) -> ProbeResult:
+    metrics = metrics or run_metrics(trace)  # the runner passes them when it also writes them (visualizer.results)
     structure = structure_first(trace)  # the answer only, the family guessed from the prompt
     response = trace.end.text if trace.end else ""
     return ProbeResult(

@@ -1,0 +1,39 @@
+"""How many rows of a batched generation fit in this process's GPU: `--batch-size auto`.
+
+    rows = rows_that_fit(backend)     # None: no CUDA GPU here
+
+Most of a row's memory is the sampler's vocabulary-sized float32 tensors over the canvas (one
+256 x 262,144 float32 tensor is 268 MB); at the real 26B shape a row cost about 1.9 GiB more
+in eager and compiled runs of 8 rows (REFERENCE.md, "Batches"), about 7 such tensors.  The
+estimate counts `VOCAB_TENSORS_PER_ROW` of them, and leaves
+`HEADROOM` of the free memory unused for the allocator's fragmentation and the capture's copies.
+It is an estimate: the runner records the batch size it chose in the plan and never changes it
+during a run; an out-of-memory error says how many rows this estimate allows now.
+"""
+
+from __future__ import annotations
+
+VOCAB_TENSORS_PER_ROW = 8  # measured ~7 (REFERENCE.md); one more for the capture's entropy and top-k
+HEADROOM = 0.15  # share of free memory left unused
+MAX_AUTO_ROWS = 64  # beyond this a step is compute-bound: more rows add no throughput
+CPU_AUTO_ROWS = 8  # no GPU memory to measure: a batch that keeps a CPU busy without swapping
+
+
+def row_bytes(config, *, canvas: int) -> int:
+    """Estimated bytes one more row of a batch needs at this model shape: its vocabulary-sized
+    float32 tensors (the KV cache of a row, ~80 MB at the real shape, is left out: 4% of them)."""
+    vocab = int(getattr(config, "text_config", config).vocab_size)
+    return VOCAB_TENSORS_PER_ROW * canvas * vocab * 4
+
+
+def rows_that_fit(backend) -> int | None:
+    """Rows of one batch the free memory of this process's GPU holds (at least 1); None without CUDA."""
+    import torch
+
+    model = getattr(backend, "model", None)  # a torch backend's model; MLX has no CUDA memory to read
+    if model is None or not torch.cuda.is_available():
+        return None
+    torch.cuda.empty_cache()
+    free, _total = torch.cuda.mem_get_info()
+    per_row = row_bytes(model.config, canvas=int(getattr(model.config, "canvas_length", 256)))
+    return max(1, min(MAX_AUTO_ROWS, int(free * (1 - HEADROOM) // per_row)))

@@ -1,0 +1,312 @@
+"""The probe at scale on the GPU machine: batched vs batch-1 runner, capture vs stock, 4 GPUs vs 1, a 1,000-generation slice.
+
+    python benchmarks/bench_probe_scale.py single --out /tmp/bench                    # one GPU: runner, capture, rows
+    torchrun --nproc-per-node 4 benchmarks/bench_probe_scale.py slice --out /tmp/bench --items 1000
+    python benchmarks/bench_probe_scale.py report /tmp/bench                          # the markdown tables
+    python benchmarks/bench_probe_scale.py single --device cpu --layers 2 --experts 8 --vocab 8192 --batch 2 \\
+        --batch1-items 2 --items 4 --try-rows 0 --steps 4 --out /tmp/dry                # dry run on a CPU
+
+The model is the real 26B-A4B shape with random bf16 weights, built per process without holding two
+copies (benchmarks/bench_capture_fullshape.py); random weights never converge and its EOS logits
+are zeroed, so every block runs all `--steps` (48) steps.  The prompts are the probe suite's
+(confirmatory half), tokenized by the built-in model's tokenizer and chat template; the runner is
+the probe command's own code (cli.probe_runner: plan, record_batch, writer thread, Parquet parts;
+cli.distributed.run_plan), so the numbers include everything a real run does on the host.
+
+`single` (one process, one GPU), every figure measured in this one call:
+- the batch-1 runner (plan batch size 1: today's one-prompt-at-a-time runner) on `--batch1-items`
+  generations, against the batched runner (`--batch` rows) on `--items`: generations per second;
+- the capture at that batch: `record_batch` against stock `model.generate` on the same padded
+  batch and seed, alternating `--reps` times, with a check that the sequences are identical;
+- rows per GPU: stock batched generate at each of `--try-rows`, peak memory or out of memory,
+  beside backends.memory's estimate of the rows that fit.
+`slice` (under torchrun, one process per GPU): the probe runner over `--items` generations, dealt
+to every GPU from one plan; rank 0 reports generations per second, the time to merge the results
+and compute the tables, and the rows pandas reads from results/generations.parquet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+
+BUILTIN = ROOT / "assets" / "models" / "diffusiongemma-tiny-demo"
+
+
+def full_shape_backend(args):
+    """The transformers backend around the full-shape random model, built on this process's GPU."""
+    import torch
+
+    from backends.transformers_backend import TransformersBackend, _load_tokenizer
+    from bench_capture_fullshape import build, full_shape_config
+    from visualizer.records import ModelInfo
+
+    model, params = build(full_shape_config(layers=args.layers, experts=args.experts, vocab=args.vocab), args.device)
+    model.generation_config.max_denoising_steps = args.steps
+
+    class FullShapeBackend(TransformersBackend):
+        def __init__(self):  # no from_pretrained: the model is already built
+            self.model, self.tokenizer = model, _load_tokenizer(str(BUILTIN))
+            self.info = ModelInfo(
+                name=f"random {params / 1e9:.1f}B (26B-A4B shape)", source="random-full-shape", backend="transformers",
+                device=str(model.device), dtype=str(model.dtype).replace("torch.", ""), canvas_length=256,
+                vocab_size=args.vocab, eos_token_ids=(1, 106), pad_token_id=0, max_context=8192, parameters=params,
+            )
+
+    torch.cuda.empty_cache() if args.device.startswith("cuda") else None
+    return FullShapeBackend()
+
+
+def probes_and_settings(args):
+    from prompts.probes import probe_suite
+    from visualizer.settings import GenerationSettings
+
+    per_regime = max(20, -(-args.items // (6 * args.seeds)) * 2 + 2)  # confirmatory half: enough prompts a regime
+    probes = [p for p in probe_suite(per_regime=per_regime) if p.split == "confirmatory"]
+    settings = GenerationSettings(max_new_tokens=256, max_denoising_steps=args.steps, compiled=args.compiled)
+    return probes, settings
+
+
+def run_runner(backend, probes, settings, *, seeds: int, items: int, batch: int, out: Path, cluster=None) -> dict:
+    """The probe command's runner (prepare, run_batches, finish) over the first `items` generations."""
+    import torch
+
+    from cli import distributed
+    from cli.probe_runner import finish_results, item_of, prepare_out, probe_items, run_batches
+    from prompts.probes import check_answer
+
+    chosen = probe_items(probes, seeds)[:items]
+    by_item = {item_of(p, s): p for p in probes for s in range(seeds)}
+    cluster = cluster or distributed.Cluster(0, 1, 0)
+    marks = {}
+
+    def finish(plan):
+        marks["work_done"] = time.perf_counter()
+        results = finish_results(out, plan)
+        marks["finished"] = time.perf_counter()
+        return results
+
+    if torch.cuda.is_available():
+        torch.cuda.reset_peak_memory_stats()
+    started = time.perf_counter()
+    results = distributed.run_plan(
+        cluster,
+        prepare=lambda world: prepare_out(out, backend.info, settings, chosen, batch_size=batch, world_size=world),
+        work=lambda mine, after: run_batches(backend, mine, by_item, out=out, settings=settings, check=check_answer,
+                                             after_batch=after),
+        finish=finish,
+    )
+    if not cluster.is_writer:
+        return {}
+    work_s = marks["work_done"] - started
+    return dict(generations=len(chosen), batch=batch, processes=cluster.world_size, work_s=work_s,
+                generations_per_s=len(chosen) / work_s, finish_s=marks["finished"] - marks["work_done"],
+                results=len(results), peak_gib=_peak())
+
+
+def _peak() -> float:
+    import torch
+
+    return torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else float("nan")
+
+
+def _sync():
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def capture_vs_stock(backend, probes, settings, *, batch: int, reps: int) -> dict:
+    """record_batch against stock generate on the same batch and seed, alternating."""
+    import torch
+
+    from backends.run import record_batch
+    from backends.transformers_backend import batch_inputs
+
+    prompts = [p.prompt for p in probes[:batch]]
+    resolved = backend.resolve(settings)
+    rows = [backend.prompt_ids(p) for p in prompts]
+    input_ids, mask = batch_inputs(rows, backend.info.pad_token_id, backend.model.device)
+    kwargs = backend.generate_kwargs(resolved)
+    if mask is not None:
+        kwargs["attention_mask"] = mask
+
+    def stock(seed):
+        torch.manual_seed(seed)
+        _sync()
+        t = time.perf_counter()
+        out = backend.model.generate(input_ids, **kwargs)
+        _sync()
+        return time.perf_counter() - t, out.sequences[:, -256:].cpu()
+
+    def captured(seed):
+        _sync()
+        t = time.perf_counter()
+        traces = record_batch(backend, prompts, settings.replace(seed=seed))
+        _sync()
+        return time.perf_counter() - t, traces
+
+    _, reference = stock(11)
+    _, traces = captured(11)
+    identical = all(list(t.blocks[0].tokens) == reference[i].tolist() for i, t in enumerate(traces))
+    times = {"stock": [], "captured": []}
+    for rep in range(reps):
+        for name in (("stock", "captured") if rep % 2 == 0 else ("captured", "stock")):
+            seconds, _ = (stock if name == "stock" else captured)(rep)
+            times[name].append(seconds)
+    stock_s, captured_s = statistics.median(times["stock"]), statistics.median(times["captured"])
+    return dict(batch=batch, reps=reps, stock_s=stock_s, captured_s=captured_s, ratio=captured_s / stock_s,
+                identical=identical, stock_all=times["stock"], captured_all=times["captured"])
+
+
+def try_rows(backend, probes, settings, rows_list) -> list[dict]:
+    """Stock batched generate at each row count: peak memory, or the out-of-memory error."""
+    import torch
+
+    from backends.transformers_backend import batch_inputs
+
+    out = []
+    for rows in rows_list:
+        prompts = [probes[i % len(probes)].prompt for i in range(rows)]
+        ids = [backend.prompt_ids(p) for p in prompts]
+        input_ids, mask = batch_inputs(ids, backend.info.pad_token_id, backend.model.device)
+        kwargs = backend.generate_kwargs(backend.resolve(settings))
+        if mask is not None:
+            kwargs["attention_mask"] = mask
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+        try:
+            torch.manual_seed(0)
+            t = time.perf_counter()
+            backend.model.generate(input_ids, **kwargs)
+            _sync()
+            out.append(dict(rows=rows, fits=True, peak_gib=_peak(), seconds=time.perf_counter() - t))
+        except torch.cuda.OutOfMemoryError as exc:
+            out.append(dict(rows=rows, fits=False, error=str(exc).splitlines()[0][:200]))
+        torch.cuda.empty_cache()
+        print(f"rows {rows}: {out[-1]}", flush=True)
+    return out
+
+
+def single(args) -> int:
+    import torch
+
+    out = Path(args.out)
+    device = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else "cpu"
+    started = time.perf_counter()
+    backend = full_shape_backend(args)
+    print(f"{device}: built in {time.perf_counter() - started:.1f} s", flush=True)
+    probes, settings = probes_and_settings(args)
+    from backends.run import record_trace
+
+    record_trace(backend, probes[0].prompt, settings.replace(max_denoising_steps=2))  # CUDA and cuBLAS warm-up
+    report = dict(device=device, torch=torch.__version__, steps=args.steps, path="compiled" if args.compiled else "eager")
+    report["batch1"] = run_runner(backend, probes, settings, seeds=args.seeds, items=args.batch1_items, batch=1,
+                                  out=out / "single-b1")
+    print("batch-1 runner:", report["batch1"], flush=True)
+    report["batched"] = run_runner(backend, probes, settings, seeds=args.seeds, items=args.items, batch=args.batch,
+                                   out=out / f"single-b{args.batch}")
+    print("batched runner:", report["batched"], flush=True)
+    report["speedup"] = report["batched"]["generations_per_s"] / report["batch1"]["generations_per_s"]
+    report["capture"] = capture_vs_stock(backend, probes, settings, batch=args.batch, reps=args.reps)
+    print("capture:", report["capture"], flush=True)
+    if args.try_rows and args.device.startswith("cuda"):
+        from backends.memory import rows_that_fit
+
+        report["rows_estimate"] = rows_that_fit(backend)
+        report["rows"] = try_rows(backend, probes, settings, [int(r) for r in args.try_rows.split(",")])
+    (out / "bench-single.json").write_text(json.dumps(report, indent=1))
+    print(json.dumps(report, indent=1))
+    return 0
+
+
+def slice_(args) -> int:
+    import torch
+
+    from cli import distributed
+
+    cluster = distributed.join_cluster()  # its own GPU first
+    out = Path(args.out)
+    started = time.perf_counter()
+    backend = full_shape_backend(args)
+    probes, settings = probes_and_settings(args)
+    from backends.run import record_trace
+
+    record_trace(backend, probes[0].prompt, settings.replace(max_denoising_steps=2))
+    built = time.perf_counter() - started
+    report = run_runner(backend, probes, settings, seeds=args.seeds, items=args.items, batch=args.batch,
+                        out=out / "slice", cluster=cluster)
+    distributed.leave_cluster(cluster)
+    if cluster.is_writer:
+        import pandas as pd
+
+        frame = pd.read_parquet(out / "slice" / "results" / "generations.parquet")
+        positions = pd.read_parquet(out / "slice" / "results" / "positions.parquet")
+        report |= dict(device=torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu", build_s=built,
+                       pandas_generations=len(frame), pandas_positions=len(positions),
+                       regimes=frame.groupby("regime").size().to_dict(),
+                       projection_15000_min=15000 / report["generations_per_s"] / 60)
+        (out / "bench-slice.json").write_text(json.dumps(report, indent=1))
+        print(json.dumps(report, indent=1), flush=True)
+    return 0
+
+
+def report_(args) -> int:
+    folder = Path(args.out)
+    single_ = json.loads((folder / "bench-single.json").read_text())
+    slice_path = folder / "bench-slice.json"
+    b1, bb, cap = single_["batch1"], single_["batched"], single_["capture"]
+    print(f"{single_['device']}, torch {single_['torch']}, {single_['path']}, {single_['steps']} steps a block, one 256-token block\n")
+    print("| runner | GPUs | batch | generations | generations/s | ratio | peak GiB |")
+    print("|---|---|---|---|---|---|---|")
+    print(f"| batch-1 (today) | 1 | 1 | {b1['generations']} | {b1['generations_per_s']:.3f} | 1.00 | {b1['peak_gib']:.1f} |")
+    print(f"| batched | 1 | {bb['batch']} | {bb['generations']} | {bb['generations_per_s']:.3f} | "
+          f"{single_['speedup']:.2f} | {bb['peak_gib']:.1f} |")
+    if slice_path.exists():
+        sl = json.loads(slice_path.read_text())
+        print(f"| batched, slice | {sl['processes']} | {sl['batch']} | {sl['generations']} | {sl['generations_per_s']:.3f} | "
+              f"{sl['generations_per_s'] / b1['generations_per_s']:.2f} (x{sl['generations_per_s'] / bb['generations_per_s']:.2f} "
+              f"one batched GPU) | {sl['peak_gib']:.1f} |")
+    print(f"\ncapture at batch {cap['batch']}: {cap['captured_s']:.2f} s vs stock {cap['stock_s']:.2f} s = "
+          f"{cap['ratio']:.3f}x ({cap['reps']} alternating reps); identical to stock: {cap['identical']}")
+    for row in single_.get("rows", []):
+        print(f"rows {row['rows']}: " + (f"fits, peak {row['peak_gib']:.1f} GiB" if row["fits"] else f"out of memory ({row['error']})"))
+    if "rows_estimate" in single_:
+        print(f"backends.memory estimate of rows that fit: {single_['rows_estimate']}")
+    if slice_path.exists():
+        print(f"slice: {sl['generations']} generations in {sl['work_s']:.0f} s on {sl['processes']} GPUs; merge + read back "
+              f"{sl['finish_s']:.1f} s; pandas read {sl['pandas_generations']} generations and {sl['pandas_positions']} positions; "
+              f"15,000 generations at this rate: {sl['projection_15000_min']:.0f} min")
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("mode", choices=("single", "slice", "report"))
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--layers", type=int, default=30)
+    parser.add_argument("--experts", type=int, default=128)
+    parser.add_argument("--vocab", type=int, default=262_144)
+    parser.add_argument("--steps", type=int, default=48)
+    parser.add_argument("--compiled", action="store_true")
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--items", type=int, default=48, help="generations of the batched run (single) or the slice")
+    parser.add_argument("--batch1-items", type=int, default=8)
+    parser.add_argument("--reps", type=int, default=2)
+    parser.add_argument("--try-rows", default="12,16", help="row counts to try for memory (single); empty: skip")
+    args = parser.parse_args(argv)
+    return {"single": single, "slice": slice_, "report": report_}[args.mode](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,251 @@
+"""The probe runner: plan the batches, generate them, save traces and result rows, resume.
+
+    results = run_probe(backend, probes, seeds=5, out="runs/probe", check=check_answer, batch_size=8)
+
+`run_probe` is the one-process form; the `probe` command (cli/probe.py) runs the same pieces
+through `cli.distributed.run_plan`: `prepare_out` writes the plan into OUT/probe.json (or checks
+an existing one) and lists the unfinished batches, `run_batches` works through a plain list of
+batches, `finish_results` joins every batch's Parquet rows and reads them back for the tables.
+Nothing here knows how many processes there are.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+
+from backends.run import record_batch, record_trace
+from visualizer.metrics import run_metrics
+from visualizer.plan import Batch, Plan, item_id, make_plan
+from visualizer.probe import MANIFEST, ProbeError, ProbeResult, result_from_trace
+from visualizer.results import merge_parts, part_done, read_results, result_rows, write_part
+from visualizer.settings import GenerationSettings
+from visualizer.trace import Trace
+
+
+# ---- running ----------------------------------------------------------------------------------------
+def run_probe(
+    backend,
+    probes: Sequence,
+    *,
+    seeds: int,
+    out,
+    settings: GenerationSettings | None = None,
+    check: Callable,
+    batch_size: int = 1,
+) -> list[ProbeResult]:
+    """Generate every (probe, seed) pair not already in `out` in one process; every result, in plan order.
+
+    `check(probe, response) -> bool | None` scores a response.  The command line runs the same
+    steps through `cli.distributed.run_plan`, on one process or many.
+    """
+    settings = settings or GenerationSettings()
+    plan, todo = prepare_out(out, backend.info, settings, probe_items(probes, seeds), batch_size=batch_size)
+    run_batches(backend, todo, {item_of(p, s): p for p in probes for s in range(seeds)},
+                out=out, settings=settings, check=check)
+    return finish_results(out, plan)
+
+
+def probe_items(probes: Sequence, seeds: int) -> list[tuple[str, str, int]]:
+    """(regime, prompt_id, seed) of every generation: seed 0 of every probe first, then seed 1, ..."""
+    return [(p.regime, p.prompt_id, seed) for seed in range(seeds) for p in probes]
+
+
+def item_of(probe, seed: int) -> str:
+    return item_id(probe.regime, probe.prompt_id, seed)
+
+
+def trace_file(probe, seed: int) -> str:
+    """Where a generation's trace is saved, relative to OUT."""
+    return _trace_file_of(item_of(probe, seed))
+
+
+def prepare_out(out, info, settings: GenerationSettings, items: list, *, batch_size, choose_batch_size=None,
+                world_size: int = 1) -> tuple[Plan, list[Batch]]:
+    """Write OUT/probe.json with the plan, or check an existing one; the plan and its unfinished batches.
+
+    `batch_size` is a number, or "auto": then an existing plan's size is kept, and a new plan
+    takes `choose_batch_size()`.  A rerun must make the same plan: the traces depend on it.
+    """
+    out = Path(out)
+    manifest = {"model": info.source, "backend": info.backend, "settings": {k: v for k, v in settings.to_dict().items() if k != "seed"}}
+    path = out / MANIFEST
+    existing = _read_manifest(path)
+    if existing is not None and {k: existing.get(k) for k in manifest} != manifest:
+        raise ProbeError(
+            f"{out} holds a probe run of another model or other settings ({path.name}); "
+            "choose another --out folder to start a new run"
+        )
+    recorded = Plan.from_dict(existing["plan"]) if existing and "plan" in existing else None
+    chosen = "auto" if batch_size == "auto" else "flag"
+    if batch_size == "auto":
+        if recorded is not None:
+            batch_size, chosen = recorded.batch_size, existing.get("batch_size_chosen", "auto")
+        else:
+            batch_size = choose_batch_size() if choose_batch_size else 1
+    plan = make_plan(items, batch_size=batch_size)
+    if recorded is not None and recorded != plan:
+        raise ProbeError(
+            f"{out} holds a run planned as {len(recorded.batches)} batches of up to {recorded.batch_size} rows "
+            f"({recorded.items} generations); this command plans {len(plan.batches)} of up to {plan.batch_size} "
+            f"({plan.items}). The traces depend on the plan: rerun with the same flags, or choose another --out"
+        )
+    if existing is not None and recorded is None and plan.batch_size != 1:
+        raise ProbeError(f"{out} holds a run made one prompt at a time: resume it with --batch-size 1, or choose another --out")
+    todo = [b for b in plan.batches if not _batch_done(out, b)]
+    manifest |= {
+        "plan": plan.to_dict(),
+        "batch_size_chosen": chosen,  # "auto": picked from free GPU memory when the plan was made
+        # which rank ran each batch this time: the plan's batches do not depend on it
+        "dealt": {"world_size": world_size, "rank_of_batch": {b.index: k % world_size for k, b in enumerate(todo)}},
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+    os.replace(partial, path)
+    return plan, todo
+
+
+def _batch_done(out: Path, batch: Batch) -> bool:
+    """Its result rows are written (that happens last) and its traces are all there."""
+    if not part_done(out, batch.index):
+        return False
+    return all((out / _trace_file_of(item)).exists() for item in batch.items)
+
+
+def _trace_file_of(item: str) -> str:
+    regime, rest = item.split("/", 1)
+    prompt_id, seed = rest.rsplit("/", 1)
+    return f"traces/{_safe(regime)}/{_safe(prompt_id)}-{seed}.json"
+
+
+def _read_manifest(path: Path) -> dict | None:
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ProbeError(f"cannot read {path}: {exc}") from None
+
+
+def run_batches(backend, batches: Sequence[Batch], probes: dict, *, out, settings: GenerationSettings,
+                check: Callable, after_batch: Callable[[], None] = lambda: None) -> None:
+    """Generate each batch, save its traces and its result rows (see visualizer.results).
+
+    `probes` maps item ids to probes.  The host-side work of a batch (saving traces, metrics,
+    the checker, Parquet) runs on a writer thread while the model generates the next batch; at
+    most one batch waits there.  A failure raises ProbeError naming the batch and its items.
+    """
+    out = Path(out)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="probe-writer") as writer:
+        pending = None
+        for batch in batches:
+            rows = [probes[item] for item in batch.items]
+            traces = _record_batch(backend, [p.prompt for p in rows], settings.replace(seed=batch.seed))
+            for item, trace in zip(batch.items, traces):
+                if trace.end is not None and trace.end.finish_reason == "cancelled":
+                    raise KeyboardInterrupt  # Ctrl-C: record_trace ended the run; the command says how to resume
+                if trace.end is None or trace.end.finish_reason not in ("eos", "length"):
+                    reason = (trace.end.error or trace.end.finish_reason) if trace.end else "no end record"
+                    raise ProbeError(f"batch {batch.index} ({', '.join(batch.items)}): {item} did not finish: "
+                                     f"{reason}{_fit_hint(backend, batch, reason)}")
+            if pending is not None:
+                pending.result()  # a writer failure stops the run here
+            pending = writer.submit(_save_batch, out, batch, rows, traces, check, after_batch)
+        if pending is not None:
+            pending.result()
+
+
+def _record_batch(backend, prompts: list[str], settings: GenerationSettings) -> list[Trace]:
+    """One trace per prompt, generated as one batch (a batch of one is exactly record_trace's run)."""
+    if len(prompts) == 1:
+        return [record_trace(backend, prompts[0], settings)]
+    return record_batch(backend, prompts, settings)
+
+
+def _fit_hint(backend, batch: Batch, reason: str) -> str:
+    """For an out-of-memory error: the largest batch that fits now (the plan itself never changes)."""
+    if "out of" not in reason.lower() or "memory" not in reason.lower():
+        return ""
+    from backends.memory import rows_that_fit
+
+    fit = rows_that_fit(backend)
+    if fit is None:
+        return ""
+    return (f" (the largest batch that fits this GPU now is about {fit} rows: start a new --out with "
+            f"--batch-size {fit}; this run's plan stays at {len(batch.items)} rows)")
+
+
+def _save_batch(out: Path, batch: Batch, probes: list, traces: list[Trace], check: Callable,
+                after_batch: Callable[[], None]) -> None:
+    generations, positions = [], []
+    for row, (probe, trace) in enumerate(zip(probes, traces)):
+        relative = trace_file(probe, batch.seed)
+        _save_atomic(trace, out / relative)
+        metrics = run_metrics(trace)
+        result = result_from_trace(probe, batch.seed, trace, relative, check, metrics=metrics)
+        generation, rows = result_rows(result, metrics, trace, batch=batch.index, row=row, batch_rows=len(batch.items))
+        generation["heldout"] = getattr(probe, "heldout", True)
+        generations.append(generation)
+        positions.extend(rows)
+    write_part(out, batch.index, generations, positions)  # last: marks the batch done
+    after_batch()
+
+
+def finish_results(out, plan: Plan) -> list[ProbeResult]:
+    """Join every batch's rows into OUT/results/*.parquet and read the generations back from it."""
+    merge_parts(out, [b.index for b in plan.batches])
+    return read_results(out)
+
+
+def _save_atomic(trace: Trace, path: Path) -> None:
+    """Write then rename, so an interrupted run never leaves half a trace behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    trace.save(partial)
+    os.replace(partial, path)
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in str(name))
+
+
+@contextmanager
+def progress_bar(out, plan: Plan, todo: Sequence[Batch], *, every_s: float = 0.5):
+    """One tqdm bar for the whole run (rank 0): generations done, generations per second, time left.
+
+    It counts the batches whose results are on disk, whichever rank wrote them, from a thread
+    that only reads the folder, so no rank waits for it.
+    """
+    from tqdm import tqdm
+
+    todo = list(todo)
+    stop = threading.Event()
+    logged = not sys.stderr.isatty()  # a log file gets a line every 30 s, not a redraw every half second
+    bar = tqdm(total=plan.items, initial=plan.items - sum(len(b.items) for b in todo), unit="gen", desc="probe",
+               file=sys.stderr, dynamic_ncols=True, mininterval=30 if logged else every_s)
+
+    def poll():
+        left = list(todo)
+        while left:
+            stopping = stop.wait(every_s)
+            finished = [b for b in left if part_done(out, b.index)]
+            bar.update(sum(len(b.items) for b in finished))
+            left = [b for b in left if b not in finished]
+            if stopping:
+                break
+
+    watcher = threading.Thread(target=poll, name="probe-progress", daemon=True)
+    watcher.start()
+    try:
+        yield bar
+    finally:
+        stop.set()
+        watcher.join()
+        bar.close()

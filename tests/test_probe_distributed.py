@@ -1,0 +1,113 @@
+"""The probe under torchrun on CPU (gloo), with the built-in model: the same traces from 1 or 2
+processes and from two local "nodes", resuming after a killed worker, bad flags in one line.
+
+torchrun starts the processes, as a user would; the runs are kept small (8 generations, 2 steps a
+block) because every process loads torch and the model.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from visualizer.trace import Trace
+
+ROOT = Path(__file__).resolve().parent.parent
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]
+FLAGS = ["--regimes", "math", "factual", "--per-regime", "4", "--seeds", "2", "--steps", "2", "--batch-size", "2",
+         "--bootstrap", "20"]
+PORTS = iter(range(29512, 29520))  # this suite's rendezvous ports
+
+
+def _env(**extra):
+    env = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false", PYTHONPATH=str(ROOT), **extra)
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    return env
+
+
+def _run(command, **extra):
+    return subprocess.run(command, cwd=ROOT, env=_env(**extra), capture_output=True, text=True, timeout=600)
+
+
+def _probe(out, *launcher, flags=FLAGS, **extra):
+    return _run([*launcher, "-m", "visualizer", "probe", "--out", str(out), *flags], **extra)
+
+
+def _traces(out: Path) -> dict:
+    """Every trace of a run without its wall-clock fields (the only thing that may differ)."""
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if "wall_time" not in k and k != "created"}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    return {str(p.relative_to(out)): strip(json.loads(p.read_text())) for p in sorted((out / "traces").rglob("*.json"))}
+
+
+@pytest.fixture(scope="module")
+def one_process(tmp_path_factory):
+    out = tmp_path_factory.mktemp("one") / "probe"
+    done = _probe(out, sys.executable)
+    assert done.returncode == 0, done.stderr
+    traces = sorted((out / "traces").rglob("*.json"))
+    assert len(traces) == 8 and all(Trace.load(t).finished for t in traces)
+    return out, done
+
+
+def test_two_processes_give_the_traces_and_tables_of_one(one_process, tmp_path):
+    reference, single = one_process
+    out = tmp_path / "probe"
+    done = _probe(out, *TORCHRUN, "--nproc-per-node", "2", "--master-port", str(next(PORTS)))
+    assert done.returncode == 0, done.stderr
+    assert _traces(out) == _traces(reference)
+    assert done.stdout.count("| math |") == single.stdout.count("| math |") >= 1  # rank 0 alone prints the tables
+    assert done.stdout.split("\n\n")[0] == single.stdout.split("\n\n")[0]  # computed from both ranks' results
+    manifest = json.loads((out / "probe.json").read_text())
+    assert manifest["dealt"]["world_size"] == 2 and set(manifest["dealt"]["rank_of_batch"].values()) == {0, 1}
+    assert manifest["plan"] == json.loads((reference / "probe.json").read_text())["plan"]
+    import pandas as pd
+
+    assert len(pd.read_parquet(out / "results" / "generations.parquet")) == 8
+
+
+def test_a_killed_worker_is_restarted_and_redoes_only_unfinished_batches(one_process, tmp_path):
+    reference, _ = one_process
+    out = tmp_path / "probe"
+    # rank 1 kills itself (SIGKILL) after its first batch; torchrun restarts both workers once
+    done = _probe(out, *TORCHRUN, "--nproc-per-node", "2", "--max-restarts", "1", "--master-port", str(next(PORTS)),
+                  VISUALIZER_TEST_KILL_AFTER="1:1")
+    assert done.returncode == 0, done.stderr
+    assert "failed (exitcode: -9) local_rank: 1" in done.stderr  # torchrun saw rank 1 killed
+    redone = json.loads((out / "probe.json").read_text())["dealt"]["rank_of_batch"]
+    assert 0 < len(redone) < 4  # the second attempt dealt only what the first left unfinished
+    assert _traces(out) == _traces(reference)
+    assert not list(out.rglob("*.partial"))
+
+
+def test_two_local_nodes_meet_through_torchrun_rendezvous(one_process, tmp_path):
+    reference, _ = one_process
+    out = tmp_path / "probe"
+    port = next(PORTS)
+    node = [*TORCHRUN, "--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
+            "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "probe-test"]
+    command = [*node, "-m", "visualizer", "probe", "--out", str(out), *FLAGS]
+    nodes = [subprocess.Popen(command, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outputs = [n.communicate(timeout=600) for n in nodes]
+    assert [n.returncode for n in nodes] == [0, 0], outputs
+    assert sum("| math |" in stdout for stdout, _ in outputs) == 1  # one rank 0 over both nodes
+    assert _traces(out) == _traces(reference)
+    assert json.loads((out / "probe.json").read_text())["dealt"]["world_size"] == 2
+
+
+def test_bad_flags_under_torchrun_are_one_line_from_one_process(tmp_path):
+    done = _probe(tmp_path / "probe", *TORCHRUN, "--nproc-per-node", "2", "--master-port", str(next(PORTS)),
+                  flags=["--batch-size", "lots"])
+    assert done.returncode != 0
+    ours = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert ours == ["error: --batch-size must be a whole number of at least 1 or 'auto' (got 'lots')"]
+    assert "cli/probe.py" not in done.stderr  # no traceback of ours (torchrun reports the exit code its own way)
