@@ -19,8 +19,8 @@ def on_zero_gpu() -> bool:
 
 
 def looks_like_path(source: str) -> bool:
-    """A model source meant as a folder (./x, ~/x, /x, a/b/c) rather than a hub id (owner/name)."""
-    return source.startswith((".", "~", "/")) or (os.sep in source and source.count("/") != 1)
+    """A model source meant as a folder (./x, ~/x, /x, a/b/c, a Windows path) rather than a hub id (owner/name)."""
+    return source.startswith((".", "~", "/")) or (os.sep in source and source.count("/") != 1) or "\\" in source
 
 
 def load_failure_message(source: str, exc: BaseException, *, what: str, is_folder: bool = False, hint: str = "") -> str:

@@ -16,15 +16,12 @@ import threading
 import time
 from pathlib import Path
 
+from .known import looks_like_path
+
 HEAD_TIMEOUT_S = 1.5  # one HEAD; the whole answer stays under 2 s
 REMEMBER_FAILURE_S = 60.0  # an unreachable or unknown id is asked about again after this
 _answers: dict[str, tuple[float, str | None]] = {}  # source -> (when, problem or None)
 _lock = threading.Lock()
-
-
-def looks_like_path(source: str) -> bool:
-    """A folder path rather than a hub id (`owner/name`): starts with . ~ /, or has another separator."""
-    return source.startswith((".", "~", "/")) or (os.sep in source and source.count("/") != 1) or "\\" in source
 
 
 def source_problem(source: str, *, timeout: float = HEAD_TIMEOUT_S) -> str | None:

@@ -37,6 +37,10 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
 
+# Where a process stands among torchrun's is read in one place, beside the sharded model's lockstep,
+# which needs the same answers: backends/sharded.py.
+from backends import sharded
+
 # A batch can take minutes at the real shape and ranks wait for the slowest at the end.
 _GROUP_TIMEOUT = timedelta(hours=12)
 # Test hook: "RANK:N" makes that rank kill itself (SIGKILL, no cleanup) after N batches, on
@@ -85,13 +89,13 @@ class Cluster:
 
 def is_first_process() -> bool:
     """Rank 0, or no torchrun at all (readable before joining the group)."""
-    return os.environ.get("RANK", "0") == "0"
+    return sharded.rank() == 0
 
 
 def join_cluster() -> Cluster:
     """This process's place among torchrun's processes (rank 0 of 1 without torchrun)."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    cluster = Cluster(int(os.environ.get("RANK", "0")), world, int(os.environ.get("LOCAL_RANK", "0")))
+    world = sharded.world_size()
+    cluster = Cluster(sharded.rank(), world, sharded.local_rank())
     if world > 1:
         _own_gpu(cluster.local_rank)
         import torch.distributed as dist
