@@ -68,6 +68,7 @@ def _dtype_name(dtype: torch.dtype) -> str:
 class TransformersBackend(Backend):
     name = "transformers"
     capabilities = CAPABILITIES
+    parallel: str | None = None  # how the model is spread (backends/sharded.py); None: whole, in this process
 
     def __init__(
         self,
