@@ -74,6 +74,11 @@ MLX_INSTALL_HINT = (
     "`pip install --no-deps mlx-vlm==0.7.10`)."
 )
 
+def is_diffusers_source(source: str) -> bool:
+    """A source written `diffusers:<folder or hub id>`: the same model, run by diffusers' pipeline."""
+    return source.startswith("diffusers:")
+
+
 DEFAULT_BACKEND = "transformers"  # loads any model no other backend claims
 BACKENDS: dict[str, BackendEntry] = {
     entry.name: entry
@@ -85,6 +90,11 @@ BACKENDS: dict[str, BackendEntry] = {
         BackendEntry(
             "mlx", "backends.mlx_backend", "MLXBackend",
             available=lambda: mlx_installed(), install_hint=MLX_INSTALL_HINT, claims=is_mlx_model,  # looked up late: tests patch it
+        ),
+        BackendEntry(
+            "diffusers", "backends.diffusers_backend", "DiffusersBackend",
+            available=lambda: importlib.util.find_spec("diffusers") is not None,
+            install_hint="pip install -r requirements.txt", claims=is_diffusers_source,
         ),
     )
 }
