@@ -169,7 +169,6 @@ class DiffusersBackend(TransformersBackend):
             pipe, emit, emit, should_stop,
             topk=min(settings.record_topk, self.info.vocab_size),
             scaled_entropy=spec.rule.entropy == ENTROPY_SCALED,
-            num_steps=settings.max_denoising_steps,
             eos_ids=self.info.eos_token_ids,
             pad_id=self.info.pad_token_id,
             confidence_sampler=spec.name == SAMPLER_BLOCK_REFINEMENT,

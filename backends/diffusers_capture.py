@@ -19,7 +19,7 @@ What each part of a record comes from, and why:
 The pipeline's private details this relies on (diffusers 0.42.1; tests/test_diffusers_backend.py
 checks each): the callback may ask for `canvas` and `logits` (`_callback_tensor_inputs`); the
 scheduler is called as `self.scheduler.step(..., return_dict=True)` once per step, before the
-callback; each block starts with one call of `self.model.model.encoder(input_ids=...)` whose
+callback, with the keyword arguments its signature names (so the wrap keeps the signature); each block starts with one call of `self.model.model.encoder(input_ids=...)` whose
 `input_ids` are the tokens not yet cached (the previous canvas after the first block); a block
 that converges early leaves its loop with a `break` after the callback.
 
@@ -30,6 +30,7 @@ bit-identical to the stock pipeline with the same generator (tests/test_diffuser
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import Callable
 
@@ -67,10 +68,11 @@ def accepted_set(out, canvas: torch.Tensor, before: torch.Tensor | None) -> torc
 class PipelineCapture:
     """The state of one captured pipeline call: the block and step it is at, the last scheduler output."""
 
-    def __init__(self, on_step, on_block, should_stop, *, topk: int, scaled_entropy: bool, num_steps: int,
+    def __init__(self, on_step, on_block, should_stop, *, topk: int, scaled_entropy: bool,
                  canvas_length: int, eos_ids: tuple[int, ...], pad_id: int | None, confidence_sampler: bool):
         self.on_step, self.on_block, self.should_stop = on_step, on_block, should_stop
-        self.topk, self.scaled_entropy, self.num_steps = topk, scaled_entropy, num_steps
+        self.topk, self.scaled_entropy = topk, scaled_entropy
+        self.num_steps = 0  # the block's predictor steps, read from the scheduler at the first step
         self.canvas_length, self.eos_ids, self.pad_id = canvas_length, eos_ids, pad_id
         self.confidence_sampler = confidence_sampler  # record each sample's probability (what it compares)
         self.block, self.steps = -1, 0
@@ -98,8 +100,12 @@ class PipelineCapture:
         return self.out
 
     def callback(self, pipe, global_step: int, step_idx: int, tensors: dict) -> dict:
-        """`callback_on_step_end`: one StepRecord's worth, copied; returns nothing to change."""
+        """`callback_on_step_end`: one StepRecord's worth, copied; returns nothing to change. A step is one
+        predictor step, with any corrector sweeps that followed it (the canvas is the one after them)."""
         out, canvas = self.out, tensors["canvas"]
+        # The scheduler's step count after the pipeline's set_timesteps: the predictor steps, fewer than
+        # num_inference_steps when DDIM's corrector sweeps take their share of the budget.
+        self.num_steps = int(pipe.scheduler.num_inference_steps)
         self.accepted = accepted_set(out, canvas, self.accepted)
         logits = out.pred_logits if self.scaled_entropy else tensors["logits"]
         summary = summarize_logits(logits, self.topk)
@@ -142,20 +148,22 @@ class PipelineCapture:
 @contextlib.contextmanager
 def capture_pipeline(pipe, on_step: Callable[[CapturedStep], None], on_block: Callable[[CapturedBlock], None],
                      should_stop: Callable[[], bool] | None = None, *, topk: int, scaled_entropy: bool,
-                     num_steps: int, eos_ids: tuple[int, ...], pad_id: int | None, confidence_sampler: bool = False):
+                     eos_ids: tuple[int, ...], pad_id: int | None, confidence_sampler: bool = False):
     """Install the scheduler wrap and the encoder hook for the duration of the block; always undone."""
     scheduler = pipe.scheduler
     if "step" in vars(scheduler):
         raise RuntimeError("capture_pipeline is already active on this scheduler")
     capture = PipelineCapture(
-        on_step, on_block, should_stop, topk=topk, scaled_entropy=scaled_entropy, num_steps=num_steps,
+        on_step, on_block, should_stop, topk=topk, scaled_entropy=scaled_entropy,
         canvas_length=int(pipe.model.config.canvas_length), eos_ids=eos_ids, pad_id=pad_id,
         confidence_sampler=confidence_sampler,
     )
     original = scheduler.step
     handle = None
     try:
-        scheduler.step = lambda *args, **kwargs: capture.scheduler_step(original, *args, **kwargs)
+        # functools.wraps: the pipeline passes `generator` and `temperature` only to a step whose signature
+        # names them (inspect.signature follows __wrapped__); a bare (*args, **kwargs) would drop them.
+        scheduler.step = functools.wraps(original)(lambda *args, **kwargs: capture.scheduler_step(original, *args, **kwargs))
         handle = pipe.model.model.encoder.register_forward_pre_hook(capture.block_starts, with_kwargs=True)
         yield capture
     finally:

@@ -47,7 +47,12 @@ class AcceptRule:
     entropy: str = ENTROPY_SCALED  # one of ENTROPY_KINDS: the logits the recorded entropy is of (absent before: scaled)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The trace's form; `entropy` is written only where it is not the scaled default, so rules
+        written before it existed read the same."""
+        raw = asdict(self)
+        if raw["entropy"] == ENTROPY_SCALED:
+            del raw["entropy"]
+        return raw
 
     @classmethod
     def from_dict(cls, raw) -> "AcceptRule":
