@@ -37,26 +37,23 @@ from backends import (
     REAL_CHECKPOINT,
     REAL_CHECKPOINT_MLX,
     ModelChoice,
-    cuda_memory_gb,
+    backend_for_source,
     model_choices,
-    pick_backend_kind,
+    real_checkpoint_fits_here,
 )
-from backends.base import BackendError
+from backends.base import BackendError, run_end
 from backends.cache import LoadedModels
+from backends.known import on_zero_gpu
 from backends.lookup import source_problem
-from visualizer.records import FINISH_CANCELLED, BlockRecord, RunEnd, frozen_array
+from visualizer.records import FINISH_CANCELLED, BlockRecord, RunEnd
 from visualizer.states import frame_refs
 from visualizer.trace import Trace
 
-try:  # main has split the trace format into its own module; this branch predates the split
-    from visualizer.trace_format import MAX_TRACE_BYTES
-except ImportError:
-    from visualizer.trace import MAX_TRACE_BYTES
+from visualizer.trace_format import MAX_TRACE_BYTES
 
 HOSTED_ENV = "DV_HOSTED"
 EXTRA_MODELS_ENV = "DV_EXTRA_MODELS"  # "label=source, source, ...": the Space owner's additions
 GPU_SECONDS_ENV = "DV_GPU_SECONDS"
-REAL_CHECKPOINT_GPU_GB = 70  # what the 26B checkpoint needs in bf16, with room for activations
 
 MODELS = LoadedModels(keep=2)  # every session's loaded models (module level: ZeroGPU's worker finds them here)
 
@@ -65,9 +62,6 @@ def env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def on_zero_gpu() -> bool:
-    """A ZeroGPU Space: the GPU is lent per call through `spaces.GPU`."""
-    return env_flag("SPACES_ZERO_GPU")
 
 
 def _env_int(name: str, default: int) -> int:
@@ -164,7 +158,7 @@ def _number(value) -> float:
 # ---- the allowlist -----------------------------------------------------------------------------
 def real_checkpoint_runs_here() -> bool:
     """Apple silicon with MLX, a GPU with room for the bf16 weights, or a ZeroGPU slice (70 GB)."""
-    return pick_backend_kind() == "mlx" or on_zero_gpu() or cuda_memory_gb() >= REAL_CHECKPOINT_GPU_GB
+    return real_checkpoint_fits_here() or on_zero_gpu()
 
 
 def extra_models(text: str | None = None) -> list[ModelChoice]:
@@ -174,7 +168,7 @@ def extra_models(text: str | None = None) -> list[ModelChoice]:
     for entry in filter(None, (part.strip() for part in text.split(","))):
         label, _, source = entry.rpartition("=")
         source = source.strip()
-        backend = "mlx" if source.startswith("mlx-community/") else "transformers"
+        backend = backend_for_source(source)
         extras.append(ModelChoice(label.strip() or source, source, backend, False))
     return extras
 
@@ -296,11 +290,7 @@ def _stop_from_here(backend, records, stop):
             blocks.append(record.tokens)
         if stop.is_set() and not isinstance(record, RunEnd):
             records.close()
-            sequence = np.concatenate(blocks) if blocks else np.zeros(0, np.int32)
-            yield RunEnd(
-                finish_reason=FINISH_CANCELLED, sequence=frozen_array(sequence, np.int32),
-                text=backend.decode(sequence), wall_time_s=time.perf_counter() - started, error=None,
-            )
+            yield run_end(backend, blocks, finish=FINISH_CANCELLED, error=None, started=started)
             return
 
 

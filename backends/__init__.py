@@ -56,6 +56,11 @@ def pick_backend_kind() -> str:
     return "mlx" if is_apple_silicon() and mlx_installed() else "transformers"
 
 
+def real_checkpoint_fits_here() -> bool:
+    """Apple silicon with MLX (the 4-bit checkpoint), or a CUDA GPU with room for the bf16 weights."""
+    return pick_backend_kind() == "mlx" or cuda_memory_gb() >= REAL_CHECKPOINT_GPU_GB
+
+
 def model_choices() -> list[ModelChoice]:
     """The picker's entries, the preselected one first."""
     real = (
@@ -67,7 +72,7 @@ def model_choices() -> list[ModelChoice]:
     small = [random]
     if (BUILTIN_MODEL_DIR / "config.json").exists():
         small.insert(0, ModelChoice("Built-in small model (trained here, not the 26B one)", str(BUILTIN_MODEL_DIR), "transformers", True))
-    if real.source == REAL_CHECKPOINT_MLX or cuda_memory_gb() >= REAL_CHECKPOINT_GPU_GB:
+    if real_checkpoint_fits_here():
         return [real, *small]
     return [*small, real]
 
@@ -110,6 +115,8 @@ __all__ = [
     "model_choices",
     "default_model",
     "pick_backend_kind",
+    "real_checkpoint_fits_here",
+    "backend_for_source",
     "BUILTIN_MODEL_DIR",
     "RANDOM_MODEL_DIR",
     "REAL_CHECKPOINT",

@@ -32,9 +32,9 @@ class FaultyBackend(TransformersBackend):
         self.fault, self.calls = fault, 0
         self.model.get_output_embeddings().register_forward_pre_hook(self._maybe_fail)  # once per step
 
-    def generate(self, prompt, settings, stop=None):
+    def generate_batches(self, prompt, settings, stop=None):  # every way of running goes through it
         self.calls = 0
-        yield from super().generate(prompt, settings, stop)
+        yield from super().generate_batches(prompt, settings, stop)
 
     def _maybe_fail(self, module, args):
         self.calls += 1

@@ -49,6 +49,8 @@ def project_copy(tmp_path_factory):
         ("training/data.py", "from cli.common import CliError", "surfaces over training over backends"),
         ("prompts/demos.py", "from visualizer.trace import Trace", "prompts/ imports none"),
         ("backends/run.py", "import gradio", "only app.py touches gradio"),
+        ("cli/record.py", "from backends.mlx_backend import MLXBackend", "only backends/ names a backend module"),
+        ("training/evaluate.py", "import backends.transformers_backend", "only backends/ names a backend module"),
         ("cli/common.py", "from cli import record", "no import circles"),
     ],
 )
@@ -63,3 +65,41 @@ def test_each_contract_fails_on_a_forbidden_import(project_copy, module, line, c
     assert result.returncode != 0
     broken = [row for row in result.stdout.splitlines() if " BROKEN" in row]
     assert any(row.startswith(contract) for row in broken), result.stdout
+
+
+# A backend's name in a comparison (`== "mlx"`) outside backends/ is the name standing in for what
+# the backend can do: read its `capabilities` instead. Version-2 traces are the one exception, in
+# visualizer/samplers.py, as data (a dict keyed by the names those traces recorded), not a comparison.
+BACKEND_NAME_TEST = r"""[=!]=\s*["'](transformers|mlx|diffusers)["']|["'](transformers|mlx|diffusers)["']\s*[=!]="""
+SURFACES = ("app.py", "hosting.py", "sessions.py")
+
+
+def test_no_backend_name_is_compared_outside_backends():
+    import re
+
+    pattern = re.compile(BACKEND_NAME_TEST)
+    files = [ROOT / name for name in SURFACES] + [
+        path for package in PACKAGES if package != "backends" for path in (ROOT / package).rglob("*.py")
+    ]
+    hits = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in files
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if pattern.search(line)
+    ]
+    assert not hits, "backend names compared outside backends/:\n" + "\n".join(hits)
+    assert pattern.search('if backend.info.backend == "mlx":') and pattern.search("'diffusers' != kind")
+
+
+def test_the_app_names_no_backend_module():
+    """app.py and its helpers are not in import-linter's packages, so their imports are read here."""
+    import re
+
+    pattern = re.compile(r"^\s*(from|import)\s+backends\.(transformers_backend|mlx_backend|mlx_capture|capture|diffusers_backend)\b")
+    hits = [
+        f"{name}: {line.strip()}"
+        for name in SURFACES
+        for line in (ROOT / name).read_text(encoding="utf-8").splitlines()
+        if pattern.search(line)
+    ]
+    assert not hits, hits

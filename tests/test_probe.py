@@ -52,7 +52,14 @@ class ScriptedBackend(Backend):
     def prompt_ids(self, prompt, *, thinking=False):
         return [2, 5]
 
-    def generate(self, prompt, settings, stop=None):
+    def _produce(self, ids, settings, emit, should_stop):  # never called: the records are scripted below
+        raise AssertionError("the scripted backend has no model")
+
+    def generate_batches(self, prompt, settings, stop=None):
+        for record in self.scripted(prompt, settings):
+            yield [record]
+
+    def scripted(self, prompt, settings):
         self.calls += 1
         rng = np.random.default_rng([sum(map(ord, prompt)), settings.seed])
         commit = np.clip(np.arange(24) // 4 + rng.integers(-2, 3, 24), 0, 7)

@@ -1,4 +1,4 @@
-"""Screenshot of the hosted model picker, opened, in a real headless browser (for the README).
+"""Screenshot of the hosted model picker, opened, in a real headless browser (for docs/hosting.md).
 
     python tools/screenshot_hosted.py --out assets/hosted_picker.png
 

@@ -1,4 +1,4 @@
-"""Screenshots of the app's "why" views, in a real headless browser (for the README's "Why" section).
+"""Screenshots of the app's "why" views, in a real headless browser (for docs/why-views.md).
 
     python tools/screenshot_insights.py --out assets/insights [--model FOLDER] [--demo acrostic] [--step 3] [--inspect-step 1] [--position 9]
 

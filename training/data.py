@@ -46,14 +46,15 @@ BASE_FAMILY_WEIGHTS = {
     **{f: 0.0 for f in FAMILIES if f not in TEMPLATE_FAMILIES}, DOCS: 0.0, WORDNET: 0.0,
     "math": 2.5, "acrostic": 2.5, "json": 2.0, "doctest_function": 1.25, "open": 0.75, "story": 0.75,
 }
-# Tried for issue 14, not shipped (README): one 18.5-minute run from scratch on this mix.
+# Tried for issue 14, not shipped (experiments/README.md, "One mix from scratch"): one 18.5-minute run from
+# scratch on this mix.
 ONE_MIX_FAMILY_WEIGHTS = {
     "math": 2.0, "acrostic": 1.5, "json": 2.5, "json_paraphrase": 5.0, "math_paraphrase": 4.5,
     "acrostic_paraphrase": 3.0, "describe": 2.0, "explain": 1.75, "poem": 1.5, DOCS: 0.4, "thinking": 0.75,
     "sentences": 0.5, "doctest_function": 0.6, "fact_list": 0.5, "story": 0.5, "haiku": 0.5, "code_function": 0.35,
     "code_task": 0.5, "factual": 0.5, "open": 0.4, **_LATER_ENGLISH, **_LATER_DRILLS,
 }
-# Tried for issue 14, not shipped (README, "Open word pools and question shapes"): one 20.5-minute run
+# Tried for issue 14, not shipped (experiments/README.md, "Open word pools and question shapes"): one 20.5-minute run
 # from scratch with the open-vocabulary paraphrases, the English question shapes and WordNet.
 OPEN_MIX_FAMILY_WEIGHTS = {
     "math": 2.0, "acrostic": 1.5, "json": 2.0, "doctest_function": 1.0, "sentences": 1.0, "fact_list": 1.0,
@@ -66,8 +67,8 @@ OPEN_MIX_FAMILY_WEIGHTS = {
 # which makes the short families cheap): the open-mix run learnt arithmetic worst (34% on templates).
 OPEN_MIX_2_FAMILY_WEIGHTS = {**OPEN_MIX_FAMILY_WEIGHTS, "math": 3.0, "math_paraphrase": 7.0, "acrostic_paraphrase": 4.0,
                              DOCS: 0.4, "thinking": 0.5}
-# Open-mix-2 with more JSON: tried for issue 14 with worked arithmetic, not shipped (README, "Worked
-# arithmetic"; training/experiments/2026-11-25-worked-math/).
+# Open-mix-2 with more JSON: tried for issue 14 with worked arithmetic, not shipped (experiments/README.md, "Worked
+# arithmetic"; experiments/2026-11-25-worked-math/).
 OPEN_MIX_3_FAMILY_WEIGHTS = {**OPEN_MIX_2_FAMILY_WEIGHTS, "json_paraphrase": 8.0, "json": 2.5}
 # A short fine-tune after open-mix-2 (the model shipped until 2026-11-25): the visitor JSON and arithmetic it left
 # furthest from their goals.
@@ -78,13 +79,13 @@ JSON_MATH_FINETUNE_WEIGHTS = {**OPEN_MIX_2_FAMILY_WEIGHTS, "json_paraphrase": 12
 # come up hundreds of times in a run), then a fine-tune with JSON, arithmetic and the worksheets weighed up.
 OPEN_MIX_4_FAMILY_WEIGHTS = {**OPEN_MIX_3_FAMILY_WEIGHTS, "math_drill": 3.0}
 DRILL_FINETUNE_WEIGHTS = {**JSON_MATH_FINETUNE_WEIGHTS, "json_paraphrase": 14.0, "json": 5.0, "math_drill": 5.0}
-# A short third stage after drill-finetune, tried and not shipped (README, "A third stage of unseen JSON keys"):
-# JSON with many keys the model cannot recall, so it copies them.
+# A short third stage after drill-finetune, tried and not shipped (experiments/README.md, "A third stage of unseen
+# JSON keys"): JSON with many keys the model cannot recall, so it copies them.
 KEY_DRILL_FINETUNE_WEIGHTS = {**DRILL_FINETUNE_WEIGHTS, "json_key_drill": 12.0}
 # That model's third stage, after drill-finetune: with the --space-apart tokenizer the first two stages left
 # arithmetic behind (74% on templates), so the worksheets and visitor sums are weighed up, the JSON templates a little.
 MATH_FINETUNE_WEIGHTS = {**DRILL_FINETUNE_WEIGHTS, "math_drill": 12.0, "math_paraphrase": 16.0, "math": 6.0, "json": 6.0}
-# Third-stage alternatives to math-finetune, tried for issue 14 (training/experiments/2026-11-25-gather-retrain/):
+# Third-stage alternatives to math-finetune, tried for issue 14 (experiments/2026-11-25-gather-retrain/):
 # after 21% more steps a stage, math-finetune left arithmetic far above its goal and JSON and acrostics below
 # theirs, so these move weight from the sums to the visitor JSON and acrostics, a little (balance) or more.
 BALANCE_FINETUNE_WEIGHTS = {**MATH_FINETUNE_WEIGHTS, "json_paraphrase": 18.0, "acrostic_paraphrase": 7.0,
@@ -109,7 +110,7 @@ MATH_FINETUNE_6_WEIGHTS = _json_keys_from_wordnet(MATH_FINETUNE_WEIGHTS, 0.5)
 OPEN_MIX_7_FAMILY_WEIGHTS = _json_keys_from_wordnet(OPEN_MIX_4_FAMILY_WEIGHTS, 1.0)
 DRILL_FINETUNE_7_WEIGHTS = _json_keys_from_wordnet(DRILL_FINETUNE_WEIGHTS, 1.0)
 MATH_FINETUNE_7_WEIGHTS = _json_keys_from_wordnet(MATH_FINETUNE_WEIGHTS, 1.0)
-# The shipped model's fourth stage, after the "-7" ones (training/experiments/2026-11-25-wordnet-keys/): they met
+# The shipped model's fourth stage, after the "-7" ones (experiments/2026-11-25-wordnet-keys/): they met
 # the JSON goals (98% / 90%) and fell under the arithmetic and acrostic ones, so JSON gives up some weight to the
 # acrostics.
 MATH_ACROSTIC_FINETUNE_7_WEIGHTS = {**MATH_FINETUNE_7_WEIGHTS, WORDNET_KEYS: 10.0, "json": 4.0,

@@ -54,9 +54,9 @@ def _load(model: str, device: str, threads: int):
     import torch
 
     torch.set_num_threads(threads)
-    from backends.transformers_backend import TransformersBackend
+    from backends import load_backend
 
-    _backend = TransformersBackend(model, device=device)
+    _backend = load_backend(model, device=device)
 
 
 def _run_item(item: dict) -> dict:
@@ -86,7 +86,7 @@ def _run_item(item: dict) -> dict:
 
 def keys_written(answer, response: str) -> dict[str, bool] | None:
     """For a JSON task (its answer a schema): whether each asked key is in the response as a quoted key,
-    parsed or not.  Scores of the visitor JSON sets turn on a few keys the model miscopies (README)."""
+    parsed or not.  Scores of the visitor JSON sets turn on a few keys the model miscopies (experiments/README.md)."""
     if not isinstance(answer, dict) or "required" not in answer:
         return None
     return {key: f'"{key}"' in response for key in answer["required"]}

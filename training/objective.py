@@ -20,7 +20,7 @@ What the sampler does at inference (generation_diffusion_gemma.py), and what tra
   slips on the canvas it learns to doubt them, and the sampler re-noises them;
 - the sampler can commit later structure before what precedes it is settled: a JSON key's closing
   `":` placed while the value in front of it still has no length, so the key must then be squeezed
-  or stretched into the slot (training/experiments/2026-11-25-gather-retrain/key_commits.py).  With
+  or stretched into the slot (experiments/2026-11-25-gather-retrain/key_commits.py).  With
   `shift_correction` > 0, that share of the examples holds its accepted tokens, from a random cut
   on, one or two positions off; the loss still targets the truth, so the model learns to doubt
   structure that does not line up with the text before it, and the sampler can re-noise it;

@@ -8,7 +8,7 @@ config, generation config (eos/pad and the sampler defaults), tokenizer, safeten
     python -m training.train --out runs/base                          # a plain run from scratch (~12 min on an H200)
     python -m training.train --out /tmp/t --preset test --steps 40 --batch-size 8   # CPU smoke run, ~10 s
 
-The shipped model's four commands are in the README ("Retrain it"): a run from scratch on short
+The shipped model's four commands are in docs/builtin-model.md ("Retrain it"): a run from scratch on short
 canvases (`--short-canvas 64`) and three fine-tunes with `--init-from`, all with `--self-correction`, which
 puts the model's own samples where the sampler would have them.
 
@@ -46,7 +46,7 @@ class TrainConfig:
     out: str = "runs/demo"
     preset: str = "demo"
     tokenizer: str = str(TOKENIZER_DIR)  # folder of the tokenizer to train with (and ship)
-    # Defaults are a plain run from scratch; the README's "Retrain it" gives the shipped model's four commands.
+    # Defaults are a plain run from scratch; docs/builtin-model.md's "Retrain it" gives the shipped model's four commands.
     steps: int = 2672  # the LR schedule's length; with --minutes, at most this many steps
     minutes: float | None = None  # wall-clock budget for the optimisation loop: fits the steps to it
     batch_size: int = 256

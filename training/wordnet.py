@@ -227,7 +227,7 @@ def json_key_tasks(records, count: int, *, seed: int) -> list[Task]:
 
     A visitor's key is often an everyday word no training pool has, split into pieces the model has
     rarely copied (`capacity` is `ca|pac|ity`); the model shipped before these keys writes keys of one
-    token 97% of the time and of four 48% (README, "A few keys decide a visitor JSON score").  With
+    token 97% of the time and of four 48% (experiments/README.md, "A few keys decide a visitor JSON score").  With
     thousands of nouns a key is seldom one seen before, so copying it piece by piece is what is learnt.
     A prompt of the held-out split is drawn again."""
     nouns = key_nouns(records)

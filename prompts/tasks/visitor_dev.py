@@ -4,7 +4,7 @@ Choosing between trained models (a third stage, a checkpoint, a mix) needs a sco
 the evaluation set's does, without ever looking at the evaluation set.  Held-out tasks of the
 training generators do not: their JSON keys are mostly made-up words (`ribbon_ratio`), where a
 visitor asks for `name` and `price`, and on them two models 10 points apart on the evaluation set's
-JSON (83% and 73%) scored 22 and 23 of 30 (training/experiments/2026-11-25-shift-correction/).  So this set is written a
+JSON (83% and 73%) scored 22 and 23 of 30 (experiments/2026-11-25-shift-correction/).  So this set is written a
 third time, apart from both the training generators (prompts/tasks/paraphrase.py) and the
 evaluation set (prompts/tasks/paraphrase_eval.py): its own sentence frames, everyday keys of its
 own, its own things, stories, words and topics (only the mechanics are shared: number words, key lists,
