@@ -508,7 +508,7 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
                         t_max = gr.Number(value=0.8, label="t_max (first step)")
                     seed = gr.Number(value=0, precision=0, label="Seed")
                     sampler = gr.Dropdown([SAMPLER_ENTROPY_BOUND], value=SAMPLER_ENTROPY_BOUND, label="Sampler", visible=False)
-                    temperature = gr.Slider(0, 2, value=1.0, step=0.05, label="Temperature (MLX)", visible=False)
+                    temperature = gr.Slider(0, 2, value=1.0, step=0.05, label="Temperature (MLX; diffusers DDIM and block refinement, 0 = argmax)", visible=False)
                     sampler_note = gr.Markdown(visible=False)
                     thinking = gr.Checkbox(False, label="Thinking channel", interactive=False, info=NO_THINKING_NOTE)
                     count_thoughts = gr.Checkbox(

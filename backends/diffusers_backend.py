@@ -41,9 +41,9 @@ from visualizer.settings import GenerationSettings
 
 from .base import COMMON_KNOBS, BackendError, Capabilities
 from .diffusers_capture import CALLBACK_TENSORS, capture_pipeline
+from .registry import DIFFUSERS_SOURCE_PREFIX
 from .transformers_backend import TransformersBackend
 
-SOURCE_PREFIX = "diffusers:"  # a model source that asks for this backend (registry.py)
 
 SAMPLERS = (
     SamplerSpec(
@@ -93,7 +93,7 @@ def scheduler_for(settings: GenerationSettings):
     raise BackendError(f"no diffusers scheduler for the sampler {settings.sampler!r}")
 
 
-class _TemplatedIds:
+class IdsProcessor:
     """The pipeline's `processor`, handing it the prompt ids the backend already made.
 
     The pipeline tokenizes through `processor.apply_chat_template(...)`; given ids, the RunStart's
@@ -121,7 +121,7 @@ class DiffusersBackend(TransformersBackend):
             import diffusers  # noqa: F401
         except ImportError:
             raise BackendError("The diffusers backend needs diffusers: pip install -r requirements.txt") from None
-        super().__init__(source.removeprefix(SOURCE_PREFIX), **options)
+        super().__init__(source.removeprefix(DIFFUSERS_SOURCE_PREFIX), **options)
 
     def default_settings(self) -> GenerationSettings:
         from diffusers import BlockRefinementScheduler, DiscreteDDIMScheduler
@@ -164,7 +164,7 @@ class DiffusersBackend(TransformersBackend):
 
     def _produce(self, ids, settings, emit, should_stop) -> None:
         spec = self.capabilities.sampler(settings.sampler)
-        pipe = self.pipeline(settings, _TemplatedIds(self.tokenizer, ids))
+        pipe = self.pipeline(settings, IdsProcessor(self.tokenizer, ids))
         with capture_pipeline(
             pipe, emit, emit, should_stop,
             topk=min(settings.record_topk, self.info.vocab_size),

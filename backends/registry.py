@@ -74,9 +74,11 @@ MLX_INSTALL_HINT = (
     "`pip install --no-deps mlx-vlm==0.7.10`)."
 )
 
+DIFFUSERS_SOURCE_PREFIX = "diffusers:"  # `diffusers:<folder or hub id>`: the same model, run by diffusers' pipeline
+
+
 def is_diffusers_source(source: str) -> bool:
-    """A source written `diffusers:<folder or hub id>`: the same model, run by diffusers' pipeline."""
-    return source.startswith("diffusers:")
+    return source.startswith(DIFFUSERS_SOURCE_PREFIX)
 
 
 DEFAULT_BACKEND = "transformers"  # loads any model no other backend claims

@@ -27,6 +27,7 @@ from visualizer.probe import (
     ProbeResult,
     regime_tables,
     result_from_trace,
+    sampler_comparison_markdown,
     write_tables,
 )
 from visualizer.settings import GenerationSettings
@@ -166,6 +167,9 @@ def add_probe_command(subparsers) -> None:
     parser.add_argument("--backend", choices=backend_names(), default=None, help="default: picked from the model")
     parser.add_argument("--max-new-tokens", type=int, default=None, help="output budget (default: the model's)")
     parser.add_argument("--steps", type=int, dest="max_denoising_steps", help="max denoising steps per block (default: the model's)")
+    parser.add_argument("--samplers", nargs="+", default=None,
+                        help="run the same generations under each of these samplers (or 'all': every one the backend runs), "
+                        "each into OUT/<sampler>/ with its own tables, and write OUT/samplers.md side by side")
     parser.add_argument("--bootstrap", type=int, default=N_RESAMPLES, help=f"bootstrap resamples (default {N_RESAMPLES})")
     parser.set_defaults(run=probe_command)
 
@@ -200,6 +204,8 @@ def probe_command(args) -> int:
     try:
         backend = load_backend(model, backend=args.backend)
         print(f"probe: {len(probes)} prompts × {args.seeds} seeds on {backend.info.name} ({backend.info.device})", file=sys.stderr)
+        if args.samplers:
+            return _probe_samplers(backend, probes, args, settings, regimes, check_answer)
         results = run_probe(backend, probes, seeds=args.seeds, out=args.out, settings=settings, check=check_answer, progress=ProgressBar())
     except (BackendError, ProbeError) as exc:
         raise CliError(str(exc)) from None
@@ -218,4 +224,30 @@ def probe_command(args) -> int:
     }
     md, _ = write_tables(args.out, tables, meta, results)
     print(md.read_text(encoding="utf-8"))
+    return 0
+
+
+def _probe_samplers(backend, probes, args, settings: GenerationSettings, regimes, check) -> int:
+    """`--samplers`: the same prompts and seeds under each sampler, each a resumable probe run of its own
+    in OUT/<sampler>/ (tables, structure first, reliability.svg), then OUT/samplers.md side by side."""
+    names = [n for item in args.samplers for n in item.split(",") if n]
+    specs = backend.capabilities.samplers if names == ["all"] else [backend.capabilities.sampler(n) for n in names]
+    out = Path(args.out)
+    by_sampler = {}
+    for spec in specs:
+        print(f"sampler {spec.name}:", file=sys.stderr)
+        folder = out / _safe(spec.name)
+        results = run_probe(backend, probes, seeds=args.seeds, out=folder, settings=settings.replace(sampler=spec.name),
+                            check=check, progress=ProgressBar())
+        by_sampler[spec.name] = regime_tables(results, include_exploratory=args.include_exploratory, n_resamples=args.bootstrap)
+        meta = {"model": backend.info.name, "source": backend.info.source, "sampler": spec.name, "seeds": args.seeds,
+                "split": "confirmatory + exploratory" if args.include_exploratory else "confirmatory",
+                "regimes": list(dict.fromkeys(regimes)), "settings": settings.replace(sampler=spec.name).to_dict()}
+        write_tables(folder, by_sampler[spec.name], meta, results)
+    notes = "".join(f"- **{spec.name}**: {spec.note}\n" for spec in specs)
+    text = (f"# Samplers side by side: {backend.info.name}, {args.seeds} seed(s) per prompt\n\n"
+            + sampler_comparison_markdown(by_sampler) + "\n" + notes
+            + "\nEach sampler's full table, structure first and reliability curve: OUT/<sampler>/table.md and reliability.svg.\n")
+    (out / "samplers.md").write_text(text, encoding="utf-8")
+    print(text)
     return 0

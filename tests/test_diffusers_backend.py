@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from backends.base import BackendError
-from backends.diffusers_backend import SAMPLER_KNOBS, DiffusersBackend, _TemplatedIds
+from backends.diffusers_backend import SAMPLER_KNOBS, DiffusersBackend, IdsProcessor
 from backends.diffusers_capture import CALLBACK_TENSORS, capture_pipeline
 from visualizer.accept_budget import accept_budget
 from visualizer.records import BlockRecord, RunEnd, RunStart, StepRecord
@@ -104,7 +104,7 @@ def test_the_pipeline_gets_the_ids_the_tokenizer_gives_it(builtin):
     stock = builtin.tokenizer.apply_chat_template(
         [{"role": "user", "content": PROMPT}], add_generation_prompt=True, tokenize=True, return_tensors="pt", return_dict=True
     )["input_ids"]
-    given = _TemplatedIds(builtin.tokenizer, ids).apply_chat_template([], add_generation_prompt=True)["input_ids"]
+    given = IdsProcessor(builtin.tokenizer, ids).apply_chat_template([], add_generation_prompt=True)["input_ids"]
     assert torch.equal(given, stock)
 
 
@@ -158,7 +158,7 @@ def _installed(pipe) -> bool:
 def test_capture_always_undoes_itself(builtin, how):
     settings = builtin.resolve(GenerationSettings(seed=0, max_denoising_steps=3))
     ids = builtin.prompt_ids(PROMPT)
-    pipe = builtin.pipeline(settings, _TemplatedIds(builtin.tokenizer, ids))
+    pipe = builtin.pipeline(settings, IdsProcessor(builtin.tokenizer, ids))
     steps = []
 
     def on_step(step):
