@@ -196,3 +196,21 @@ def test_the_pipeline_details_the_capture_relies_on():
     assert source.index("self.scheduler.step(") < source.index("callback_on_step_end(self, global_step, step_idx")
     assert "self.model.model.encoder(\n                input_ids=cur_input_ids[:, cached_len:]" in source
     assert "if bool(finished_denoising.all()):\n                        break" in source
+
+
+def test_two_samplers_compare_on_the_same_prompt_and_seed(builtin):
+    """What "Compare two runs" shows for one prompt and seed under two samplers: steps aligned, labels naming each."""
+    from visualizer.compare import align, compare_html, run_labels
+
+    traces = []
+    for sampler in ("entropy-bound", "block-refinement"):
+        trace = Trace(model=builtin.info, prompt=PROMPT)
+        for record in builtin.generate(PROMPT, GenerationSettings(seed=4, sampler=sampler, max_denoising_steps=6)):
+            trace.append(record)
+        traces.append(trace)
+    label_a, label_b = run_labels(*traces)
+    assert "sampler entropy-bound" in label_a and "sampler block-refinement" in label_b
+    assert "entropy bound 0.1" in label_a and "refine threshold 0.95" in label_b  # each run's own knobs
+    aligned = align(*traces)
+    assert len(aligned) == max(len(t.steps) for t in traces) + 1
+    assert "sampler block-refinement" in compare_html(*traces, len(aligned) - 1)
