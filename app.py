@@ -18,16 +18,18 @@ import html
 import json
 import logging
 import math
-import tempfile
-import threading
+import time
 from pathlib import Path
 
-import hosting  # first: on ZeroGPU it imports `spaces` before anything imports torch
+import app_run  # first: on ZeroGPU it imports `spaces` before anything imports torch
 import gradio as gr
 
+import hosting
+from app_run import MODELS, run_live
 from backends import BackendError, ModelChoice, default_model
-from hosting import MODELS, Hosting, generate_validator
-from sessions import SessionRegistry
+from gradio_temp import own_gradio_temp_dir
+from hosting import Hosting, generate_validator
+from sessions import RunSession, SessionRegistry
 from prompts.builtin_guide import guide_markdown
 from prompts.demos import DEMOS
 from visualizer.animation import AnimationError, AnimationOptions, parse_blocks
@@ -37,7 +39,7 @@ from visualizer.alternatives import alternatives_html
 from visualizer.export import ExportError, export_to_folder, save_gif
 from visualizer.insight_charts import accept_budget_svg, structure_first_svg
 from visualizer.layout import grid_layout, text_layout
-from visualizer.live_stream import LiveEncoder, LiveRing, batches, replay_value
+from visualizer.live_stream import LiveEncoder, LiveRing, replay_value
 from visualizer.palette import PALETTES, get_palette
 from visualizer.render_html import frame_caption, render_frame_html
 from visualizer.settings import DEFAULT_RECORD_TOPK, MAX_RECORD_TOPK, SAMPLER_ENTROPY_BOUND, GenerationSettings
@@ -48,11 +50,10 @@ from visualizer.trace import Trace, TraceError
 
 # At most ~6 live updates a second: each costs Gradio a few ms of server CPU whatever it carries, so at
 # 25 steps/s an update carries ~4 frames (BENCHMARKS.md, "Fourth run"); the view paces them out
-# (live_view.js), and a run's last frames and end line go out at once (`batches` flushes the end).
+# (live_view.js), and a run's last frames and end line go out at once (`generate` flushes the end).
 LIVE_MIN_INTERVAL_S = 0.16
 LIVE_VIEW_JS = (Path(__file__).resolve().parent / "visualizer" / "static" / "live_view.js").read_text(encoding="utf-8")
-HOSTING = Hosting.from_environment()  # build_app(hosting=...) replaces it; see hosting.py
-SESSIONS = SessionRegistry()  # frees a session's run and files when its tab closes
+SESSIONS = SessionRegistry()  # frees a session's run and files when its tab closes (every app in this process)
 SESSION_TTL_S = 3 * 3600  # an idle session's state is dropped after this (Gradio's time_to_live)
 # Gradio's queue looks for work every 1 ms on Linux and for progress every 10 ms, idle or busy: the app
 # cost 32-60 ms of CPU a second with a page open and nothing to do, about what a live run adds at 25
@@ -81,37 +82,7 @@ NO_THINKING_NOTE = "This model's chat template has no thinking channel (`enable_
 
 
 
-class RunSession:
-    """One browser session's run: the trace being recorded or replayed, and its stop flag."""
-
-    def __init__(self):
-        self.trace: Trace | None = None
-        self.running = False
-        self.error = ""  # why the last Generate did not start, shown by finish_run
-        self.stop = threading.Event()
-        self.compare: list[Trace | None] = [None, None]  # runs A and B of the comparison
-        self.files = tempfile.TemporaryDirectory(prefix="dv-session-")  # downloads; removed with the session
-
-    def __deepcopy__(self, memo):  # gr.State deep-copies initial values; each session gets a fresh one
-        return RunSession()
-
-    def close(self) -> None:
-        """The session ended: stop its run, drop its traces and delete its downloads folder."""
-        self.stop.set()
-        self.trace, self.compare = None, [None, None]
-        self.files.cleanup()
-
-
 # ---- pure helpers (no Gradio) --------------------------------------------------------------------
-def choice_for(label_or_source: str) -> ModelChoice:
-    """The picker entry (or, outside hosted mode, a typed hub id or folder); BackendError when this
-    server will not load it, said in under 2 s (hosting.py)."""
-    problem = HOSTING.model_problem(label_or_source)
-    if problem:
-        raise BackendError(problem)
-    return HOSTING.choice_for(label_or_source)
-
-
 def model_info_markdown(info) -> str:
     where = "" if info.builtin else f" (from `{info.source}`)"  # built-in labels already say what they are
     params = f" · {info.parameters / 1e6:.1f}M parameters" if info.parameters else ""
@@ -162,51 +133,34 @@ def end_message(trace: Trace) -> str:
 
 
 # ---- handlers ------------------------------------------------------------------------------------
-def knob_updates(backend):
-    """The knobs at the model's defaults, shown where the backend declares them (`capabilities`):
-    the sampler picker where it has more than one sampler; thinking only where the chat template
-    has the switch."""
-    settings, caps = backend.default_settings(), backend.capabilities
+# Handlers that update several components return {component name: update}; `build_app` maps the
+# names to its components (`_by_name`), so no list of outputs has to agree with a tuple's order.
+MODEL_OUTPUTS = (  # what picking a model updates; also the order of the `/load_model` API's answer
+    "model_picker", "model_info", "message", "max_new_tokens", "steps", "entropy_bound", "t_min", "t_max",
+    "sampler", "temperature", "sampler_note", "thinking", "current_model",
+)
+
+
+def knob_updates(backend) -> dict:
+    """The knobs at the model's defaults, each shown where the backend reads it (`capabilities.knobs`);
+    the sampler and its note where it runs more than one; thinking only where the chat template has
+    the switch."""
+    settings, capabilities = backend.default_settings(), backend.capabilities
+    knobs, spec = capabilities.knobs, capabilities.sampler(settings.sampler)
+    picks = len(capabilities.samplers) > 1
     thinks = backend.supports_thinking()
-    spec = caps.sampler(settings.sampler)
-    pick = len(caps.samplers) > 1
-    has_temperature = "temperature" in caps.knobs
-    return (
-        gr.Slider(value=settings.max_new_tokens),
-        gr.Slider(value=settings.max_denoising_steps),
-        gr.Number(value=settings.entropy_bound),
-        gr.Number(value=settings.t_min),
-        gr.Number(value=settings.t_max),
-        gr.Dropdown(choices=[s.name for s in caps.samplers], value=spec.name, visible=pick),
-        gr.Slider(value=settings.temperature if settings.temperature is not None else 1.0, visible=has_temperature),
-        gr.Markdown(spec.note, visible=pick),
-        gr.Checkbox(value=False, interactive=thinks, info=THINKING_NOTE if thinks else NO_THINKING_NOTE),
-    )
-
-
-N_KNOBS = 9  # what knob_updates returns
-
-
-def select_model(label: str, previous: str):
-    """Load the picked model; on failure say why and keep the previous one."""
-    try:
-        backend = MODELS.get(choice_for(label).source)
-    except BackendError as exc:
-        fallback = choice_for(previous) if previous and previous != label else choice_for(default_model())
-        try:
-            backend = MODELS.get(fallback.source)
-        except BackendError:
-            return (gr.skip(), gr.skip(), f"{exc}", *([gr.skip()] * N_KNOBS), gr.skip())
-        return (gr.update(value=fallback.label), model_info_markdown(backend.info), f"{exc}", *knob_updates(backend), fallback.label)
-    return (gr.skip(), model_info_markdown(backend.info), "", *knob_updates(backend), label)
-
-
-def sampler_note_for(name: str, model_label: str) -> str:
-    """The one-line note of the picked sampler, as the loaded model's backend declares it."""
-    try:
-        return MODELS.get(choice_for(model_label).source).capabilities.sampler(name).note
-    except BackendError:
-        return ""
+    return {
+        "max_new_tokens": gr.Slider(value=settings.max_new_tokens),
+        "steps": gr.Slider(value=settings.max_denoising_steps),
+        "entropy_bound": gr.Number(value=settings.entropy_bound, visible="entropy_bound" in knobs),
+        "t_min": gr.Number(value=settings.t_min, visible="t_min" in knobs),
+        "t_max": gr.Number(value=settings.t_max, visible="t_max" in knobs),
+        "sampler": gr.Dropdown(choices=[s.name for s in capabilities.samplers], value=spec.name, visible=picks),
+        "temperature": gr.Slider(value=settings.temperature if settings.temperature is not None else 1.0,
+                                 visible="temperature" in knobs),
+        "sampler_note": gr.Markdown(spec.note, visible=picks),
+        "thinking": gr.Checkbox(value=False, interactive=thinks, info=THINKING_NOTE if thinks else NO_THINKING_NOTE),
+    }
 
 
 def pick_demo(title: str):
@@ -216,62 +170,132 @@ def pick_demo(title: str):
     return gr.skip(), ""
 
 
-def generate(
-    prompt, model_label, max_new_tokens, steps, entropy_bound, t_min, t_max, seed, sampler, temperature,
-    session: RunSession, thinking=False, record_topk=DEFAULT_RECORD_TOPK,
-):
-    """Run the model, streaming step deltas (`visualizer.live_stream`) to the live view.
+class Handlers:
+    """The handlers that depend on this server's mode (its model list and caps).  `build_app`
+    makes one for its mode and wires its methods; the other handlers only need the session."""
 
-    One small output, a `LiveRing` of the newest frame lines: Gradio sends only the slots that
-    changed.  Records are read in batches of whatever arrived, so a slow connection gets fewer,
-    larger updates instead of a backlog.  Errors are kept in the session for `finish_run`,
-    which runs next.
-    """
-    session.error = ""
-    try:
-        choice = choice_for(model_label)
-        if not MODELS.loaded(choice.source):
-            gr.Info(f"Loading {choice.label} (once for everyone; later runs start at once)...")
-        backend = MODELS.get(choice.source)
-        knobs = backend.capabilities.knobs
-        settings = GenerationSettings(
-            max_new_tokens=_int(max_new_tokens, "max new tokens"),
-            max_denoising_steps=_int(steps, "max denoising steps"),
-            entropy_bound=_float(entropy_bound, "entropy bound"),
-            t_min=_float(t_min, "t_min"),
-            t_max=_float(t_max, "t_max"),
-            seed=_int(seed, "seed"),
-            sampler=sampler if "sampler" in knobs else None,
-            temperature=_float(temperature, "temperature") if "temperature" in knobs else None,
-            record_topk=_int(record_topk, "record candidates (top-k)"),
-            thinking=bool(thinking),
-        )
-        problem = HOSTING.limits.tokens_problem(settings.max_new_tokens) or HOSTING.limits.steps_problem(settings.max_denoising_steps)
+    def __init__(self, mode: Hosting):
+        self.mode = mode
+
+    def choice_for(self, label_or_source: str) -> ModelChoice:
+        """The picker entry (or, outside hosted mode, a typed hub id or folder); BackendError when
+        this server will not load it, said in under 2 s (hosting.py)."""
+        problem = self.mode.model_problem(label_or_source, loaded=MODELS.loaded)
         if problem:
-            raise ValueError(problem)
-        records = hosting.generation_records(backend, choice.source, prompt, settings, session.stop)
-        first = next(records)  # validation happens here: a bad request raises before any state changes
-    except (BackendError, ValueError) as exc:
-        session.error = str(exc)
-        yield gr.skip()
-        return
-    trace = Trace(model=backend.info, prompt=prompt)
-    trace.append(first)
-    session.trace, session.running = trace, True
-    session.stop.clear()
-    encoder = LiveEncoder(trace)
-    ring = LiveRing(encoder.start_line())
-    try:
-        yield ring.value()
-        for batch in batches(records, stop=session.stop.set, min_interval=LIVE_MIN_INTERVAL_S):
-            for record in batch:
-                trace.append(record)
-            ring.add(encoder.frame_lines() + (encoder.end_line() if trace.finished else ""))
-            yield ring.value()
-        yield ring.closed()
-    finally:
-        session.running = False
+            raise BackendError(problem)
+        return self.mode.choice_for(label_or_source)
+
+    def select_model(self, label: str, previous: str) -> dict:
+        """Load the picked model; on failure say why and keep the previous one."""
+        try:
+            backend = MODELS.get(self.choice_for(label).source)
+        except BackendError as exc:
+            try:
+                fallback = self.choice_for(previous) if previous and previous != label else self.choice_for(default_model())
+                backend = MODELS.get(fallback.source)
+            except BackendError:
+                return {"message": f"{exc}"}
+            return {"model_picker": gr.update(value=fallback.label), "model_info": model_info_markdown(backend.info),
+                    "message": f"{exc}", **knob_updates(backend), "current_model": fallback.label}
+        return {"model_info": model_info_markdown(backend.info), "message": "", **knob_updates(backend), "current_model": label}
+
+    def sampler_note(self, sampler: str, current_model: str) -> str:
+        """The picked sampler's one-line note, as the loaded model declares it."""
+        choice = self.mode.choice_for(current_model)
+        if choice is None or not MODELS.loaded(choice.source):
+            return ""
+        try:
+            return MODELS.get(choice.source).capabilities.sampler(sampler).note
+        except BackendError:  # not one of its samplers (an API caller's value)
+            return ""
+
+    def generate(
+        self, prompt, model_label, max_new_tokens, steps, entropy_bound, t_min, t_max, seed, sampler, temperature,
+        session: RunSession, thinking=False, record_topk=DEFAULT_RECORD_TOPK,
+    ):
+        """Run the model, streaming step deltas (`visualizer.live_stream`) to the live view.
+
+        One small output, a `LiveRing` of the newest frame lines: Gradio sends only the slots that
+        changed.  Records come in batches of whatever arrived, at most one update every
+        LIVE_MIN_INTERVAL_S, so a slow connection gets fewer, larger updates instead of a backlog.
+        Errors are kept in the session for `finish_run`, which runs next.
+        """
+        session.error = ""
+        try:
+            choice = self.choice_for(model_label)
+            if not MODELS.loaded(choice.source):
+                gr.Info(f"Loading {choice.label} (once for everyone; later runs start at once)...")
+            backend = MODELS.get(choice.source)
+            knobs = backend.capabilities.knobs
+            settings = GenerationSettings(
+                max_new_tokens=_int(max_new_tokens, "max new tokens"),
+                max_denoising_steps=_int(steps, "max denoising steps"),
+                # a knob the backend does not read is not read here either (recorded as None)
+                entropy_bound=_float(entropy_bound, "entropy bound") if "entropy_bound" in knobs else None,
+                t_min=_float(t_min, "t_min") if "t_min" in knobs else None,
+                t_max=_float(t_max, "t_max") if "t_max" in knobs else None,
+                seed=_int(seed, "seed"),
+                sampler=sampler if "sampler" in knobs else None,
+                temperature=_float(temperature, "temperature") if "temperature" in knobs else None,
+                record_topk=_int(record_topk, "record candidates (top-k)"),
+                thinking=bool(thinking),
+            )
+            limits = self.mode.limits
+            problem = limits.tokens_problem(settings.max_new_tokens) or limits.steps_problem(settings.max_denoising_steps)
+            if problem:
+                raise ValueError(problem)
+            trace = Trace(model=backend.info, prompt=prompt)
+            batches = run_live(backend, choice.source, prompt, settings, trace=trace, stop=session.stop)
+            next(batches)  # RunStart: a bad request raises here, before the session changes
+        except (BackendError, ValueError) as exc:
+            session.error = str(exc)
+            yield gr.skip()
+            return
+        session.trace, session.running = trace, True
         session.stop.clear()
+        encoder = LiveEncoder(trace)
+        ring = LiveRing(encoder.start_line())
+        try:
+            yield ring.value()
+            last = time.monotonic()
+            for _ in batches:
+                # paced: what arrives meanwhile waits in the backend's queue and comes with the next
+                # batch; a run's end goes out at once
+                wait = last + LIVE_MIN_INTERVAL_S - time.monotonic()
+                if wait > 0 and not trace.finished:
+                    time.sleep(wait)
+                ring.add(encoder.frame_lines() + (encoder.end_line() if trace.finished else ""))
+                yield ring.value()
+                last = time.monotonic()
+            yield ring.closed()
+        finally:
+            batches.close()  # a closed stream (the tab went) ends the run at its next step
+            session.running = False
+            session.stop.clear()
+
+    def export_run(self, session: RunSession, formats, blocks, frame_ms, hold_ms, width, with_prompt, palette, layout_kind,
+                   progress=gr.Progress()):
+        """Encode the session's run: (files to download, GIF preview, message)."""
+        trace = session.trace
+        if trace is None or not trace.steps or session.running:
+            return None, None, "Export needs a finished run: generate one or load a trace."
+        try:
+            options = AnimationOptions(
+                blocks=parse_blocks(blocks), frame_ms=_int(frame_ms, "frame duration"), hold_ms=_int(hold_ms, "hold"),
+                width=_int(width, "width") if width else None, palette=palette, layout=layout_kind, prompt=bool(with_prompt),
+            )
+            too_many = self.mode.limits.export_problem(trace, options.blocks)
+            if too_many:
+                return None, None, too_many
+            result = export_to_folder(
+                trace, options, session.files.name, formats=tuple(formats) or ("gif",),
+                progress=lambda done, total: progress((done, total), desc="Encoding"),
+            )
+        except (AnimationError, ExportError, ValueError) as exc:
+            return None, None, str(exc)
+        files = [str(path) for path in result.paths.values()]
+        preview = str(result.paths["gif"]) if "gif" in result.paths else None
+        return files, preview, ""
 
 
 def all_frames(session: RunSession):
@@ -389,30 +413,6 @@ def _float(value, name: str) -> float:
 
 
 # ---- export, save, load, compare -----------------------------------------------------------------
-def export_run(session: RunSession, formats, blocks, frame_ms, hold_ms, width, with_prompt, palette, layout_kind, progress=gr.Progress()):
-    """Encode the session's run: (files to download, GIF preview, message)."""
-    trace = session.trace
-    if trace is None or not trace.steps or session.running:
-        return None, None, "Export needs a finished run: generate one or load a trace."
-    try:
-        options = AnimationOptions(
-            blocks=parse_blocks(blocks), frame_ms=_int(frame_ms, "frame duration"), hold_ms=_int(hold_ms, "hold"),
-            width=_int(width, "width") if width else None, palette=palette, layout=layout_kind, prompt=bool(with_prompt),
-        )
-        too_many = HOSTING.limits.export_problem(trace, options.blocks)
-        if too_many:
-            return None, None, too_many
-        result = export_to_folder(
-            trace, options, session.files.name, formats=tuple(formats) or ("gif",),
-            progress=lambda done, total: progress((done, total), desc="Encoding"),
-        )
-    except (AnimationError, ExportError, ValueError) as exc:
-        return None, None, str(exc)
-    files = [str(path) for path in result.paths.values()]
-    preview = str(result.paths["gif"]) if "gif" in result.paths else None
-    return files, preview, ""
-
-
 def save_trace(session: RunSession):
     """The session's run as a JSON file to download."""
     if session.trace is None or session.running:
@@ -420,31 +420,37 @@ def save_trace(session: RunSession):
     return [str(save_download(session.trace, session.files.name))], ""
 
 
-def load_trace_file(path, session: RunSession):
+LOAD_OUTPUTS = ("live", "final_text", "message", "session")  # and the `/load_trace` API's answer
+
+
+def load_trace_file(path, session: RunSession) -> dict:
     """Replay an uploaded (or example) trace in the live view, from the frames a live run would
-    have sent: (live-view value, committed text, message, session)."""
-    skip = gr.skip()
+    have sent.  The session is an output too: Gradio keeps a State's time-to-live only for values
+    a handler returned."""
     if path is None:
-        return skip, skip, skip, session
+        return {"session": session}
     if session.running:
-        return skip, skip, "Stop the current run before loading another one.", session
+        return {"message": "Stop the current run before loading another one.", "session": session}
     try:
         trace = load_upload(path)
     except TraceError as exc:
-        return skip, skip, str(exc), session
+        return {"message": str(exc), "session": session}
     session.trace = trace
-    return replay_value(trace), committed_text(trace), "", session
+    return {"live": replay_value(trace), "final_text": committed_text(trace), "message": "", "session": session}
 
 
-def pin_run(which: int, palette, layout_kind, session: RunSession):
-    """Use the session's current run as run A (0) or B (1): (note, comparison HTML, slider, session)."""
+PIN_OUTPUTS = ("compare_note", "compare_canvas", "compare_slider", "session")  # and the `/pin_a`, `/pin_b` APIs' answer
+
+
+def pin_run(which: int, palette, layout_kind, session: RunSession) -> dict:
+    """Use the session's current run as run A (0) or B (1)."""
     if session.trace is None or not session.trace.steps or session.running:
-        return "No finished run to compare yet.", gr.skip(), gr.skip(), session
+        return {"compare_note": "No finished run to compare yet.", "session": session}
     session.compare[which] = session.trace
     settings = session.trace.settings
     note = f"Run {'AB'[which]}: {session.trace.prompt[:60]!r}, seed {settings.seed}, sampler {settings.sampler or 'default'}"
     html, slider = show_compare(0, palette, layout_kind, session)
-    return note, html, slider, session
+    return {"compare_note": note, "compare_canvas": html, "compare_slider": slider, "session": session}
 
 
 def show_compare(step, palette, layout_kind, session: RunSession):
@@ -475,24 +481,26 @@ def export_compare(palette, layout_kind, session: RunSession, progress=gr.Progre
 
 # ---- the UI --------------------------------------------------------------------------------------
 def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = None) -> gr.Blocks:
-    global HOSTING
-    HOSTING = hosting_mode or HOSTING
-    choices, limits = HOSTING.choices, HOSTING.limits
-    initial = choice_for(initial_model) if initial_model else choices[0]
+    """The UI for a server in `hosting_mode` (default: as the environment says, see hosting.py)."""
+    own_gradio_temp_dir()  # before any component caches a file: no other app can delete this one's
+    mode = hosting_mode or Hosting.from_environment()
+    handlers = Handlers(mode)
+    choices, limits = mode.choices, mode.limits
+    initial = handlers.choice_for(initial_model) if initial_model else choices[0]
     # Hosted: Gradio deletes its copies of uploads and downloads an hour after they were made.
-    delete_cache = (900, 3600) if HOSTING.hosted else None
+    delete_cache = (900, 3600) if mode.hosted else None
     with gr.Blocks(title="DiffusionGemma denoising visualizer", fill_width=True, delete_cache=delete_cache) as demo_app:
         session = gr.State(RunSession, time_to_live=SESSION_TTL_S, delete_callback=RunSession.close)
         current_model = gr.State(initial.label)
         gr.Markdown(INTRO)
-        if HOSTING.hosted:
+        if mode.hosted:
             gr.Markdown(hosting.hosted_note(limits), elem_id="dv-hosted-note")
         with gr.Row():
             with gr.Column(scale=1, min_width=320):
                 model_picker = gr.Dropdown(
                     choices=[c.label for c in choices], value=initial.label, label="Model",
-                    info="The models this server offers." if HOSTING.hosted else "Pick one, or type a hub id or a local folder.",
-                    allow_custom_value=not HOSTING.hosted,
+                    info="The models this server offers." if mode.hosted else "Pick one, or type a hub id or a local folder.",
+                    allow_custom_value=not mode.hosted,
                 )
                 model_info = gr.Markdown()
                 demo_picker = gr.Dropdown(choices=[d.title for d in DEMOS], value=None, label="Demo prompt")
@@ -508,8 +516,9 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
                         t_min = gr.Number(value=0.4, label="t_min (last step)")
                         t_max = gr.Number(value=0.8, label="t_max (first step)")
                     seed = gr.Number(value=0, precision=0, label="Seed")
+                    # shown for a model that offers a choice (its backend's capabilities: knob_updates)
                     sampler = gr.Dropdown([SAMPLER_ENTROPY_BOUND], value=SAMPLER_ENTROPY_BOUND, label="Sampler", visible=False)
-                    temperature = gr.Slider(0, 2, value=1.0, step=0.05, label="Temperature (MLX; diffusers DDIM and block refinement, 0 = argmax)", visible=False)
+                    temperature = gr.Slider(0, 2, value=1.0, step=0.05, label="Temperature", visible=False)
                     sampler_note = gr.Markdown(visible=False)
                     thinking = gr.Checkbox(False, label="Thinking channel", interactive=False, info=NO_THINKING_NOTE)
                     count_thoughts = gr.Checkbox(
@@ -577,13 +586,22 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
                     compare_slider = gr.Slider(0, 1, value=0, step=1, label="Both runs at step", interactive=False)
                     compare_btn = gr.Button("Export comparison GIF")
 
-        knobs = [max_new_tokens, steps, entropy_bound, t_min, t_max]
-        model_outputs = [model_picker, model_info, message, *knobs, sampler, temperature, sampler_note, thinking, current_model]
-        demo_app.load(select_model, [model_picker, current_model], model_outputs, api_name="load_model")
-        model_picker.change(select_model, [model_picker, current_model], model_outputs, api_visibility="private")
+        ui = dict(  # the components that handlers update by name (`_by_name`)
+            model_picker=model_picker, model_info=model_info, message=message, max_new_tokens=max_new_tokens, steps=steps,
+            entropy_bound=entropy_bound, t_min=t_min, t_max=t_max, sampler=sampler, temperature=temperature,
+            sampler_note=sampler_note, thinking=thinking, current_model=current_model, live=live, final_text=final_text,
+            session=session, compare_note=compare_note, compare_canvas=compare_canvas, compare_slider=compare_slider,
+        )
+        named = functools.partial(_by_name, ui)
+        # every tab registers when its page loads, so closing it releases what it holds (sessions.py)
+        demo_app.load(SESSIONS.register, session, None, api_visibility="private", show_progress="hidden", concurrency_limit=None)
+        demo_app.unload(SESSIONS.release)
+        demo_app.load(**named(handlers.select_model, MODEL_OUTPUTS), inputs=[model_picker, current_model], api_name="load_model")
+        model_picker.change(**named(handlers.select_model, MODEL_OUTPUTS), inputs=[model_picker, current_model], api_visibility="private")
         demo_picker.change(pick_demo, demo_picker, [prompt, watch_for], api_visibility="private")
-        sampler.change(sampler_note_for, [sampler, current_model], sampler_note, api_visibility="private")
-        generate_inputs = [prompt, model_picker, *knobs, seed, sampler, temperature, session, thinking, record_topk]
+        sampler.change(handlers.sampler_note, [sampler, current_model], sampler_note, api_visibility="private")
+        generate_inputs = [prompt, model_picker, max_new_tokens, steps, entropy_bound, t_min, t_max, seed, sampler, temperature,
+                           session, thinking, record_topk]
         # A new run or trace: the panels go back to their hints, never showing the previous run's
         # answers.  Set in the browser and registered before the run's own handler: Gradio's front
         # end runs the handlers of one trigger in order, each after the one before has finished, so
@@ -592,7 +610,7 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
         for starts in (generate_btn.click, trace_upload.change):
             starts(None, None, [inspector, budget], js=hints)
         generate_btn.click(
-            generate,
+            handlers.generate,
             generate_inputs,
             live,
             api_name="generate",
@@ -600,12 +618,11 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
             concurrency_id="model",
             show_progress="minimal",
             validator=generate_validator(  # outside the queue: a bad model id never waits in it
-                HOSTING, SESSIONS.register, generate_inputs, prompt=prompt, model=model_picker, max_new_tokens=max_new_tokens, steps=steps,
-                session=session,
+                mode, generate_inputs, prompt=prompt, model=model_picker, max_new_tokens=max_new_tokens, steps=steps,
+                session=session, register_session=SESSIONS.register, loaded=MODELS.loaded,
             ),
         ).then(finish_run, session, [final_text, message], api_name="run_message", concurrency_limit=None, show_progress="hidden")
         live.need_frames(all_frames, session, live, api_visibility="private", concurrency_limit=None, show_progress="hidden")
-        demo_app.unload(SESSIONS.release)
         # the live view asks (`trigger("inspect"/"budget", {...})`); answered outside the model's queue
         # "always_last": an ask made while the previous one is in flight is answered after it, never
         # dropped (Gradio's default for custom events, "once", would leave the previous step's chart)
@@ -625,23 +642,31 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
         palette.change(None, palette, None, js="(name) => { window.dvLiveView.setPalette(name); }")
         layout_kind.change(None, layout_kind, None, js="(kind) => { window.dvLiveView.setLayout(kind); }")
         count_thoughts.change(None, count_thoughts, None, js="(flag) => { window.dvLiveView.setIncludeThought(flag); }")
-        trace_upload.change(load_trace_file, [trace_upload, session], [live, final_text, message, session], api_name="load_trace")
+        trace_upload.change(**named(load_trace_file, LOAD_OUTPUTS), inputs=[trace_upload, session], api_name="load_trace")
         save_btn.click(save_trace, session, [downloads, message], api_name="save_trace")
         export_btn.click(
-            export_run,
+            handlers.export_run,
             [session, formats, export_blocks, frame_ms, hold_ms, export_width, with_prompt, palette, layout_kind],
             [downloads, preview, message],
             api_name="export",
         )
         compare_inputs = [compare_slider, palette, layout_kind, session]
         for which, button in enumerate((pin_a, pin_b)):
-            button.click(
-                lambda p, l, s, w=which: pin_run(w, p, l, s), [palette, layout_kind, session],
-                [compare_note, compare_canvas, compare_slider, session], api_name=f"pin_{'ab'[which]}",
-            )
+            pin = functools.partial(pin_run, which)
+            button.click(**named(pin, PIN_OUTPUTS), inputs=[palette, layout_kind, session], api_name=f"pin_{'ab'[which]}")
         compare_slider.input(show_compare, compare_inputs, [compare_canvas, compare_slider], api_name="compare_step", show_progress="hidden")
         compare_btn.click(export_compare, [palette, layout_kind, session], [downloads, message], api_name="export_compare")
     return demo_app
+
+
+def _by_name(ui: dict, handler, names: tuple[str, ...]) -> dict:
+    """`fn` and `outputs` for an event whose `handler` returns {name: update}: `fn` hands Gradio the
+    same as {component: update}, and `outputs` are the named components, in the API's order."""
+    @functools.wraps(handler)  # Gradio reads the wrapped signature (gr.Request, gr.Progress, ...)
+    def fn(*args):
+        return {ui[name]: update for name, update in handler(*args).items()}
+
+    return {"fn": fn, "outputs": [ui[name] for name in names]}
 
 
 def queue_app(demo_app: gr.Blocks) -> gr.Blocks:
@@ -681,8 +706,10 @@ def main(argv=None) -> None:
     mode = Hosting.from_environment(flag=args.hosted)
     if mode.hosted and args.model and mode.choice_for(args.model) is None:
         parser.error(f"--model {args.model} is not in the hosted allowlist; add it with {hosting.EXTRA_MODELS_ENV}")
+    if args.model and mode.model_problem(args.model):
+        parser.error(mode.model_problem(args.model))  # a folder that is not there: one line, not a traceback
     demo_app = build_app(args.model, mode)
-    hosting.preload_for_zero_gpu(choice_for(args.model).source if args.model else mode.choices[0].source)
+    app_run.preload_for_zero_gpu(mode.choice_for(args.model).source if args.model else mode.choices[0].source)
     queue_app(demo_app).launch(
         server_name=args.host, server_port=args.port, css=CSS, theme=gr.themes.Soft(),
         max_file_size=mode.limits.max_file_size,  # Gradio refuses a bigger upload before anything reads it

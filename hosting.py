@@ -14,20 +14,14 @@ Every request for a generation is checked here *before* it joins the shared mode
 (`generate_validator`, run by Gradio's event validator): an unknown id, a path, or a value over a
 cap is answered at once with one line and never waits for, or holds up, anyone's run.
 
-On ZeroGPU hardware (SPACES_ZERO_GPU set by the Space) generation runs inside `spaces.GPU`;
-elsewhere `on_gpu` is a no-op.
+Policy only: running a generation (here or on ZeroGPU) is `app_run.py`'s job.
 """
 
 from __future__ import annotations
 
 import inspect
 import os
-import time
-
-try:  # ZeroGPU: `spaces` must be imported before torch (it prepares CUDA for the lent GPU)
-    import spaces
-except ImportError:
-    spaces = None
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import gradio as gr
@@ -41,30 +35,21 @@ from backends import (
     model_choices,
     real_checkpoint_fits_here,
 )
-from backends.base import BackendError, run_end
-from backends.cache import LoadedModels
 from backends.known import on_zero_gpu
 from backends.lookup import source_problem
-from visualizer.records import FINISH_CANCELLED, BlockRecord, RunEnd
 from visualizer.states import frame_refs
 from visualizer.trace import Trace
-
 from visualizer.trace_format import MAX_TRACE_BYTES
 
 HOSTED_ENV = "DV_HOSTED"
 EXTRA_MODELS_ENV = "DV_EXTRA_MODELS"  # "label=source, source, ...": the Space owner's additions
-GPU_SECONDS_ENV = "DV_GPU_SECONDS"
-
-MODELS = LoadedModels(keep=2)  # every session's loaded models (module level: ZeroGPU's worker finds them here)
 
 
 def env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-
-
-def _env_int(name: str, default: int) -> int:
+def env_int(name: str, default: int) -> int:
     value = os.environ.get(name, "").strip()
     if not value:
         return default
@@ -92,11 +77,11 @@ class Limits:
     def hosted(cls) -> "Limits":
         """The hosted caps, each changeable by the Space owner through an environment variable."""
         return cls(
-            max_new_tokens=_env_int("DV_MAX_NEW_TOKENS", 1024),
-            max_denoising_steps=_env_int("DV_MAX_STEPS", 64),
-            max_prompt_chars=_env_int("DV_MAX_PROMPT_CHARS", 8000),
-            max_upload_mb=_env_int("DV_MAX_UPLOAD_MB", 20),
-            max_export_frames=_env_int("DV_MAX_EXPORT_FRAMES", 600),
+            max_new_tokens=env_int("DV_MAX_NEW_TOKENS", 1024),
+            max_denoising_steps=env_int("DV_MAX_STEPS", 64),
+            max_prompt_chars=env_int("DV_MAX_PROMPT_CHARS", 8000),
+            max_upload_mb=env_int("DV_MAX_UPLOAD_MB", 20),
+            max_export_frames=env_int("DV_MAX_EXPORT_FRAMES", 600),
         )
 
     @property
@@ -209,21 +194,24 @@ class Hosting:
             return None
         return ModelChoice(label_or_source, label_or_source.strip(), "auto", False)
 
-    def model_problem(self, label_or_source) -> str | None:
-        """One line when the model cannot be used here; None when it can (answered in under 2 s)."""
+    def model_problem(self, label_or_source, *, loaded: Callable[[str], bool] = lambda source: False) -> str | None:
+        """One line when the model cannot be used here; None when it can (answered in under 2 s).
+        `loaded(source)` says whether it is in memory already (then nothing needs looking up)."""
         choice = self.choice_for(label_or_source)
         if choice is None:
             shown = str(label_or_source)[:80] if label_or_source else "nothing"
             return f"This server runs only the models in its list (got {shown!r}): pick one of them."
-        if choice.builtin or MODELS.loaded(choice.source):
+        if choice.builtin or loaded(choice.source):
             return None  # built here (the random model is built on first use) or already in memory
         return source_problem(choice.source)
 
 
 # ---- checks before the model queue ----------------------------------------------------------------
-def generate_validator(hosting: Hosting, register_session, inputs: list, *, prompt, model, max_new_tokens, steps, session):
+def generate_validator(hosting: Hosting, inputs: list, *, prompt, model, max_new_tokens, steps, session,
+                       register_session, loaded: Callable[[str], bool]):
     """Gradio's event validator for the generate event: it runs outside the queue, with the same
-    inputs as the handler, and refuses a request before it can wait for the model.
+    inputs as the handler, and refuses a request before it can wait for the model.  It also
+    registers the session for release (`sessions.py`): an API client loads no page.
 
     `inputs` is the event's input list; `prompt`, `model`, `max_new_tokens`, `steps` and `session` are the
     components among them to check.  Gradio pairs each returned `gr.validate` with an input by
@@ -235,10 +223,10 @@ def generate_validator(hosting: Hosting, register_session, inputs: list, *, prom
 
     def validate(*values):
         *values, request = values
-        register_session(request, values[where["session"]])
+        register_session(values[where["session"]], request)
         problems = [None] * len(values)
         problems[where["prompt"]] = hosting.limits.prompt_problem(values[where["prompt"]])
-        problems[where["model"]] = hosting.model_problem(values[where["model"]])
+        problems[where["model"]] = hosting.model_problem(values[where["model"]], loaded=loaded)
         problems[where["tokens"]] = hosting.limits.tokens_problem(values[where["tokens"]])
         problems[where["steps"]] = hosting.limits.steps_problem(values[where["steps"]])
         return [gr.validate(problem is None, problem or "") for problem in problems]
@@ -250,52 +238,3 @@ def generate_validator(hosting: Hosting, register_session, inputs: list, *, prom
     )
     validate.__annotations__ = {"request": gr.Request}
     return validate
-
-
-# ---- ZeroGPU --------------------------------------------------------------------------------------
-def on_gpu(duration: int):
-    """`spaces.GPU(duration=...)` where the `spaces` package is installed (it is a no-op itself off
-    ZeroGPU hardware); a plain pass-through elsewhere."""
-    if spaces is None:
-        return lambda fn: fn
-    return spaces.GPU(duration=duration)
-
-
-@on_gpu(duration=_env_int(GPU_SECONDS_ENV, 120))
-def _generate_on_gpu(source: str, prompt: str, settings):
-    """The records of one run, computed where the GPU is (ZeroGPU: a forked worker that inherits
-    the model already moved to CUDA at start-up; arguments and records travel pickled)."""
-    yield from MODELS.get(source).generate(prompt, settings)
-
-
-def generation_records(backend, source: str, prompt: str, settings, stop):
-    """The records of one run: directly from the backend, or on ZeroGPU through `spaces.GPU`.
-
-    ZeroGPU's worker cannot see this process's stop event, so there Stop closes the stream (which
-    ends the worker's run) and the run ends here as cancelled, keeping every recorded step.
-    """
-    if settings.compiled:
-        raise BackendError("torch.compile is off in the app (ZeroGPU forbids it).")
-    if not on_zero_gpu():
-        return backend.generate(prompt, settings, stop)
-    backend.check(prompt, settings)  # a bad request gets its message here, not from the GPU worker
-    return _stop_from_here(backend, _generate_on_gpu(source, prompt, settings), stop)
-
-
-def _stop_from_here(backend, records, stop):
-    started, blocks = time.perf_counter(), []
-    for record in records:
-        yield record
-        if isinstance(record, BlockRecord):
-            blocks.append(record.tokens)
-        if stop.is_set() and not isinstance(record, RunEnd):
-            records.close()
-            yield run_end(backend, blocks, finish=FINISH_CANCELLED, error=None, started=started)
-            return
-
-
-def preload_for_zero_gpu(source: str) -> None:
-    """ZeroGPU's rule: the model goes to CUDA at start-up (the worker forks with it in place)."""
-    if on_zero_gpu():
-        MODELS.get(source)
-

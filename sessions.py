@@ -1,20 +1,46 @@
-"""Release a browser session's run, files and temporary folder as soon as the session ends.
+"""A browser session's state (`RunSession`), and its release as soon as the session ends.
 
-    SESSIONS = SessionRegistry()
-    SESSIONS.register(request, session)     # from a handler (or validator) that receives gr.Request
+    session = gr.State(RunSession, time_to_live=SESSION_TTL_S, delete_callback=RunSession.close)
+    demo.load(SESSIONS.register, session)   # every tab, when its page loads (gr.Request names it)
     demo.unload(SESSIONS.release)           # Gradio calls it when the tab closes or the client goes
 
-Gradio itself keeps a closed session's `gr.State` for an hour before its `delete_callback` runs;
-a public server with many short visits would hold every trace and download that long.  The
-registry maps Gradio's session hash to the session's state object so `demo.unload` can free it
-at once (the state's own `delete_callback` and time-to-live remain the fallback).
+Gradio keeps a closed session's `gr.State` for an hour before its `delete_callback` runs (and a
+State no handler ever returned has no time-to-live at all); a public server with many short
+visits would hold every trace and download that long.  The registry maps Gradio's session hash
+to the session's state object, so `demo.unload` frees it at once, whatever the tab did: generate,
+load a trace, replay, export, or nothing.  An API client loads no page: its session is
+registered by the first generate request instead (`hosting.generate_validator`).
 """
 
 from __future__ import annotations
 
+import tempfile
 import threading
 
 import gradio as gr
+
+from visualizer.trace import Trace
+
+
+class RunSession:
+    """One browser session's run: the trace being recorded or replayed, and its stop flag."""
+
+    def __init__(self):
+        self.trace: Trace | None = None
+        self.running = False
+        self.error = ""  # why the last Generate did not start, shown by the run's message
+        self.stop = threading.Event()
+        self.compare: list[Trace | None] = [None, None]  # runs A and B of the comparison
+        self.files = tempfile.TemporaryDirectory(prefix="dv-session-")  # downloads; removed with the session
+
+    def __deepcopy__(self, memo):  # gr.State deep-copies initial values; each session gets a fresh one
+        return RunSession()
+
+    def close(self) -> None:
+        """The session ended: stop its run, drop its traces and delete its downloads folder."""
+        self.stop.set()
+        self.trace, self.compare = None, [None, None]
+        self.files.cleanup()
 
 
 class SessionRegistry:
@@ -22,7 +48,8 @@ class SessionRegistry:
         self._sessions: dict[str, object] = {}
         self._lock = threading.Lock()
 
-    def register(self, request: gr.Request, session) -> None:
+    def register(self, session, request: gr.Request) -> None:
+        """Remember `session` under the request's session hash (again: no change)."""
         session_hash = getattr(request, "session_hash", None)
         if session_hash and session is not None:
             with self._lock:
@@ -34,6 +61,9 @@ class SessionRegistry:
             session = self._sessions.pop(getattr(request, "session_hash", None) or "", None)
         if session is not None:
             session.close()
+
+    def __contains__(self, session_hash: str) -> bool:
+        return session_hash in self._sessions
 
     def __len__(self) -> int:
         return len(self._sessions)

@@ -86,8 +86,12 @@ def default_model() -> str:
     return str(BUILTIN_MODEL_DIR) if (BUILTIN_MODEL_DIR / "config.json").exists() else str(RANDOM_MODEL_DIR)
 
 
-def load_backend(source: str, *, backend: str | None = None, device: str | None = None) -> Backend:
-    """Load a model by hub id or folder on the right backend; raises BackendError with a message."""
+def load_backend(
+    source: str, *, backend: str | None = None, device: str | None = None, parallel: str | None = None
+) -> Backend:
+    """Load a model by hub id or folder on the right backend; raises BackendError with a message.
+
+    `parallel` (transformers only) spreads it over several GPUs: see backends/sharded.py."""
     source = str(source)
     kind = backend or backend_for_source(source)
     entry = BACKENDS.get(kind)
@@ -96,6 +100,8 @@ def load_backend(source: str, *, backend: str | None = None, device: str | None 
     if not entry.available():
         raise BackendUnavailable(f"{source} needs the {kind} backend. {entry.install_hint}")
     choice = next((c for c in model_choices() if c.source == source), None)
+    if parallel is not None and kind != "transformers":
+        raise BackendError(f"--parallel is for the transformers backend; the {kind} backend runs in one process.")
     if source == str(RANDOM_MODEL_DIR) and not (RANDOM_MODEL_DIR / "config.json").exists():
         from .random_model import build_random_model
 
@@ -103,6 +109,8 @@ def load_backend(source: str, *, backend: str | None = None, device: str | None 
     options = {"display_name": choice.label if choice else None, "builtin": bool(choice and choice.builtin)}
     if device is not None:
         options["device"] = device
+    if parallel is not None:
+        options["parallel"] = parallel
     return entry.backend_class()(source, **options)
 
 

@@ -7,8 +7,9 @@ finished block, RunEnd.  It checks the `stop` event between steps and then ends 
 RunEnd(finish_reason="cancelled"), so everything recorded so far is kept.
 
 The run's sequence (check, resolve, the piece table, RunStart, the worker, the stream, RunEnd) is
-written once, in `Backend.generate_batches`; a backend implements only `_produce`, which runs
-its model and emits one `captured.CapturedStep` per step and one `CapturedBlock` per block.
+written once, in `Backend.generate_rows`; a backend implements only `_produce`, which runs
+its model and emits one `captured.CapturedStep` per step and one `CapturedBlock` per block
+(a backend that batches several prompts in one call also implements `_produce_batch`).
 Adding a backend means one module and one entry in `registry.py`.
 
     backend = load_backend("assets/models/diffusiongemma-tiny-demo")   # backends/__init__.py
@@ -55,7 +56,7 @@ from visualizer.settings import GenerationSettings
 from .captured import CapturedBlock, CapturedStep
 from .text import PieceTable
 
-_QUEUE_SIZE = 64  # records buffered between the model's thread and a slow consumer
+_QUEUE_SIZE = 64  # captured items buffered per batch row between the model's thread and a slow consumer
 _DONE = object()  # the worker's run returned
 _CANCELLED = object()  # the worker's run stopped between two steps
 
@@ -79,6 +80,7 @@ class Capabilities:
 
     knobs: frozenset[str]  # the GenerationSettings fields it reads; the others are recorded as None
     samplers: tuple[SamplerSpec, ...]  # the samplers it runs, its default first
+    max_batch: int | None = 1  # most prompts one generate call takes (`generate_rows`); None: no limit but memory
 
     def sampler(self, name: str | None) -> SamplerSpec:
         """The spec of a sampler by name (None: the default); BackendError naming the ones it has."""
@@ -145,32 +147,74 @@ class Backend(ABC):
         RunStart comes first, alone; RunEnd comes last, also after a stop or an error. A slow
         consumer simply gets longer lists: nothing is dropped and no second thread is needed.
         """
-        ids = self.check(prompt, settings)
+        for batch in self.generate_rows([prompt], settings, stop):
+            yield [record for _, record in batch]
+
+    def generate_rows(
+        self, prompts: list[str], settings: GenerationSettings, stop: threading.Event | None = None
+    ) -> Iterator[list[tuple[int, Record]]]:
+        """Run one generation per prompt in one batched call of the model, yielding lists of
+        (row, record) as they arrive; row is the prompt's index.
+
+        Each row's records are a whole run on their own: its RunStart (the first list holds
+        every row's), its steps and blocks, and its RunEnd (the last list holds every row's).
+        A row's samples depend on the batch it ran in (one seed per batch, batched kernels), so
+        a batch of several records it in each RunStart's `batch` ({"size", "row"}); a batch of
+        one is the single-prompt run exactly (`batch` None).
+        """
+        if not prompts:
+            raise BackendError("No prompts to generate: give at least one.")
+        limit = self.capabilities.max_batch
+        if limit is not None and len(prompts) > limit:
+            raise BackendError(
+                f"The {self.name} backend runs at most {limit} prompt(s) at a time (got a batch of {len(prompts)})."
+            )
+        rows_ids = [self._check_row(prompt, settings, row, len(prompts)) for row, prompt in enumerate(prompts)]
         settings = self.resolve(settings)
         sampler = self.capabilities.sampler(settings.sampler)
         stop = stop or threading.Event()
         started = time.perf_counter()
-        pieces = PieceTable(self.tokenizer)
+        tables = [PieceTable(self.tokenizer) for _ in prompts]
         yield [
-            RunStart(
-                prompt_ids=frozen_array(ids, np.int32),
-                settings=settings.to_dict(),
-                max_blocks=math.ceil(settings.max_new_tokens / self.info.canvas_length),
-                sampler_rule=sampler.rule.to_dict(),
-                new_pieces=pieces.new(ids),
+            (
+                row,
+                RunStart(
+                    prompt_ids=frozen_array(ids, np.int32),
+                    settings=settings.to_dict(),
+                    max_blocks=math.ceil(settings.max_new_tokens / self.info.canvas_length),
+                    sampler_rule=sampler.rule.to_dict(),
+                    batch=None if len(prompts) == 1 else {"size": len(prompts), "row": row},
+                    new_pieces=tables[row].new(ids),
+                ),
             )
+            for row, ids in enumerate(rows_ids)
         ]
 
         def produce(emit, should_stop):
-            def emit_captured(item):
-                if isinstance(item, CapturedStep):
-                    emit(step_record(item, pieces))
-                else:
-                    emit(block_record(item, pieces, self.info.eos_token_ids))
+            self._produce_batch(rows_ids, settings, emit, should_stop)
 
-            self._produce(ids, settings, emit_captured, should_stop)
+        def to_record(item: CapturedStep | CapturedBlock) -> Record:
+            # On the consuming thread, not the model's: the copies, the pieces and the decoding of
+            # B rows a step stay off the worker that keeps the GPU busy.
+            pieces = tables[item.row]
+            if isinstance(item, CapturedStep):
+                return step_record(item, pieces)
+            return block_record(item, pieces, self.info.eos_token_ids)
 
-        yield from self._stream(produce, stop, started)
+        yield from self._stream(produce, stop, started, rows=len(prompts), to_record=to_record)
+
+    def _produce_batch(
+        self,
+        rows_ids: list[list[int]],
+        settings: GenerationSettings,
+        emit: Callable[[CapturedStep | CapturedBlock], None],
+        should_stop: Callable[[], bool],
+    ) -> None:
+        """`_produce` for a batch of prompts, each captured item saying its `row`. A backend that
+        batches overrides this (and declares `Capabilities.max_batch`); the others run one prompt."""
+        if len(rows_ids) != 1:
+            raise BackendError(f"The {self.name} backend runs one prompt at a time.")
+        self._produce(rows_ids[0], settings, emit, should_stop)
 
     def supports_thinking(self) -> bool:
         """Whether the chat template has a thinking channel to turn on (`enable_thinking`)."""
@@ -200,6 +244,15 @@ class Backend(ABC):
         filled["seed"] = settings.seed
         return GenerationSettings(**filled)
 
+    def _check_row(self, prompt: str, settings: GenerationSettings, row: int, rows: int) -> list[int]:
+        """`check` for one prompt of a batch; the message names the prompt when there are several."""
+        try:
+            return self.check(prompt, settings)
+        except BackendError as exc:
+            if rows == 1:
+                raise
+            raise BackendError(f"Prompt {row + 1} of {rows}: {exc}") from None
+
     def check(self, prompt: str, settings: GenerationSettings) -> list[int]:
         """Validate a request before any work; returns the prompt ids or raises BackendError."""
         if not isinstance(prompt, str) or not prompt.strip():
@@ -225,6 +278,8 @@ class Backend(ABC):
 
     def failure_message(self, exc: BaseException) -> str:
         """One line for a run that failed (backends add their own out-of-memory types)."""
+        if isinstance(exc, BackendError):
+            return str(exc)
         if isinstance(exc, MemoryError):
             return "Out of memory during generation: lower max new tokens, or use a shorter prompt."
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
@@ -232,20 +287,25 @@ class Backend(ABC):
 
     def _stream(
         self,
-        produce: Callable[[Callable[[Record], None], Callable[[], bool]], None],
+        produce: Callable[[Callable[[CapturedStep | CapturedBlock], None], Callable[[], bool]], None],
         stop: threading.Event,
         started: float,
-    ) -> Iterator[list[Record]]:
-        """Yield the records a worker produces, in lists of whatever has arrived, then the RunEnd.
+        *,
+        rows: int = 1,
+        to_record: Callable[[CapturedStep | CapturedBlock], Record],
+    ) -> Iterator[list[tuple[int, Record]]]:
+        """Yield the (row, record) pairs a worker produces, in lists of whatever has arrived, then
+        each row's RunEnd.
 
         `produce(emit, should_stop)` runs on the worker (`_launch`), calls `emit` for each
-        StepRecord and BlockRecord, and raises GenerationCancelled between two steps once
+        CapturedStep and CapturedBlock (which `to_record` turns into records here, on the
+        consuming thread), and raises GenerationCancelled between two steps once
         `should_stop()` is true.  A bounded queue bridges the two threads; exceptions come
         through it and end the run with a message.  When the consumer closes this generator
         early, the worker stops at its next step and is waited for, so no run outlives its
         generator.  Ctrl-C in the consuming thread stops the run the same way as `stop`.
         """
-        records: queue.Queue = queue.Queue(maxsize=_QUEUE_SIZE)
+        records: queue.Queue = queue.Queue(maxsize=_QUEUE_SIZE * rows)  # as many steps buffered at any batch size
         halt = threading.Event()  # set when the consumer is gone: the worker must not wait on the queue
 
         def emit(item) -> None:
@@ -266,7 +326,7 @@ class Backend(ABC):
                 emit(exc)
 
         job = self._launch(work)
-        blocks: list[np.ndarray] = []
+        blocks: list[list[np.ndarray]] = [[] for _ in range(rows)]
         finish, error = None, None
         try:
             while finish is None:
@@ -288,9 +348,14 @@ class Backend(ABC):
                     elif isinstance(item, BaseException):
                         finish, error = FINISH_ERROR, self.failure_message(item)
                     else:
-                        if isinstance(item, BlockRecord):
-                            blocks.append(item.tokens)
-                        batch.append(item)
+                        try:
+                            record = to_record(item)
+                        except Exception as exc:  # a capture that broke the record rules: end the run with it
+                            finish, error = FINISH_ERROR, self.failure_message(exc)
+                            break
+                        if isinstance(record, BlockRecord):
+                            blocks[item.row].append(record.tokens)
+                        batch.append((item.row, record))
                     if finish is not None:
                         break
                 if batch:
@@ -298,7 +363,8 @@ class Backend(ABC):
         finally:
             halt.set()
             job.exception()  # waits until the worker has left the run
-        yield [run_end(self, blocks, finish=None if finish == "done" else finish, error=error, started=started)]
+        finish = None if finish == "done" else finish
+        yield [(row, run_end(self, blocks[row], finish=finish, error=error, started=started)) for row in range(rows)]
 
 
 def _drain(records: queue.Queue, first):

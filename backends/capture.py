@@ -9,9 +9,13 @@ of one model *instance* (instance attributes win over class methods) and removes
                                candidates, on the device (`logit_summary.py`)
     _prepare_denoiser_inputs   marks the start of a block
     _denoising_step            after each step: copies the accepted mask, the next canvas, the
-                               argmax, the entropy and the top-k to the CPU, all non-blocking
-                               with one wait per step; checks the stop flag first
+                               argmax, the entropy and the top-k of every batch row to the CPU,
+                               all non-blocking with one wait per step; checks the stop flag first
     _finalize_canvas           after each block: the committed tokens (pad after EOS)
+
+A batched `generate` (several prompts, left-padded: `transformers_backend.batch_inputs`) gives
+one CapturedStep per row still denoising at each step and one CapturedBlock per row still
+generating at each block, each naming its `row` (see `capture_steps`).
 
 Why these and not others (checked on CPU and on an H100, eager and compiled):
 - A streamer's `put_draft` sees only the argmax, never the accepted mask.
@@ -26,7 +30,8 @@ Why these and not others (checked on CPU and on an H100, eager and compiled):
   by float32 rounding only (tests/test_capture.py bounds it), and no extra vocabulary-sized tensor
   is kept (`logit_summary.py`).
 Nothing here draws random numbers or writes to a tensor the model reads, so the same seed gives
-bit-identical sequences with and without the capture (tests/test_capture.py proves it).
+bit-identical sequences with and without the capture (tests/test_capture.py proves it, and
+tests/test_batch_capture.py for batches, row by row).
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from .base import GenerationCancelled
+from .base import BackendError, GenerationCancelled
 from .captured import CapturedBlock, CapturedStep
 from .logit_summary import LogitSummary, summarize_logits
 
@@ -63,13 +68,13 @@ def _accepting_sampler(sampler):
 
 
 def _to_host(tensors: dict) -> dict:
-    """Copy each tensor's first batch row to numpy: every copy queued non-blocking, then one wait.
+    """Copy each tensor (every batch row) to numpy: every copy queued non-blocking, then one wait.
 
     On CUDA a non-blocking copy to the CPU lands in pinned memory and returns before it is done;
     the one synchronize after the last of them makes all of them safe to read (the compiled
     accept_canvas's mask is a CUDA-graph output, overwritten at the next replay: copied before it).
     """
-    rows = {name: t.detach()[0] for name, t in tensors.items() if t is not None}
+    rows = {name: t.detach() for name, t in tensors.items() if t is not None}
     on_cuda = any(t.is_cuda for t in rows.values())
     copies = {name: t.to("cpu", non_blocking=on_cuda) for name, t in rows.items()}
     if on_cuda:
@@ -88,13 +93,27 @@ def capture_steps(
 ):
     """Install the four recording wrappers on `model` for the duration of the block.
 
+    Every batch row is recorded: each CapturedStep and CapturedBlock says its `row`. transformers
+    runs the rows of a batch in lock step (one block and one step counter for all of them) but
+    keeps two per-row masks, and the capture follows both:
+    - `finished_denoising`: a row whose stopping criterion fired keeps its canvas and argmax
+      frozen while the other rows go on denoising; its block ended at that step (converged),
+      so it gets no further step records in this block.
+    - `finished_sequences`: a row that committed an EOS in an earlier block is still computed
+      in later blocks (transformers overwrites its canvas with pad when the block ends); its
+      generation is over, so it gets no further step or block records.
+
     `topk` > 0 also records the k most probable candidates of every position at every step."""
     names = ("_prepare_logits_processor", "_prepare_denoiser_inputs", "_denoising_step", "_finalize_canvas")
     if any(name in vars(model) for name in names):
-        raise RuntimeError("capture_steps is already active on this model")
+        raise BackendError(
+            "capture_steps is already active on this model: its hooks sit on the model instance, so one "
+            "capture (one generate call, of any batch size) runs at a time; wait for it, or load a second model"
+        )
     originals = {name: getattr(model, name) for name in names}
     recorder = _LogitRecorder(topk)
-    state = {"block": -1, "step": 0, "converged": False}
+    # Host-side state per row (numpy, shape (batch,)): nothing is read back from the device for it.
+    state = {"block": -1, "step": 0, "done": None, "settled": None, "steps_used": None}
 
     def prepare_logits_processor(generation_config, logits_processor=None):
         processors = originals["_prepare_logits_processor"](generation_config, logits_processor)
@@ -104,7 +123,10 @@ def capture_steps(
     def prepare_denoiser_inputs(*args, **kwargs):
         if should_stop is not None and should_stop():
             raise GenerationCancelled()
-        state.update(block=state["block"] + 1, step=0, converged=False)
+        rows = kwargs["batch_size"]
+        if state["done"] is None:  # the first block: no row has finished yet
+            state["done"] = np.zeros(rows, bool)
+        state.update(block=state["block"] + 1, step=0, settled=np.zeros(rows, bool), steps_used=np.zeros(rows, int))
         return originals["_prepare_denoiser_inputs"](*args, **kwargs)
 
     def denoising_step(*args, **kwargs):
@@ -121,41 +143,51 @@ def capture_steps(
                 "canvas": next_canvas,
                 "argmax": argmax,
                 "entropy": summary.entropy,
-                "finished": finished[:, None],
+                "finished": finished,
                 "topk_ids": summary.topk_ids,
                 "topk_probs": summary.topk_probs,
             }
         )
-        step = CapturedStep(
-            block=state["block"],
-            step=state["step"],
-            steps_remaining=int(kwargs["cur_step"]),
-            accepted=host["accepted"].astype(bool, copy=False),
-            canvas=host["canvas"].astype(np.int32, copy=False),
-            argmax=host["argmax"].astype(np.int32, copy=False),
-            entropy_nats=host["entropy"].astype(np.float32, copy=False),
-            wall_time_s=0.0,
-            converged=bool(host["finished"].all()),
-            topk_ids=host.get("topk_ids"),
-            topk_probs=host.get("topk_probs"),
-        )
-        step.wall_time_s = time.perf_counter() - started  # after the copies: device work included
+        wall_time_s = time.perf_counter() - started  # after the copies: device work included
+        topk_ids, topk_probs = host.get("topk_ids"), host.get("topk_probs")
+        active = ~(state["done"] | state["settled"])  # rows still denoising before this step
+        for row in np.flatnonzero(active):
+            on_step(
+                CapturedStep(
+                    block=state["block"],
+                    step=state["step"],
+                    steps_remaining=int(kwargs["cur_step"]),
+                    accepted=host["accepted"][row].astype(bool, copy=False),
+                    canvas=host["canvas"][row].astype(np.int32, copy=False),
+                    argmax=host["argmax"][row].astype(np.int32, copy=False),
+                    entropy_nats=host["entropy"][row].astype(np.float32, copy=False),
+                    wall_time_s=wall_time_s,  # the whole batch's step: the rows share it
+                    converged=bool(host["finished"][row]),
+                    topk_ids=None if topk_ids is None else topk_ids[row],
+                    topk_probs=None if topk_probs is None else topk_probs[row],
+                    row=int(row),
+                )
+            )
+        state["steps_used"] += active
+        state["settled"] |= host["finished"].astype(bool)
         state["step"] += 1
-        state["converged"] = step.converged
-        on_step(step)
         return out
 
     def finalize_canvas(*args, **kwargs):
         input_ids, finished = originals["_finalize_canvas"](*args, **kwargs)
         canvas_length = kwargs["canvas_length"]
-        on_block(
-            CapturedBlock(
-                block=state["block"],
-                tokens=_to_host({"tokens": input_ids[:, -canvas_length:]})["tokens"].astype(np.int32, copy=False),
-                steps_used=state["step"],
-                converged=state["converged"],
+        host = _to_host({"tokens": input_ids[:, -canvas_length:], "finished": finished})
+        for row in np.flatnonzero(~state["done"]):
+            on_block(
+                CapturedBlock(
+                    block=state["block"],
+                    tokens=host["tokens"][row].astype(np.int32, copy=False),
+                    steps_used=int(state["steps_used"][row]),
+                    converged=bool(state["settled"][row]),
+                    row=int(row),
+                )
             )
-        )
+        state["done"] = host["finished"].astype(bool)
         return input_ids, finished
 
     wrappers = {

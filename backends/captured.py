@@ -26,6 +26,7 @@ class CapturedStep:
     topk_ids: np.ndarray | None = None  # (canvas, k) int32, most probable first; None when not recorded
     topk_probs: np.ndarray | None = None  # (canvas, k) float16
     sample_probability: np.ndarray | None = None  # (canvas,) float32: a confidence sampler's compared value
+    row: int = 0  # the batch row (prompt) this step belongs to
 
 
 @dataclass
@@ -34,3 +35,4 @@ class CapturedBlock:
     tokens: np.ndarray  # (canvas,) int32, as committed (pad after the first EOS)
     steps_used: int
     converged: bool  # the block ended before its last step
+    row: int = 0  # the batch row (prompt) this block belongs to

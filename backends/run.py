@@ -8,6 +8,11 @@
 
 The app, the command line and the probe all record through these two, so a stop, an error or
 Ctrl-C ends every run the same way: with a RunEnd that keeps everything recorded so far.
+
+    traces = record_batch(backend, ["Why is the sky blue?", "Count to ten."], settings)
+
+runs several prompts as one batched call of the model and gives one complete Trace per prompt, in
+order (a batch of one is `record_trace` exactly).
 """
 
 from __future__ import annotations
@@ -73,3 +78,35 @@ def record_trace(
     for _ in run_records(backend, prompt, settings, trace=trace, stop=stop, on_record=show):
         pass
     return trace
+
+
+def record_batch(
+    backend,
+    prompts: list[str],
+    settings: GenerationSettings,
+    *,
+    stop: threading.Event | None = None,
+) -> list[Trace]:
+    """Run the prompts as one batch (one seed, one batched `generate`) into one Trace per prompt,
+    in order, each a whole run (RunStart ... RunEnd) that saves, loads and replays like any other.
+
+    The batch is part of what reproduces a row (`RunStart.batch`): the same prompts in the same
+    order with the same settings give the same traces, bit for bit. The rows share the batch's
+    times: a step's `wall_time_s` is the batched step's, a RunEnd's the whole call's. Ctrl-C or
+    `stop` ends every row at the next step, each with RunEnd "cancelled"; a bad prompt is a
+    BackendError naming it.
+    """
+    stop = stop or threading.Event()
+    traces = [Trace(model=backend.info, prompt=prompt) for prompt in prompts]
+    batches = backend.generate_rows(list(prompts), settings, stop)
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            break
+        except KeyboardInterrupt:  # as in run_records: stop, and keep reading to the RunEnds
+            stop.set()
+            continue
+        for row, record in batch:
+            traces[row].append(record)
+    return traces

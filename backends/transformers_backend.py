@@ -10,11 +10,13 @@ template, placed on the GPU with `device_map`) or any local folder saved by `sav
 
 `model.generate` runs on a worker thread inside `capture_steps`; records reach the caller
 through a bounded queue as soon as each step ends.  Closing the generator or setting `stop`
-ends the run between two steps.
+ends the run between two steps.  Several prompts run as one batched call (`Backend.generate_rows`),
+left-padded with an attention mask (`batch_inputs`).
 """
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +42,7 @@ from visualizer.settings import (
     GenerationSettings,
 )
 
+from . import sharded
 from .base import COMMON_KNOBS, Backend, BackendError, Capabilities
 from .capture import capture_steps
 from .known import REAL_CHECKPOINT, REAL_CHECKPOINT_BF16_GB, load_failure_message, looks_like_path, on_zero_gpu
@@ -54,6 +57,7 @@ ENTROPY_BOUND = SamplerSpec(
 CAPABILITIES = Capabilities(
     knobs=COMMON_KNOBS | {"entropy_bound", "t_min", "t_max", "sampler", "compiled"},
     samplers=(ENTROPY_BOUND,),
+    max_batch=None,  # as many prompts as the GPU's memory holds
 )
 
 
@@ -73,6 +77,7 @@ class TransformersBackend(Backend):
         dtype: str | None = None,
         display_name: str | None = None,
         builtin: bool = False,
+        parallel: str | None = None,
     ):
         from transformers import DiffusionGemmaForBlockDiffusion
         from transformers.utils import logging as hf_logging
@@ -90,21 +95,28 @@ class TransformersBackend(Backend):
         # ZeroGPU: the GPU exists only inside `spaces.GPU` calls; the model is placed with a plain
         # .to("cuda") at start-up, which ZeroGPU records and replays.
         zero_gpu = on_zero_gpu()
-        if source == REAL_CHECKPOINT and not zero_gpu:  # a ZeroGPU slice has 70 GB; it cannot be asked before a call
-            _check_room_for_real_checkpoint(device)
+        # Several processes (torchrun): each loads its shard (backends/sharded.py); "layers" is one process.
+        spread = _parallel_kwargs(parallel, str(local) if is_local else source, device)
+        self.parallel = parallel
+        # A ZeroGPU slice has 70 GB, it cannot be asked before a call; "layers" lets accelerate fit what it can.
+        if source == REAL_CHECKPOINT and not zero_gpu and parallel != "layers":
+            _check_room_for_real_checkpoint(device, parts=sharded.world_size() if "distributed_config" in spread else 1)
         device_map = device if device.startswith("cuda") and not zero_gpu else None
+        if spread:
+            device_map = spread.pop("device_map", None)
         try:
             self.tokenizer = _load_tokenizer(str(local) if is_local else source)
             self.model = DiffusionGemmaForBlockDiffusion.from_pretrained(
                 str(local) if is_local else source,
                 dtype=torch_dtype,
                 device_map=device_map,
+                **spread,
             ).eval()
         except torch.cuda.OutOfMemoryError:
             raise BackendError(f"Out of GPU memory while loading {source}.") from None
         except (OSError, ValueError, KeyError, ImportError) as exc:
             raise BackendError(load_failure_message(source, exc, what="a DiffusionGemma model", is_folder=is_local)) from None
-        if device_map is None:
+        if device_map is None and not spread:
             self.model.to(device)
         text_config = self.model.config.text_config
         generation = self.model.generation_config
@@ -115,7 +127,7 @@ class TransformersBackend(Backend):
             name=display_name or (local.name if is_local else source),
             source=str(local.resolve()) if is_local else source,
             backend=self.name,
-            device=str(self.model.device),
+            device=_where(self.model, parallel),
             dtype=_dtype_name(self.model.dtype),
             canvas_length=int(self.model.config.canvas_length),
             vocab_size=int(text_config.vocab_size),
@@ -165,13 +177,40 @@ class TransformersBackend(Backend):
         }
 
     def _produce(self, ids, settings, emit, should_stop) -> None:
+        self._produce_batch([ids], settings, emit, should_stop)
+
+    def _produce_batch(self, rows_ids, settings, emit, should_stop) -> None:
         kwargs = self.generate_kwargs(settings)
         model = self.model  # a local reference: close() from another session must not pull it away mid-run
-        input_ids = torch.tensor([ids], device=model.device)
-        torch.manual_seed(settings.seed)  # seeds the CPU and every CUDA device
+        input_ids, attention_mask = batch_inputs(rows_ids, self.info.pad_token_id, model.device)
+        if attention_mask is not None:
+            kwargs["attention_mask"] = attention_mask
+        torch.manual_seed(settings.seed)  # once per batch; seeds the CPU and every CUDA device
         topk = min(settings.record_topk, self.info.vocab_size)
+        if self.parallel in sharded.TORCHRUN_KINDS:  # the followers stop where this rank does (backends/sharded.py)
+            should_stop = sharded.agreed_stop(should_stop)
         with capture_steps(model, emit, emit, should_stop, topk=topk):
             model.generate(input_ids, **kwargs)
+
+    def follow(self, prompt: str, settings: GenerationSettings, *, lockstep: bool = True) -> torch.Tensor:
+        """What a follower rank of a sharded model runs for one request (backends/sharded.py): the stock
+        `model.generate` with the same ids, knobs and seed; returns the generated ids (CPU).
+
+        The ranks meet in the same all-reduces in the same order, so the followers need no records; the
+        capture on rank 0 reads only what every rank computes alike (all-reduced activations, the
+        replicated head's logits) and draws no random numbers, so the ranks stay in step. In `lockstep`
+        (what rank 0's `_produce` expects) it runs under the capture too, recording nothing, so that it
+        votes on rank 0's stop where rank 0 asks; `lockstep=False` on every rank is the plain stock
+        `generate`, the tests' reference."""
+        ids = self.check(prompt, settings)
+        resolved = self.resolve(settings)
+        torch.manual_seed(resolved.seed)
+        ignore = lambda item: None  # noqa: E731
+        never = sharded.agreed_stop(lambda: False)
+        watch = capture_steps(self.model, ignore, ignore, never) if lockstep else contextlib.nullcontext()
+        with watch:
+            out = self.model.generate(torch.tensor([ids], device=self.model.device), **self.generate_kwargs(resolved))
+        return out.sequences[0, len(ids):].cpu()
 
     def failure_message(self, exc: BaseException) -> str:
         if isinstance(exc, torch.cuda.OutOfMemoryError):
@@ -185,6 +224,40 @@ class TransformersBackend(Backend):
 
 
 # ---- helpers -----------------------------------------------------------------------------------
+def batch_inputs(rows_ids: list[list[int]], pad_token_id: int | None, device) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The `input_ids` (batch, longest) and `attention_mask` of a batch of prompts for `generate`.
+
+    Padded on the left: transformers numbers positions from 0 to the longest prompt for every row
+    and puts each block right after them, so a left-padded row's canvas follows its own prompt
+    (rotary attention sees only relative positions) while right padding would leave a gap of pad
+    between the two. The mask hides the pad from every attention. Rows of one length need no
+    padding and get no mask: exactly the single-prompt call. (Checked on the built-in model: from
+    the same starting canvas a left-padded row's first step matches its run alone within 2e-5
+    nats, and right padding moves it by up to 2 nats; tests/test_batch_capture.py.)
+    """
+    longest = max(len(ids) for ids in rows_ids)
+    if all(len(ids) == longest for ids in rows_ids):
+        return torch.tensor(rows_ids, device=device), None
+    if pad_token_id is None:
+        raise BackendError("This model's config has no pad token id, so prompts of different lengths cannot share a batch.")
+    input_ids = torch.full((len(rows_ids), longest), pad_token_id, dtype=torch.long)
+    attention_mask = torch.zeros((len(rows_ids), longest), dtype=torch.long)
+    for row, ids in enumerate(rows_ids):
+        input_ids[row, longest - len(ids) :] = torch.tensor(ids)
+        attention_mask[row, longest - len(ids) :] = 1
+    return input_ids.to(device), attention_mask.to(device)
+
+
+def _where(model, parallel: str | None) -> str:
+    """The model's device, or how it is spread: "expert parallel over 4 GPUs, 16.2 GB each"."""
+    if parallel in sharded.TORCHRUN_KINDS:
+        return sharded.spread(model, parallel, sharded.world_size())
+    placed = sorted({str(d) for d in (getattr(model, "hf_device_map", None) or {}).values()})
+    if parallel == "layers" and len(placed) > 1:
+        return f"layers over {len(placed)} devices ({', '.join(placed)})"
+    return str(model.device)
+
+
 def _load_tokenizer(source: str):
     """The checkpoint's processor tokenizer when it has one (the real model), else AutoTokenizer.
 
@@ -207,13 +280,41 @@ def _load_tokenizer(source: str):
     return AutoTokenizer.from_pretrained(source)
 
 
-def _check_room_for_real_checkpoint(device: str) -> None:
+def _parallel_kwargs(parallel: str | None, source: str, device: str) -> dict:
+    """The extra `from_pretrained` arguments that spread the model (empty: one process, one device)."""
+    if parallel is None:  # one whole model per process, also under torchrun (data parallel: each rank its own jobs)
+        return {}
+    if parallel not in sharded.PARALLEL_KINDS:
+        raise BackendError(f"--parallel must be one of {', '.join(sharded.PARALLEL_KINDS)} (got {parallel}).")
+    if parallel == "layers":
+        if sharded.under_torchrun():
+            raise BackendError("--parallel layers spreads layers over the GPUs of one process: start it with python, not torchrun.")
+        return {"device_map": "auto"}
+    if not sharded.under_torchrun():
+        raise BackendError(
+            f"--parallel {parallel} runs one process per GPU: start it with torchrun --nproc-per-node N "
+            f"(or use --parallel layers for one process over several GPUs)."
+        )
+    from transformers import AutoConfig
+
+    try:
+        sharded.check_fits(parallel, sharded.world_size(), AutoConfig.from_pretrained(source).text_config)
+    except (OSError, ValueError) as exc:
+        raise BackendError(str(exc)) from None
+    return {"distributed_config": sharded.distributed_config(parallel, sharded.world_size())}
+
+
+def _check_room_for_real_checkpoint(device: str, *, parts: int = 1) -> None:
     if device.startswith("cuda"):
-        free, total = torch.cuda.mem_get_info()
-        if free / 1e9 < REAL_CHECKPOINT_BF16_GB + 4:
+        from .sharded import local_rank
+
+        free, total = torch.cuda.mem_get_info(local_rank())  # this rank's GPU (0 without torchrun)
+        if free / 1e9 < REAL_CHECKPOINT_BF16_GB / parts + 4:
+            where = "this GPU" if parts == 1 else f"each of {parts} GPUs"
             raise BackendError(
-                f"{REAL_CHECKPOINT} needs about {REAL_CHECKPOINT_BF16_GB} GB of GPU memory in bf16; this GPU has "
-                f"{free / 1e9:.0f} GB free of {total / 1e9:.0f} GB. Use an 80 GB GPU (H100/A100) or the MLX 4-bit model on a Mac."
+                f"{REAL_CHECKPOINT} needs about {REAL_CHECKPOINT_BF16_GB / parts:.0f} GB of GPU memory in bf16 on {where}; "
+                f"this one has {free / 1e9:.0f} GB free of {total / 1e9:.0f} GB. Use an 80 GB GPU (H100/A100), "
+                "more GPUs under torchrun (docs/sharded.md), or the MLX 4-bit model on a Mac."
             )
     else:
         raise BackendError(

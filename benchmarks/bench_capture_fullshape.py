@@ -3,6 +3,7 @@
     python benchmarks/bench_capture_fullshape.py --paths eager                 # on the GPU machine
     python benchmarks/bench_capture_fullshape.py --paths compiled --reps 5
     python benchmarks/bench_capture_fullshape.py --paths compiled --topk 0           # without the candidates
+    python benchmarks/bench_capture_fullshape.py --batch 8 --paths eager,compiled --prompt-lengths 64 --reps 3   # batched
     python benchmarks/bench_capture_fullshape.py --device cpu --layers 2 --experts 8 --vocab 4096 --paths eager --prompt-lengths 16 --reps 1   # dry run
     python benchmarks/bench_capture_fullshape.py --pipeline diffusers --scheduler entropy-bound --paths eager   # diffusers' pipeline
 
@@ -18,8 +19,9 @@ vocabulary, ...) with random bf16 weights, made without ever holding two copies:
 
 For each path (eager; static cache + torch.compile) and each prompt length (64 and 1,024 tokens):
 captured runs ("captured": entropy only; "captured+top-k": also the `--topk` candidates of every
-position, as the app records by default) must give the same sequences as stock runs with the
-same seed, bit for bit; then
+position, as the app records by default; "records": that, each step also turned into a StepRecord
+with a piece table on a consuming thread, as `Backend._stream` does) must give the same sequences
+as stock runs with the same seed, bit for bit; then
 stock and captured runs alternate `--reps` times (seeded, so every run takes the same steps) and
 the table reports the median ms per denoising step with its min-max, the ratio of the medians
 (measured in this run), the peak GPU memory of each, the first step record's latency (from the
@@ -32,6 +34,10 @@ H100 SXM, 4.8 for an H200).  Random weights never converge early, so every block
 callback, captured is `backends.diffusers_capture` (callback_on_step_end, the scheduler.step wrap,
 the encoder pre-hook), with the same seeded generator. Eager only: the pipeline compiles nothing
 itself (its static cache is there for a decoder the caller compiles).
+
+`--batch B` runs B prompts of the same length as one batched `generate` (the capture records every
+row: B step records a step) against stock batched runs with the same seed; the table adds the canvas
+tokens per second of the batch (B x 256 / seconds).
 """
 
 from __future__ import annotations
@@ -142,6 +148,9 @@ def generate(model, prompt, *, seed: int, compiled: bool, variant: str, device: 
     started[0] = time.perf_counter()
     if variant == "stock":
         out = model.generate(prompt, **kwargs)
+    elif variant == "records":
+        with RecordConsumer() as consumer, capture_steps(model, lambda s: (on_step(s), consumer.put(s)), lambda b: None, topk=topk):
+            out = model.generate(prompt, **kwargs)
     else:
         with capture_steps(model, on_step, lambda block: None, topk=topk if variant == "captured+top-k" else 0):
             out = model.generate(prompt, **kwargs)
@@ -194,9 +203,48 @@ def generate_diffusers(model, prompt, *, seed: int, compiled: bool, variant: str
                 first_s=first[0] if first else float("nan"))
 
 
+class RecordConsumer:
+    """What `Backend._stream` does with each captured step: a consuming thread turns it into a
+    StepRecord with the run's piece table (`base.step_record`), while the model's thread goes on.
+    The stand-in tokenizer decodes an id to a short string (no tokenizer has the random vocabulary)."""
+
+    class _Tokenizer:
+        def batch_decode(self, ids, skip_special_tokens=False):
+            return [f"<{i[0]}>" for i in ids]
+
+    def __enter__(self):
+        import queue
+        import threading
+
+        from backends.text import PieceTable
+
+        self.queue = queue.Queue(maxsize=64 * 64)
+        tables: dict[int, PieceTable] = {}
+
+        def consume():
+            from backends.base import step_record
+
+            while (item := self.queue.get()) is not None:
+                if item.row not in tables:
+                    tables[item.row] = PieceTable(self._Tokenizer())
+                step_record(item, tables[item.row])
+
+        self.thread = threading.Thread(target=consume, name="records")
+        self.thread.start()
+        return self
+
+    def put(self, item) -> None:
+        self.queue.put(item)
+
+    def __exit__(self, *exc):
+        self.queue.put(None)
+        self.thread.join()  # every record built: its time counts
+
+
 def variants(topk: int) -> list[str]:
-    """Stock, captured, and captured with the top-k candidates unless --topk is 0."""
-    return ["stock", "captured"] + (["captured+top-k"] if topk else [])
+    """Stock, captured, captured with the top-k candidates and captured into records (as the
+    backend does) unless --topk is 0."""
+    return ["stock", "captured"] + (["captured+top-k", "records"] if topk else [])
 
 
 def main(argv=None) -> int:
@@ -205,6 +253,7 @@ def main(argv=None) -> int:
     parser.add_argument("--paths", default="eager,compiled")
     parser.add_argument("--prompt-lengths", default="64,1024")
     parser.add_argument("--reps", type=int, default=5, help="timed runs of each variant, alternating")
+    parser.add_argument("--batch", type=int, default=1, help="prompts per generate call (rows of one batch)")
     parser.add_argument("--layers", type=int, default=REAL_SHAPE["num_hidden_layers"])
     parser.add_argument("--experts", type=int, default=REAL_SHAPE["num_experts"])
     parser.add_argument("--vocab", type=int, default=REAL_SHAPE["vocab_size"], help="smaller only for a dry run")
@@ -230,11 +279,15 @@ def main(argv=None) -> int:
     print(f"built {params / 1e9:.2f} B distinct parameters in {time.perf_counter() - started:.1f} s; "
           f"bf16 floor {floor:.1f} ms/step at {args.bandwidth_tbs} TB/s", flush=True)
     names = variants(args.topk)
+    if args.pipeline == "diffusers":  # the records variant times transformers' batched capture
+        if args.batch != 1:
+            raise SystemExit("--pipeline diffusers runs batch 1 (the backend's)")
+        names = [v for v in names if v != "records"]
     rows, identical = [], True
     for path in args.paths.split(","):
         compiled = path == "compiled"
         for length in (int(n) for n in args.prompt_lengths.split(",")):
-            prompt = torch.randint(107, args.vocab, (1, length),
+            prompt = torch.randint(107, args.vocab, (args.batch, length),
                                    generator=torch.Generator().manual_seed(length)).to(args.device)
             warm = time.perf_counter()
             reference = run(model, prompt, seed=11, compiled=compiled, variant="stock", device=args.device, topk=args.topk)
@@ -257,18 +310,19 @@ def main(argv=None) -> int:
                     path=path, prompt=length, variant=variant, median=median, low=min(per_step), high=max(per_step),
                     ratio=median / stock_median, peak=max(r["peak_gib"] for r in runs[variant]),
                     first=statistics.median(r["first_s"] for r in runs[variant]) * 1e3, floor=median / floor,
+                    tokens=args.batch * 256 * 1e3 / (median * 48),
                 ))
                 print(f"{path} prompt {length} {variant}: {median:.2f} ms/step ({min(per_step):.2f}-{max(per_step):.2f})",
                       flush=True)
     print(f"\n{args.pipeline}" + (f" ({args.scheduler})" if args.pipeline == "diffusers" else "")
-          + f", {name}, {params / 1e9:.2f} B parameters ({args.layers} layers, {args.experts} experts), batch 1, canvas 256, "
+          + f", {name}, {params / 1e9:.2f} B parameters ({args.layers} layers, {args.experts} experts), batch {args.batch}, canvas 256, "
           f"48 steps, {args.reps} alternating repetitions; floor = {floor:.1f} ms/step\n")
-    print("| path | prompt | variant | ms/step median (min-max) | ratio to stock | peak GiB | first record ms | x floor |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| path | prompt | variant | ms/step median (min-max) | ratio to stock | canvas tok/s | peak GiB | first record ms | x floor |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         first = "–" if r["variant"] == "stock" else f"{r['first']:.0f}"
         print(f"| {r['path']} | {r['prompt']} | {r['variant']} | {r['median']:.2f} ({r['low']:.2f}-{r['high']:.2f}) | "
-              f"{r['ratio']:.3f} | {r['peak']:.1f} | {first} | {r['floor']:.2f} |")
+              f"{r['ratio']:.3f} | {r['tokens']:.0f} | {r['peak']:.1f} | {first} | {r['floor']:.2f} |")
     print(f"\nall captured runs bit-identical to stock: {identical}")
     from backends import logit_summary
 

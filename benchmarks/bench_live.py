@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import socket
 import statistics
 import subprocess
@@ -79,6 +80,37 @@ class ReplayBackend:
     def supports_thinking(self) -> bool:
         return False  # it replays what was recorded; the knob stays off
 
+    @property
+    def capabilities(self):
+        """One sampler, the recorded one, and no knob: it replays what was recorded."""
+        from backends.base import Capabilities
+        from visualizer.samplers import SamplerSpec
+
+        name = self.trace.settings.sampler or "entropy-bound"
+        return Capabilities(knobs=frozenset(), samplers=(SamplerSpec(name, "replayed from a trace", self.trace.sampler_rule),))
+
+    def generate_batches(self, prompt, settings, stop: threading.Event | None = None):
+        """As `Backend.generate_batches` hands them out: the records arrive on a worker thread and
+        each list holds whatever arrived since the last one."""
+        arrived: queue.Queue = queue.Queue()
+        done = object()
+        worker = threading.Thread(target=lambda: [*map(arrived.put, self.generate(prompt, settings, stop)), arrived.put(done)])
+        worker.start()
+        try:
+            while True:
+                batch = [arrived.get()]
+                while batch[-1] is not done and not arrived.empty():
+                    batch.append(arrived.get())
+                finished = batch[-1] is done
+                if finished:
+                    batch.pop()
+                if batch:
+                    yield batch
+                if finished:
+                    return
+        finally:
+            worker.join()
+
     def generate(self, prompt, settings, stop: threading.Event | None = None):
         trace = self.trace
         yield trace.start
@@ -113,11 +145,10 @@ class StandInModels:
 
 def serve(args) -> None:
     import app as app_module
-    import hosting
 
     trace = Trace.load(args.trace)
-    # the app's model slot and the check before the queue (hosting.py) both see the stand-in as loaded
-    app_module.MODELS = hosting.MODELS = StandInModels(ReplayBackend(trace, args.rate, Path(args.events)))
+    # the app's model slot: its handlers and its check before the queue see the stand-in as loaded
+    app_module.MODELS = StandInModels(ReplayBackend(trace, args.rate, Path(args.events)))
     app_module.queue_app(app_module.build_app("replay")).launch(
         server_port=args.port, quiet=True, css=app_module.CSS
     )

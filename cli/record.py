@@ -6,6 +6,9 @@
 
 Every flag of `record` maps to a field of `GenerationSettings`; a knob left out takes the
 checkpoint's default.  A run that fails or is interrupted (Ctrl-C) still writes what it recorded.
+Over several GPUs of one host (docs/sharded.md) every rank runs the model and rank 0 records and writes:
+
+    torchrun --nproc-per-node 4 -m visualizer record --parallel expert --model M --demo acrostic --out run.json
 """
 
 from __future__ import annotations
@@ -24,12 +27,16 @@ def add_record_command(subparsers) -> None:
     source.add_argument("--demo", help="one of the demo prompts: acrostic, sky, palindrome, planets, story, haiku")
     p.add_argument("--out", required=True, help="trace file to write (.json)")
     add_generation_arguments(p)
+    p.add_argument("--parallel", choices=("expert", "tensor", "tensor+expert", "layers"),
+                   help="transformers: spread the model over several GPUs; expert/tensor/tensor+expert under "
+                        "torchrun --nproc-per-node N, layers (device_map auto) in one process (docs/sharded.md)")
     p.add_argument("--quiet", action="store_true", help="no per-step progress on stderr")
     p.set_defaults(run=run_record)
 
 
 def run_record(args) -> int:
     from backends import BackendError, default_model, load_backend, record_trace
+    from backends.sharded import is_follower
     from prompts.demos import demo_prompt
 
     try:
@@ -44,7 +51,10 @@ def run_record(args) -> int:
     if not out.parent.exists():
         raise CliError(f"folder {out.parent} does not exist")
     try:
-        backend = load_backend(args.model or default_model(), backend=args.backend, device=args.device)
+        backend = load_backend(args.model or default_model(), backend=args.backend, device=args.device, parallel=args.parallel)
+        if args.parallel and is_follower():  # the same generation in lockstep, nothing recorded or written
+            backend.follow(prompt, settings)
+            return 0
         trace = record_trace(backend, prompt, settings, progress=None if args.quiet else sys.stderr)
     except BackendError as exc:
         raise CliError(str(exc)) from None

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import inspect
+import asyncio
 import json
 import logging
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -15,7 +16,8 @@ from gradio_client import Client
 from gradio_client.exceptions import ValidationError
 
 import app as app_module
-from visualizer.live_stream import RING, LiveState
+from visualizer.live_decode import LiveState
+from visualizer.live_stream import RING
 
 GENERATE_ARGS = dict(
     max_new_tokens=768, steps=48, entropy_bound=0.1, t_min=0.4, t_max=0.8, seed=0, sampler="entropy-bound", temperature=1.0,
@@ -56,15 +58,58 @@ def run_message(client) -> tuple[str, str]:
     return tuple(client.predict(api_name="/run_message"))
 
 
-def test_frames_stream_live_then_the_run_replays(served):
+HANG_S = 300  # an outer bound against a hang only; no test here measures speed
+
+
+def spy_on_runs(monkeypatch, hold_steps=()) -> tuple[list, dict, list]:
+    """Record, on the server, when each run's record stream starts and ends (in order, no clock),
+    and hold the model before the step after each step in `hold_steps` (counted over the whole
+    test, from 0) until the test releases it: the model waits for the client, not the reverse.
+    Patched on the classes, so every run of the app's loaded model goes through it."""
+    from transformers import DiffusionGemmaForBlockDiffusion
+
+    from backends.transformers_backend import TransformersBackend
+
+    events: list = []
+    holds = {step: threading.Event() for step in hold_steps}
+    real_batches, real_step = TransformersBackend.generate_batches, DiffusionGemmaForBlockDiffusion._denoising_step
+    calls = []
+
+    def generate_batches_spy(self, prompt, *args, **kwargs):
+        events.append(("start", prompt))
+        try:
+            yield from real_batches(self, prompt, *args, **kwargs)
+        finally:
+            events.append(("end", prompt))
+
+    def denoising_step_spy(self, *args, **kwargs):
+        calls.append(None)
+        step = len(calls) - 1  # this step's number: steps 0..step-1 are done
+        if step - 1 in holds:
+            holds[step - 1].wait(timeout=HANG_S)  # until the client has seen the step before
+        return real_step(self, *args, **kwargs)
+
+    monkeypatch.setattr(TransformersBackend, "generate_batches", generate_batches_spy)
+    monkeypatch.setattr(DiffusionGemmaForBlockDiffusion, "_denoising_step", denoising_step_spy)
+    return events, holds, calls
+
+
+def test_frames_stream_live_then_the_run_replays(served, monkeypatch):
     url, model, _ = served
+    _, holds, steps_run = spy_on_runs(monkeypatch, hold_steps=range(1, 22))  # the model waits until each of 21 frames is seen
     client = Client(url, verbose=False)
     job = generate(client, "Write a six-line poem about the ocean.", model)
     arrivals = []
     for output in job:
         arrivals.append((job.done(), output))
-    # the log grew while the model was still generating: many updates, the first one included
+        seen = max([-1] + [json.loads(line)["i"] for line in output[2:] if line])
+        for step, seen_it in holds.items():
+            if step <= seen:
+                seen_it.set()  # block 0's step s is frame s: the client saw it, the model may go on
+    # the log grew while the model was still generating (held until each frame was seen): many
+    # updates, the first one included
     done_at_first, first = arrivals[0]
+    assert len(steps_run) == 3 * 48  # the model went through the spy that held it (3 blocks of 48 steps)
     assert not done_at_first and first[0].startswith('{"type":"start"')
     assert sum(not done for done, _ in arrivals) > 10
     newest = [max([-1] + [json.loads(line)["i"] for line in value[2:] if line]) for _, value in arrivals]
@@ -145,29 +190,28 @@ def test_picking_a_model_reports_it_or_says_why_not(served):
     assert "vocab" in failed[1]  # a working model stays loaded and described
 
 
-def test_one_generation_at_a_time_and_the_queue_position_is_reported(served):
+def test_one_generation_at_a_time_and_the_queue_position_is_reported(served, monkeypatch):
     from gradio_client.utils import Status
 
     url, model, _ = served
+    events, holds, _ = spy_on_runs(monkeypatch, hold_steps=[1])  # A waits at its step 1 until B is seen queued
     a, b = Client(url, verbose=False), Client(url, verbose=False)
     job_a = generate(a, "First in line.", model, max_new_tokens=512)
     while not job_a.outputs():
         time.sleep(0.02)
     job_b = generate(b, "Second in line.", model, max_new_tokens=256, steps=4)
-    seen_queued = False
-    while not job_a.done():
+    deadline = time.monotonic() + HANG_S  # against a hang only
+    while not holds[1].is_set():
+        assert time.monotonic() < deadline, "B never showed its place in the queue"
         status = job_b.status()
         if status.code == Status.IN_QUEUE and status.rank is not None:
-            seen_queued = True
-        if job_b.outputs():  # B's first update may reach B before A's last one reaches A: give it 2 s
-            for _ in range(40):
-                if job_a.done():
-                    break
-                time.sleep(0.05)
-            assert job_a.done(), "the second run started while the first was still generating"
+            holds[1].set()  # B waits in the queue, with its position, while A runs
+        assert not job_a.done() and not job_b.done()
         time.sleep(0.05)
-    job_b.result()
-    assert seen_queued
+    job_a.result(timeout=HANG_S)
+    job_b.result(timeout=HANG_S)
+    # the server's own order of events: B's model run began only after A's had ended
+    assert events == [("start", "First in line."), ("end", "First in line."), ("start", "Second in line."), ("end", "Second in line.")]
     assert frames_of(*job_b.outputs())
 
 
@@ -191,9 +235,23 @@ def test_the_queue_polls_less_often_than_gradios_own_and_queued_calls_still_run(
     queue, gradios = launched._queue, gr.Blocks().queue()._queue
     assert (queue.sleep_when_free, queue.progress_update_sleep_when_free) == (app_module.QUEUE_POLL_S, app_module.PROGRESS_POLL_S)
     assert app_module.QUEUE_POLL_S > gradios.sleep_when_free and app_module.PROGRESS_POLL_S > gradios.progress_update_sleep_when_free
-    # and Gradio's loops still read them there (a Gradio that polled on other names would ignore ours)
-    assert "asyncio.sleep(self.sleep_when_free)" in inspect.getsource(type(queue).start_processing)
-    assert "asyncio.sleep(self.progress_update_sleep_when_free)" in inspect.getsource(type(queue).start_progress_updates)
+    # and Gradio's loops really sleep that long (a Gradio that polled on other names would ignore ours):
+    # give both attributes values nothing else uses and watch the running loops' sleeps for them
+    marks = {"sleep_when_free": 0.0123, "progress_update_sleep_when_free": 0.0457}
+    saw, real_sleep = set(), asyncio.sleep
+
+    async def sleep_spy(delay, *args, **kwargs):
+        saw.add(delay)
+        return await real_sleep(delay, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(asyncio, "sleep", sleep_spy)
+        for name, mark in marks.items():
+            patch.setattr(queue, name, mark)
+        deadline = time.monotonic() + 60  # against a hang only: the loops go round many times a second
+        while not set(marks.values()) <= saw:
+            assert time.monotonic() < deadline, f"Gradio's loops never slept {set(marks.values()) - saw}"
+            time.sleep(0.05)
 
     # queued calls still start and finish: a run, then a burst of asks from several sessions at once
     url, model, _ = served

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from visualizer.layout import grid_layout, paint, text_layout
-from visualizer.live_stream import LiveRing, replay_value
+from visualizer.live_stream import KEY_EVERY, RING, LiveRing, replay_value
 from visualizer.palette import get_palette
 from visualizer.replay import example_traces
 from visualizer.states import frame_refs, frame_state
@@ -121,10 +122,40 @@ def test_a_saved_run_replays_in_the_same_browser_view(page):
 VIEW = "window.dvLiveView.views.find((v) => v.root.isConnected)"
 
 
-def test_an_update_of_several_frames_is_played_out_and_the_end_jumps_to_the_last_frame(page):
+FAKE_CLOCK = """() => { const real = performance.now.bind(performance); window.dvFakeNow = real();
+    performance.now = () => window.dvFakeNow; }"""  # the view's pacing reads this clock: the test moves it
+REAL_CLOCK = "() => { delete performance.now; }"
+
+
+def advance(page, ms: float) -> None:
+    """Move the view's clock on by `ms` and let it draw: no real time passes, so no test waits on speed."""
+    page.evaluate(f"() => {{ window.dvFakeNow += {ms}; {VIEW}.schedule(); }}")
+
+
+def receive_in(page, value) -> dict:
+    """Hand the view a live value as the server would; its pacing state right after it read it."""
+    return page.evaluate(f"""(value) => {{ const v = {VIEW}; v.receive(value);
+        return {{ target: v.target, pace: v.pace && [v.pace.from, v.pace.goal, v.pace.span], drawn: v.stats.framesShown }}; }}""", value)
+
+
+@pytest.fixture
+def offline_view(page):
+    """The page's live view with the server's trigger replaced by a recorder, on a clock the test moves."""
+    # startLine forgotten: the next value starts a new run in the view, whatever an earlier test left there
+    page.evaluate(f"() => {{ const v = {VIEW}; v.savedTrigger = v.trigger; v.asked = []; v.trigger = (what) => v.asked.push(what); v.startLine = null; }}")
+    page.evaluate(FAKE_CLOCK)
+    try:
+        yield page
+    finally:
+        page.evaluate(REAL_CLOCK)
+        page.evaluate(f"() => {{ const v = {VIEW}; v.trigger = v.savedTrigger; }}")
+
+
+def test_an_update_of_several_frames_is_played_out_and_the_end_jumps_to_the_last_frame(offline_view):
     """The server sends a few updates a second, each with several frames (app.py LIVE_MIN_INTERVAL_S):
     the view draws them one by one, but a new update or the end of the run goes to the newest
     frame at once, so it never plays back a backlog (issue 12)."""
+    page = offline_view
     trace = Trace.load(next(p for p in example_traces() if p.stem == "story"))
     start, end, *frames = replay_value(trace)
     n = len(frames)
@@ -134,30 +165,82 @@ def test_an_update_of_several_frames_is_played_out_and_the_end_jumps_to_the_last
         ring.add("\n".join(frames[:upto] + ([end] if finished else [])))
         return ring.value()
 
-    def receive(value) -> dict:  # the view's pacing state right after it read the value
-        return page.evaluate(f"""(value) => {{ const v = {VIEW}; v.receive(value);
-            return {{ target: v.target, pace: v.pace && [v.pace.from, v.pace.goal], drawn: v.stats.framesShown }}; }}""", value)
+    receive_in(page, update(2))
+    page.wait_for_function(f"() => {VIEW}.stats.shownIndex === 1")
+    advance(page, 150)  # the next update comes 150 ms after the last
+    state = receive_in(page, update(10))  # eight new frames: played out from the first new one
+    assert state["pace"] == [1, 9, 150] and state["target"] == 2
+    for shown in range(2, 10):  # each frame in turn as the clock reaches it, not one jump
+        page.wait_for_function(f"() => {VIEW}.stats.shownIndex === {shown}")
+        advance(page, 150 / 8 + 0.01)
+    assert page.evaluate(f"() => {VIEW}.stats.framesShown") - state["drawn"] >= 8
 
-    page.evaluate(f"() => {{ const v = {VIEW}; v.savedTrigger = v.trigger; v.trigger = null; }}")  # no server calls
-    try:
-        receive(update(2))
-        page.wait_for_function(f"() => {VIEW}.stats.shownIndex === 1")
-        page.wait_for_timeout(150)
-        state = receive(update(10))  # eight new frames: played out from the first new one
-        assert state["pace"] == [1, 9] and state["target"] == 2
-        page.wait_for_function(f"() => {VIEW}.stats.shownIndex === 9")
-        assert page.evaluate(f"() => {VIEW}.stats.framesShown") - state["drawn"] >= 4  # drawn one by one, not one jump
+    advance(page, 150)
+    state = receive_in(page, update(18))
+    assert state["pace"][:2] == [9, 17]
+    advance(page, 10)  # the next update, while this one is still being played out
+    state = receive_in(page, update(26))  # a new update while the last is played out: its newest frame at once
+    assert state["pace"][:2] == [17, 25] and state["target"] == 18
+    advance(page, 150)
+    state = receive_in(page, update(n))  # the block's committed frame, before the end line: at once, not played out
+    assert json.loads(frames[-1])["kind"] == "commit" and state["pace"] is None and state["target"] == n - 1
+    page.wait_for_function(f"() => {VIEW}.stats.shownIndex === {n - 1}")
+    state = receive_in(page, update(n, finished=True))  # the end: the last frame, nothing played out
+    assert state["pace"] is None and state["target"] == n - 1
 
-        page.wait_for_timeout(150)
-        state = receive(update(18))
-        assert state["pace"] == [9, 17]
-        state = receive(update(26))  # a new update while the last is played out: its newest frame at once
-        assert state["pace"] == [17, 25] and state["target"] == 18
-        page.wait_for_timeout(150)
-        state = receive(update(n))  # the block's committed frame, before the end line: at once, not played out
-        assert json.loads(frames[-1])["kind"] == "commit" and state["pace"] is None and state["target"] == n - 1
-        page.wait_for_function(f"() => {VIEW}.stats.shownIndex === {n - 1}")
-        state = receive(update(n, finished=True))  # the end: the last frame, nothing played out
-        assert state["pace"] is None and state["target"] == n - 1
-    finally:
-        page.evaluate(f"() => {{ const v = {VIEW}; v.trigger = v.savedTrigger; }}")
+
+def test_a_browser_that_fell_behind_restarts_at_a_key_frame_then_asks_for_every_frame(offline_view):
+    """A browser that misses more frames than the live value's ring holds (visualizer/live_stream.py
+    RING) restarts at the newest key frame it still gets, and draws exactly the frame Python draws;
+    at the end of the run, with frames missing, it asks the server for all of them (`need_frames`)
+    and then holds every frame."""
+    page = offline_view
+    trace = Trace.load(next(p for p in example_traces() if p.stem == "story"))
+    start, end, *frames = replay_value(trace)
+    n = len(frames)
+    newest = 3 + RING + 4  # a gap: frames 3.. fell out of the ring before this browser read them
+    assert n > newest + 1 and RING > KEY_EVERY
+    ring = LiveRing(start)
+    ring.add("\n".join(frames[:3]))
+    receive_in(page, ring.value())
+    page.wait_for_function(f"() => {VIEW}.stats.shownIndex === 2")
+
+    ring.add("\n".join(frames[3 : newest + 1]))
+    held = sorted(json.loads(line)["i"] for line in ring.value()[2:] if line)
+    assert held[0] > 3  # the ring no longer holds the next frame this browser needs
+    keys = [i for i in held if json.loads(frames[i]).get("key")]
+    receive_in(page, ring.value())  # the clock did not move: no pacing, straight to the newest frame
+    page.wait_for_function(f"() => {VIEW}.stats.shownIndex === {newest}")
+    have = page.evaluate(f"() => {VIEW}.frames.map((f, i) => f ? i : -1).filter((i) => i >= 0)")
+    assert have == [0, 1, 2] + list(range(keys[0], newest + 1))  # restarted at the first key frame it got
+    assert page.evaluate(READ_CELLS) == expected_cells(trace, newest)
+
+    ring.add("\n".join(frames[newest + 1 :] + [end]))
+    receive_in(page, ring.value())
+    assert page.evaluate(f"() => {VIEW}.asked").count("need_frames") == 1  # (and the accept budget, as after any run)
+    receive_in(page, replay_value(trace))  # the server's answer: every frame of the run
+    page.wait_for_function(f"() => {VIEW}.stats.shownIndex === {n - 1}")
+    assert page.evaluate(f"() => {VIEW}.frames.filter((f) => f).length") == n
+    assert page.evaluate(READ_CELLS) == expected_cells(trace, n - 1)
+
+
+def test_the_browser_decodes_the_float16_entropies_python_sent(offline_view):
+    """Entropies travel as float16 in base64 (live_stream._entropy_b64); the browser's decoder gives
+    back exactly the float16 values of the recorded entropies, at every step frame."""
+    page = offline_view
+    trace = Trace.load(next(p for p in example_traces() if p.stem == "sky"))
+    receive_in(page, replay_value(trace))
+    refs = frame_refs(trace)
+    page.wait_for_function(f"() => {VIEW}.frames.length === {len(refs)}")
+    decoded = page.evaluate(f"() => {VIEW}.frames.map((f) => f.entropy ? Array.from(f.entropy) : null)")
+    steps = 0
+    for ref, values in zip(refs, decoded):
+        if ref.kind != "step":
+            assert values is None
+            continue
+        expected = trace.steps[ref.index].entropy_nats.astype(np.float16).astype(np.float32)
+        np.testing.assert_array_equal(np.array(values, dtype=np.float32), expected)
+        steps += 1
+    assert steps == len(trace.steps)
+    # the values cover float16's range as the model gives it: subnormal-free zeros, small and large entropies
+    assert any(v and min(v) < 0.01 for v in decoded) and any(v and max(v) > 1 for v in decoded)

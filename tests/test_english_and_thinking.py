@@ -157,7 +157,7 @@ def test_open_subject_task_carries_the_asked_noun_into_every_shape():
     assert all(t.response.startswith("A good lantern") for t in lantern if t.family == "good")
     foxes = [open_subject_task(rng, "fox", "animal", "A fox is a small wild dog.") for _ in range(40)]
     assert all("foxes" in t.prompt and "foxes" in t.response.lower() for t in foxes if t.family != "good")
-    assert any(t.family == "why" and "Foxes are important" in t.response or "We need foxes" in t.response
+    assert any(t.family == "why" and ("Foxes are important" in t.response or "We need foxes" in t.response)
                for t in foxes)
     # a person is asked only what makes a good one; an uncountable idea has no shape
     nurse = {open_subject_task(rng, "nurse", "person", "A nurse is a person who cares for the sick.").family

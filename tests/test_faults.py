@@ -32,9 +32,9 @@ class FaultyBackend(TransformersBackend):
         self.fault, self.calls = fault, 0
         self.model.get_output_embeddings().register_forward_pre_hook(self._maybe_fail)  # once per step
 
-    def generate_batches(self, prompt, settings, stop=None):  # every way of running goes through it
+    def generate_rows(self, prompts, settings, stop=None):  # every way of running goes through it
         self.calls = 0
-        yield from super().generate_batches(prompt, settings, stop)
+        yield from super().generate_rows(prompts, settings, stop)
 
     def _maybe_fail(self, module, args):
         self.calls += 1
@@ -68,7 +68,6 @@ def served(no_eos_model_dir):
     yield demo.local_url
     demo.close()
     app_module.MODELS = original_models
-    app_module.HOSTING = hosting.Hosting.from_environment()
 
 
 def generate(client, model, max_new_tokens=256, steps=8):

@@ -15,6 +15,7 @@ from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError, ValidationError
 
 import app as app_module
+import app_run
 import hosting
 from backends import REAL_CHECKPOINT, ModelChoice
 from backends.lookup import forget_answers, source_problem
@@ -51,7 +52,6 @@ def hosted(no_eos_model_dir):
     yield demo.local_url, label
     demo.close()
     del os.environ["GRADIO_HEARTBEAT_INTERVAL"]
-    app_module.HOSTING = hosting.Hosting.from_environment()
 
 
 def test_paths_and_unknown_ids_are_refused_at_once_while_a_valid_run_goes_on(hosted, tmp_path):
@@ -67,12 +67,13 @@ def test_paths_and_unknown_ids_are_refused_at_once_while_a_valid_run_goes_on(hos
     assert message == "" and text
 
 
-def test_the_picker_offers_only_the_allowlist(hosted):
+def test_the_picker_offers_only_the_allowlist(hosted, no_eos_model_dir):
     url, label = hosted
     client = Client(url, verbose=False)
     with pytest.raises(AppError, match="not in the list of choices"):  # Gradio's own dropdown check
         client.predict("/etc/passwd", api_name="/load_model")
-    assert "runs only the models in its list" in app_module.select_model("/etc/passwd", label)[2]  # the app's own
+    handlers = app_module.Handlers(hosting.Hosting(True, LIMITS, (ModelChoice(label, str(no_eos_model_dir), "transformers", True),)))
+    assert "runs only the models in its list" in handlers.select_model("/etc/passwd", label)["message"]  # the app's own
     assert client.predict(label, api_name="/load_model")[2] == ""
 
 
@@ -91,12 +92,23 @@ def test_caps_are_refused_with_a_message(hosted):
     assert message == "" and files[0].endswith(".gif")
 
 
-def test_uploads_over_the_limit_are_refused_by_gradio(hosted, tmp_path):
+def test_uploads_over_the_limit_are_refused_by_the_server(hosted, tmp_path):
+    """A raw HTTP upload, as any script can send it: gradio_client refuses a big file on its own side
+    before sending anything, so only a raw request shows that the server itself holds the cap."""
     url, _ = hosted
+    cap = LIMITS.max_upload_mb * 1024 * 1024  # Gradio counts "1mb" as 1 MiB
+
+    def upload(size: int) -> httpx.Response:
+        return httpx.post(f"{url}gradio_api/upload", files={"files": ("big.json", b" " * size, "application/json")}, timeout=120)
+
+    over = upload(cap + 10)
+    assert over.status_code == 413 and "maximum" in over.text.lower(), (over.status_code, over.text[:200])
+    under = upload(cap - 4096)  # the same request under the cap goes through: it was the size that was refused
+    assert under.status_code == 200 and under.json()[0].endswith("big.json")
     big = tmp_path / "big.json"
-    big.write_bytes(b" " * (LIMITS.max_upload_mb * 1024 * 1024 + 10))  # Gradio counts "1mb" as 1 MiB
-    with pytest.raises(Exception, match="(?i)file size|too large|413|exceeds"):
-        Client(url, verbose=False).predict(handle_file(str(big)), "standard", "grid", api_name="/load_trace")
+    big.write_bytes(b" " * (cap + 10))
+    with pytest.raises(Exception, match="(?i)file size|too large|413|exceeds"):  # and the Python client says so too
+        Client(url, verbose=False).predict(handle_file(str(big)), api_name="/load_trace")
 
 
 def test_a_closed_session_frees_its_run_and_folder(hosted):
@@ -223,27 +235,26 @@ def test_on_zero_gpu_records_cross_a_process_boundary_and_stop_works_from_here(m
     from visualizer.trace import Trace
 
     monkeypatch.setenv("SPACES_ZERO_GPU", "true")
-    monkeypatch.setattr(hosting, "MODELS", hosting.LoadedModels(load=lambda source: no_eos_backend))
-    worker = hosting._generate_on_gpu
+    monkeypatch.setattr(app_run, "MODELS", app_run.LoadedModels(load=lambda source: no_eos_backend))
+    worker = app_run._generate_on_gpu
 
     def through_the_worker(*args):
         for record in worker(*pickle.loads(pickle.dumps(args))):
             yield pickle.loads(pickle.dumps(record))
 
-    monkeypatch.setattr(hosting, "_generate_on_gpu", through_the_worker)
+    monkeypatch.setattr(app_run, "_generate_on_gpu", through_the_worker)
     settings = GenerationSettings(max_new_tokens=512, max_denoising_steps=8)
     stop = threading.Event()
     trace = Trace(model=no_eos_backend.info, prompt="Tell me a story.")
-    for record in hosting.generation_records(no_eos_backend, "the-model", "Tell me a story.", settings, stop):
-        trace.append(record)
-        if isinstance(record, StepRecord) and record.step == 2:
+    for batch in app_run.run_live(no_eos_backend, "the-model", "Tell me a story.", settings, trace=trace, stop=stop):
+        if any(isinstance(record, StepRecord) and record.step == 2 for record in batch):
             stop.set()  # Stop pressed: the stream is closed and the run ends here
     assert isinstance(trace.end, RunEnd) and trace.end.finish_reason == "cancelled"
     assert 3 <= len(trace.steps) < 16  # the steps recorded before Stop are kept; the worker ran no further
     with pytest.raises(BackendError, match="empty"):  # a bad request is refused here, not in the worker
-        hosting.generation_records(no_eos_backend, "the-model", " ", settings, stop)
+        app_run.run_live(no_eos_backend, "the-model", " ", settings, trace=Trace(no_eos_backend.info, " "), stop=stop)
     with pytest.raises(BackendError, match="torch.compile"):
-        hosting.generation_records(no_eos_backend, "the-model", "hi", settings.replace(compiled=True), stop)
+        app_run.run_live(no_eos_backend, "the-model", "hi", settings.replace(compiled=True), trace=Trace(no_eos_backend.info, "hi"), stop=stop)
 
 
 def test_the_hosted_note_names_only_the_caps_that_are_set():

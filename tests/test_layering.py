@@ -71,7 +71,7 @@ def test_each_contract_fails_on_a_forbidden_import(project_copy, module, line, c
 # the backend can do: read its `capabilities` instead. Version-2 traces are the one exception, in
 # visualizer/samplers.py, as data (a dict keyed by the names those traces recorded), not a comparison.
 BACKEND_NAME_TEST = r"""[=!]=\s*["'](transformers|mlx|diffusers)["']|["'](transformers|mlx|diffusers)["']\s*[=!]="""
-SURFACES = ("app.py", "hosting.py", "sessions.py")
+SURFACES = ("app.py", "app_run.py", "hosting.py", "sessions.py")
 
 
 def test_no_backend_name_is_compared_outside_backends():

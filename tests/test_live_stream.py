@@ -1,10 +1,9 @@
-"""The live log: decoding its deltas reproduces every frame; it stays small; batches never lose items."""
+"""The live log: decoding its deltas reproduces every frame; it stays small; a ring loses no frame."""
 
 from __future__ import annotations
 
 import base64
 import json
-import threading
 
 import numpy as np
 from hypothesis import given, settings
@@ -12,7 +11,8 @@ from hypothesis import strategies as st
 
 from tests.trace_factory import trace_from_masks, trace_from_text
 from visualizer.layout import grid_layout, text_layout
-from visualizer.live_stream import KEY_EVERY, RING, LiveEncoder, LiveRing, LiveState, batches, layout_message, replay_log, replay_value
+from visualizer.live_decode import LiveState
+from visualizer.live_stream import KEY_EVERY, RING, LiveEncoder, LiveRing, layout_message, replay_log, replay_value
 from visualizer.metrics import live_readout
 from visualizer.replay import example_traces
 from visualizer.states import frame_refs, frame_state
@@ -140,37 +140,6 @@ def test_example_runs_stay_small_per_step():
         assert sum(map(len, frames)) / len(frames) < 4096, path.name
 
 
-def test_batches_group_what_arrived_and_lose_nothing():
-    gate = threading.Event()
-
-    def source():
-        yield 1
-        gate.wait(5)
-        yield from range(2, 50)
-
-    out = batches(source())
-    first = next(out)
-    gate.set()
-    rest = [item for batch in out for item in batch]
-    assert first == [1] and rest == list(range(2, 50))
-
-
-def test_closing_batches_early_stops_the_source():
-    stop = threading.Event()
-
-    def source():
-        i = 0
-        while not stop.is_set():
-            i += 1
-            yield i
-            stop.wait(0.001)
-
-    out = batches(source(), stop=stop.set)
-    next(out)
-    out.close()
-    assert stop.is_set()
-
-
 def ring_values(trace: Trace) -> list[list[str]]:
     """The values a live run of `trace` yields, one record at a time."""
     live = Trace(model=trace.model, prompt=trace.prompt)
@@ -225,12 +194,6 @@ def test_the_ring_stays_small_and_a_saved_run_is_one_value():
     assert decoder.read_value(whole) == list(range(len(frame_refs(trace))))
 
 
-def test_batches_keep_a_minimum_interval():
-    out = batches(iter(range(30)), min_interval=60.0)  # everything arrives within one interval
-    assert [item for batch in out for item in batch] == list(range(30))
-    assert len(list(batches(iter(range(30)), min_interval=60.0))) <= 2
-
-
 def test_a_closed_run_value_ends_it_without_frames():
     trace = trace_from_masks([[np.ones(4, bool)] * 2])
     values = ring_values(trace)
@@ -267,3 +230,34 @@ def test_thought_tokens_are_flagged_per_cell_and_the_finished_run_carries_its_st
     assert "answer and thought tokens" in end["structure_svg_with_thoughts"] and "answer tokens only" in end["structure_svg"]
     plain = replay_value(trace_from_text([THINKING[6:]], [[0, 1, 2, 3, 4]]))  # no channel: nothing extra sent
     assert "with_thoughts" not in plain[-1] and "structure_svg_with_thoughts" not in plain[1]
+
+
+def test_the_start_line_carries_what_the_browser_reads():
+    """The keys live_view.js reads from the start line, by name (mutation testing found a renamed key
+    went unnoticed): the prompt and seed the header shows, the thinking flag, per-palette state colours,
+    the readout's names and tips."""
+    from visualizer.palette import PALETTES
+    from visualizer.states import State
+
+    trace = trace_from_text([["a", "b"]], [[0, 1]], prompt="a tiny run", settings={"seed": 3, "thinking": False})
+    start = json.loads(LiveEncoder(trace).start_line())
+    assert start["type"] == "start" and start["prompt"] == "a tiny run" and start["seed"] == 3
+    assert start["thinking"] is False
+    assert start["states"] == [s.name.lower() for s in State]
+    assert set(start["palettes"]) == set(PALETTES)
+    for palette in start["palettes"].values():
+        assert len(palette["states"]) == len(State) and all(len(pair) == 2 for pair in palette["states"])
+    assert len(start["readout"]["names"]) == len(start["readout"]["tips"]) > 0
+
+
+def test_the_panel_point_carries_the_readout_numbers():
+    """Each frame's chart point: tau_b rounded to 4 places, an undefined control as null (JSON has
+    no NaN), then the counts, as live_readout computes them."""
+    trace = trace_from_text([["a", "b", "c"]], [[0, 1, 1]])
+    encoder = LiveEncoder(trace)
+    encoder.start_line()
+    last = json.loads(encoder.frame_lines().splitlines()[-1])
+    readout = live_readout(trace, len(frame_refs(trace)) - 1)
+    assert last["point"][0] == round(float(readout.tau_b), 4) and last["point"][0] is not None
+    assert last["point"][1] is None  # the control is undefined for a single block
+    assert last["point"][2:] == [readout.committed, readout.measured_length, readout.new_commits, readout.remasked_now]

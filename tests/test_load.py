@@ -28,7 +28,6 @@ def served(tmp_path):
     demo.close()
     tempfile.tempdir = None
     del os.environ["GRADIO_HEARTBEAT_INTERVAL"]
-    app_module.HOSTING = hosting.Hosting.from_environment()
 
 
 def test_four_clients_two_runs_each_match_their_solo_runs(served):

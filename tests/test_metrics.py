@@ -334,3 +334,16 @@ def test_metrics_command_reports_a_bad_file_in_one_line(tmp_path, capsys):
     assert err.startswith("error: ") and len(err.strip().splitlines()) == 1
     assert main(["metrics", str(tmp_path / "missing.json")]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_position_details_mark_the_eos_and_the_pad_after_it_as_excluded():
+    """Past the content: the EOS position says "eos", the pad after it "pad" (the tooltip's
+    "excluded from tau_b (...)"); content positions say None. Mutation testing found this unchecked."""
+    from tests.trace_factory import trace_from_text
+    from visualizer.metrics.live import block_position_details
+
+    trace = trace_from_text([["a", "b"]], [[0, 1, 0, 0, 0]])  # canvas 5: a, b, EOS, pad, pad
+    details = block_position_details(trace, 0)
+    assert [d["excluded"] for d in details] == [None, None, "eos", "pad", "pad"]
+    assert [d["content"] for d in details] == [True, True, False, False, False]
+    assert all(d["started"] for d in details)

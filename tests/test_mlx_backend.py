@@ -135,6 +135,20 @@ def test_mlx_trace_matches_a_transformers_trace_of_the_same_model(backend, mlx_m
         assert getattr(ours.model, field) == getattr(theirs.model, field), field
     assert ours.max_blocks == theirs.max_blocks
     assert Trace.from_json(ours.to_json()).to_dict().keys() == Trace.from_json(theirs.to_json()).to_dict().keys()
+    # and the records say the same things: step for step the same counters and arrays (shape and
+    # dtype), the same candidates per position, every entropy a valid one, the block committing its
+    # last argmax. (The tokens themselves differ: the two libraries draw different random canvases.)
+    assert [(s.block, s.step, s.steps_remaining) for s in ours.steps] == [(s.block, s.step, s.steps_remaining) for s in theirs.steps]
+    assert [(b.block, b.steps_used) for b in ours.blocks] == [(b.block, b.steps_used) for b in theirs.blocks]
+    for trace in (ours, theirs):
+        for step in trace.steps:
+            for name in ("accepted", "canvas", "argmax", "entropy_nats", "topk_ids", "topk_probs"):
+                mine, other = getattr(step, name), getattr(theirs.steps[0], name)
+                assert (mine.shape, mine.dtype) == (other.shape, other.dtype), (trace.model.backend, name)
+            assert np.all(step.entropy_nats >= 0) and np.all(step.entropy_nats <= np.log(trace.model.vocab_size) + 1e-3)
+            np.testing.assert_array_equal(step.topk_ids[:, 0], step.argmax)
+        for block in trace.blocks:
+            np.testing.assert_array_equal(trace.block_steps(block.block)[-1].argmax[: len(block.tokens)], block.tokens)
 
 
 def test_model_info_and_defaults(mlx_models, backend):
@@ -273,7 +287,9 @@ def test_cli_records_an_mlx_trace(mlx_models, tmp_path):
     assert trace.model.backend == "mlx" and trace.model.dtype == "4-bit"
     assert trace.prompt.startswith("Write a six-line poem") and trace.settings.max_denoising_steps == 4
     assert trace.end.finish_reason in ("eos", "length") and len(trace.steps) == sum(b.steps_used for b in trace.blocks)
-    frame_state(trace, len(frame_refs(trace)) - 1)
+    last = frame_state(trace, len(frame_refs(trace)) - 1)  # the recorded run replays to its committed end
+    assert last.kind == "commit" and last.block == trace.blocks[-1].block
+    np.testing.assert_array_equal(last.token_ids[last.block], trace.blocks[-1].tokens)
 
 
 # ---- the converter -------------------------------------------------------------------------

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from tests.fake_records import NOISE_ID, fake_trace
 from visualizer.states import State, frame_refs, frame_state
+from visualizer.trace import Trace
 
 N, W, K, R, C, E = State.NOISE, State.NEW, State.KEPT, State.REMASKED, State.COMMITTED, State.EMPTY
 
@@ -77,3 +79,26 @@ def test_an_unfinished_block_has_step_frames_but_no_commit_frame():
     refs = frame_refs(trace)
     assert [r.kind for r in refs] == ["step", "step"]
     assert np.array_equal(frame_state(trace, -1).states[0], [K, W])
+
+
+def test_count_counts_one_state_in_one_block_or_in_all():
+    """FrameState.count, as the charts and the MLX tests use it (mutation testing found it untested)."""
+    trace = fake_trace(["1100", "1111"], ["0110"], canvas_length=4)
+    frame = frame_state(trace, 3)  # block 1's step 0: block 0 committed
+    assert frame.count(C) == 4 and frame.count(C, block=0) == 4 and frame.count(C, block=1) == 0
+    assert frame.count(W) == 2 and frame.count(N, block=1) == 2 and frame.count(R) == 0
+
+
+def test_frame_state_arrays_and_indexes():
+    """The dtypes and fill values renderers and the live encoder rely on, negative frame indexes
+    (counted from the end, and reported as the frame they name), and the error on an empty trace."""
+    trace = fake_trace(["1000", "1100"], ["0000"], canvas_length=4, finished=False)
+    frame = frame_state(trace, 0)
+    assert frame.states.dtype == np.uint8 and frame.token_ids.dtype == np.int32
+    assert frame.token_ids[0].tolist() == [10, -1, -1, -1] and frame.token_ids[1].tolist() == [-1] * 4  # -1: nothing shown
+    last = len(frame_refs(trace)) - 1
+    assert frame_state(trace, -1).frame == last and frame_state(trace, -2).frame == last - 1
+    empty = Trace(model=trace.model, prompt="p")
+    empty.append(trace.start)
+    with pytest.raises(IndexError, match=r"^the trace has no frames yet$"):
+        frame_state(empty, 0)

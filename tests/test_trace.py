@@ -189,6 +189,25 @@ def test_a_version_1_file_still_loads_as_a_run_without_candidates():
     assert Trace.from_json(trace.to_json()) == trace
 
 
+def test_error_messages_say_where_the_problem_is():
+    """The one-line messages name the place in the file (mutation testing found them unchecked)."""
+    data = json.loads(fake_trace(["111111111100", "111111111111"], canvas_length=12).to_json())
+
+    def problem(edit) -> str:
+        broken = json.loads(json.dumps(data))
+        edit(broken)
+        with pytest.raises(TraceError) as caught:
+            trace_module.parse_trace(broken)
+        return str(caught.value)
+
+    assert problem(lambda d: d["steps"][1].update(extra=1)) == "steps[1] has unknown field(s): extra"
+    assert problem(lambda d: d.update(settings=[])) == "trace.settings must be dict, not list"
+    many = problem(lambda d: d.update(pieces={}))  # every displayed id loses its text: 8 named, then "..."
+    assert int(many.split()[0]) > 8 and many.endswith(" ...") and len(many.split(": ")[1].split(", ")) == 8
+    one = problem(lambda d: d["pieces"].pop("10"))
+    assert one == "1 displayed token id(s) have no piece in 'pieces': 10"
+
+
 def test_a_trace_records_its_sampler_rule_and_any_sampler_with_a_rule_loads():
     """Version 3: the sampler's accept rule travels in the trace, so a sampler no backend here
     runs still loads (its rule says how to read its frames); version 2 traces derive theirs."""

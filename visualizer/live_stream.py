@@ -27,9 +27,8 @@ behind; and the value never grows with the run, so no update costs more as the r
 A run's panel values are those of its live frames: on a block's last step a live run still reads
 the argmax (the block record has not arrived), a saved trace reads the committed block.
 
-`LiveState` is the reference decoder the JavaScript mirrors; the tests check that decoding
-reproduces `frame_state` at every frame.  `batches` groups a producer's items for a slower
-consumer.  Nothing here imports a UI library.
+The browser's decoder is `static/live_view.js`; `visualizer.live_decode.LiveState` decodes the
+same way in Python, for the tests.  Nothing here imports a UI library.
 """
 
 from __future__ import annotations
@@ -38,10 +37,6 @@ import base64
 import dataclasses
 import json
 import math
-import queue
-import threading
-import time
-from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -203,8 +198,12 @@ class LiveEncoder:
             message["argmax"] = np.stack([changes, step.argmax[changes]], axis=1).reshape(-1).tolist()
             shown.update(step.argmax[changes].tolist())
             self.argmax, self.argmax_block = step.argmax, ref.block
-        # a key frame carries the text of every token it shows, so a reader can start there
+        # a key frame carries the text of every token it shows, so a reader can start there; and the
+        # frames after it count as sent only what was sent since, so a reader that started there
+        # gets the text of a token it missed before the key frame (tests/test_browser.py)
         fresh = sorted(t for t in shown if t >= 0 and (key or t not in self.sent_tokens))
+        if key:
+            self.sent_tokens = set()
         if fresh:
             message["tokens"] = {str(t): token_entry(trace, t) for t in fresh}
             self.sent_tokens.update(fresh)
@@ -308,118 +307,3 @@ def replay_value(trace: Trace) -> list[str]:
     """A recorded trace as one live-view value: [start, end, every frame] (the replay package)."""
     lines = replay_log(trace).splitlines()
     return [lines[0], lines[-1], *lines[1:-1]]
-
-
-# ---- the reference decoder (the JavaScript does the same) ---------------------------------------
-class LiveState:
-    """Reads a live log line by line and holds the canvas the browser would show."""
-
-    def __init__(self):
-        self.states = self.tokens = self.changed = self.thought = None
-        self.pieces: dict[int, dict] = {}
-        self.frames = 0
-        self.ended = None
-        self._start = None
-
-    def apply(self, line: str) -> None:
-        message = json.loads(line)
-        kind = message["type"]
-        if kind == "start":
-            shape = (message["blocks"], message["canvas"])
-            self.states = np.zeros(shape, dtype=np.uint8)
-            self.tokens = np.full(shape, -1, dtype=np.int32)
-            self.changed = np.zeros(shape, dtype=bool)
-            self.thought = np.zeros(shape, dtype=bool)
-        elif kind == "frame":
-            if message["i"] != self.frames and not message.get("key"):
-                raise ValueError(f"frame {message['i']} does not follow frame {self.frames - 1}")
-            cells = np.array(message["cells"], dtype=np.int64).reshape(-1, 4)
-            flat = cells[:, 0]
-            self.states.reshape(-1)[flat] = cells[:, 1]
-            self.tokens.reshape(-1)[flat] = cells[:, 2]
-            self.changed.reshape(-1)[flat] = (cells[:, 3] & CHANGED_FLAG).astype(bool)
-            self.thought.reshape(-1)[flat] = (cells[:, 3] & THOUGHT_FLAG).astype(bool)
-            self.pieces.update({int(k): v for k, v in message.get("tokens", {}).items()})
-            self.frames = message["i"] + 1
-        elif kind == "end":
-            self.ended = message
-
-    def read(self, log: str) -> None:
-        for line in log.splitlines():
-            if line:
-                self.apply(line)
-
-    def read_value(self, value: list[str]) -> list[int]:
-        """One live-view value (a `LiveRing` or `replay_value`), read as the browser reads it: the
-        frames not yet applied, in order, from the next one or else from the newest key frame at
-        or after it.  Returns the frame indexes applied."""
-        if self.states is None or value[0] != self._start:
-            self.__init__()
-            self.apply(value[0])
-            self._start = value[0]
-        frames = sorted((json.loads(line) for line in value[2:] if line), key=lambda m: m["i"])
-        applied = []
-        for m in frames:
-            if m["i"] < self.frames:
-                continue
-            if m["i"] == self.frames or m.get("key"):
-                self.apply(json.dumps(m))
-                applied.append(m["i"])
-        if value[1]:
-            self.apply(value[1])
-        return applied
-
-
-# ---- batching a producer for a slower consumer ----------------------------------------------------
-def batches(source: Iterator, *, stop: Callable[[], None] | None = None, min_interval: float = 0.0) -> Iterator[list]:
-    """The items of `source` in lists of whatever has arrived: one item when the consumer keeps up,
-    several when it fell behind (so a slow connection gets fewer, larger updates, never a backlog).
-    With `min_interval` (seconds), batches are at least that far apart: items arriving faster are
-    grouped, which bounds the consumer's per-batch cost at high rates.
-
-    `source` is read on its own thread.  Closing this generator early calls `stop()` (which should
-    make the source finish soon) and waits for the thread to drain the source.
-    """
-    items: queue.Queue = queue.Queue()
-    done = object()
-    failure: list[BaseException] = []
-
-    def pump():
-        try:
-            for item in source:
-                items.put(item)
-        except BaseException as exc:  # handed to the consumer
-            failure.append(exc)
-        finally:
-            items.put(done)
-
-    thread = threading.Thread(target=pump, name="live-batches", daemon=False)
-    thread.start()
-    finished, last = False, 0.0
-    try:
-        while not finished:
-            batch = [items.get()]
-            while batch[-1] is not done:
-                wait = last + min_interval - time.monotonic()
-                try:
-                    batch.append(items.get(timeout=wait) if wait > 0 else items.get_nowait())
-                except queue.Empty:
-                    break
-            last = time.monotonic()
-            if batch[-1] is done:
-                batch.pop()
-                finished = True
-            if batch:
-                yield batch
-        if failure:
-            raise failure[0]
-    finally:
-        if not finished:
-            if stop is not None:
-                stop()
-            while thread.is_alive():  # drain, so the source can end its run
-                try:
-                    items.get(timeout=0.1)
-                except queue.Empty:
-                    pass
-        thread.join()

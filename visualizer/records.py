@@ -39,8 +39,14 @@ FINISH_REASONS = (FINISH_EOS, FINISH_LENGTH, FINISH_CANCELLED, FINISH_ERROR)
 
 
 def frozen_array(values, dtype) -> np.ndarray:
-    """A read-only 1-D numpy copy of `values` with the given dtype."""
-    array = np.array(values, dtype=dtype).reshape(-1)
+    """A read-only 1-D numpy copy of `values` with the given dtype.
+
+    A record's arrays are one run's: a (batch, canvas) array is a ValueError, never flattened
+    into a plausible-looking longer record (a batched capture hands over one row at a time)."""
+    array = np.array(values, dtype=dtype)
+    if array.ndim > 1:
+        raise ValueError(f"a record array must be 1-D (one run's row), got shape {array.shape}")
+    array = array.reshape(-1)
     array.flags.writeable = False
     return array
 
@@ -102,6 +108,11 @@ class RunStart(_ArrayRecord):
     # The sampler's accept rule (`visualizer.samplers.AcceptRule.to_dict()`); None in traces written
     # before rules were recorded (version 2), whose rule `Trace.sampler_rule` derives.
     sampler_rule: dict | None = None
+    # The batch this run was generated in, when it shared one call of the model with other prompts:
+    # {"size": prompts in the batch, "row": this prompt's index}. A row's samples depend on its
+    # batch (one seed per batch, batched kernels), so reproducing it needs the same batch, in the
+    # same order. None: generated alone (a batch of one).
+    batch: dict | None = None
     new_pieces: dict = field(default_factory=dict, compare=False)  # {token id: text} for prompt ids
 
 

@@ -24,8 +24,6 @@ still open); a channel spans blocks when it does. Other channels are not thought
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 
 from .trace import Trace
@@ -39,20 +37,15 @@ NAME_LOOKAHEAD = 8  # tokens after "<|channel>" read to find the channel's name
 def channel_marker_ids(trace: Trace) -> tuple[frozenset[int], frozenset[int]]:
     """(ids of "<|channel>", ids of "<channel|>") among the pieces this trace shows.
 
-    Asked at every live step, so the answer is kept per trace until new pieces arrive (a trace's
-    pieces only grow); the check through a weak reference never serves a freed trace's answer."""
-    cached = _MARKERS.get(id(trace))
-    if cached is not None and cached[0]() is trace and cached[1] == len(trace.pieces):
-        return cached[2]
-    opens = frozenset(i for i, p in trace.pieces.items() if p == CHANNEL_OPEN)
-    closes = frozenset(i for i, p in trace.pieces.items() if p == CHANNEL_CLOSE)
-    if len(_MARKERS) > 1000:
-        _MARKERS.clear()
-    _MARKERS[id(trace)] = (weakref.ref(trace), len(trace.pieces), (opens, closes))
-    return opens, closes
+    Asked at every live step, so the answer is kept on the trace until new pieces arrive (a
+    trace's pieces only grow)."""
 
+    def find():
+        opens = frozenset(i for i, p in trace.pieces.items() if p == CHANNEL_OPEN)
+        closes = frozenset(i for i, p in trace.pieces.items() if p == CHANNEL_CLOSE)
+        return opens, closes
 
-_MARKERS: dict = {}
+    return trace.derived.get("channel_markers", find, version=len(trace.pieces))
 
 
 def has_channel(trace: Trace) -> bool:

@@ -19,6 +19,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .derived import Derived
 from .records import BlockRecord, ModelInfo, Record, RunEnd, RunStart, StepRecord
 from .samplers import AcceptRule, legacy_rule
 from .settings import GenerationSettings
@@ -37,6 +38,8 @@ class Trace:
     end: RunEnd | None = None
     pieces: dict[int, str] = field(default_factory=dict)
     created: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    # values the metrics compute from the records, kept while the trace lives (not saved, not compared)
+    derived: Derived = field(default_factory=Derived, init=False, repr=False, compare=False)
 
     # ---- recording -------------------------------------------------------------------
     def append(self, record: Record) -> None:

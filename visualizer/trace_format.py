@@ -17,6 +17,7 @@ JSON format (version 3), documented for people who read or write traces by hand:
       "sampler_rule": {"renoises": bool, "last_step_samples": bool,  # the sampler's accept rule
                        "budget": "entropy-bound"|"confidence-threshold"|null,  # (visualizer.samplers)
                        "entropy": "raw"},                    # optional: the entropy is of the raw logits
+      "batch":   {"size": int, "row": int},                 # optional: the run shared a batched call
       "pieces":  {"<id>": "decoded text", ...},              # every id that is ever displayed
       "steps":   [{"block", "step", "steps_remaining", "accepted": [0|1 x canvas],
                    "canvas": [id x canvas], "argmax": [id x canvas],
@@ -77,6 +78,7 @@ MAX_CANVAS_LENGTH = 4096
 MAX_VOCAB_SIZE = 4_000_000
 MAX_STEPS = 200_000
 MAX_BLOCKS = 4096
+MAX_BATCH = 1_000_000  # prompts in one batched call
 MAX_PROMPT_TOKENS = 1_000_000
 MAX_PIECE_CHARS = 4096
 MAX_TEXT_CHARS = 10_000_000
@@ -111,6 +113,7 @@ def trace_to_dict(trace) -> dict:
         "settings": dict(trace.start.settings) if trace.start else {},
         "max_blocks": trace.start.max_blocks if trace.start else 0,
         "sampler_rule": trace.sampler_rule.to_dict() if trace.start else None,
+        **({"batch": dict(trace.start.batch)} if trace.start and trace.start.batch else {}),
         "pieces": {str(k): v for k, v in sorted(trace.pieces.items())},
         "steps": [
             {
@@ -219,7 +222,7 @@ def parse_trace(data) -> TraceParts:
         raise TraceError(f"trace version {version} was written by a newer tool; this one reads up to {TRACE_VERSION}")
     if version < 1:
         raise TraceError(f"unknown trace version {version}")
-    known = {"format", "version", "created", "model", "prompt", "settings", "max_blocks", "sampler_rule", "pieces", "steps", "blocks", "end"}
+    known = {"format", "version", "created", "model", "prompt", "settings", "max_blocks", "sampler_rule", "batch", "pieces", "steps", "blocks", "end"}
     _no_unknown(data, known, "trace")
 
     model = _parse_model(_get(data, "model", dict, "trace"))
@@ -255,7 +258,8 @@ def parse_trace(data) -> TraceParts:
     created = data.get("created", "")
     if not isinstance(created, str) or len(created) > 64:
         raise TraceError('"created" must be a date string')
-    start = RunStart(prompt_ids=prompt_ids, settings=dict(settings), max_blocks=max_blocks, sampler_rule=rule)
+    batch = _parse_batch(data.get("batch"))
+    start = RunStart(prompt_ids=prompt_ids, settings=dict(settings), max_blocks=max_blocks, sampler_rule=rule, batch=batch)
     steps, blocks, end = [], [], None
 
     raw_steps = _get(data, "steps", list, "trace")
@@ -279,6 +283,21 @@ def parse_trace(data) -> TraceParts:
         shown = ", ".join(map(str, missing[:8])) + (" ..." if len(missing) > 8 else "")
         raise TraceError(f"{len(missing)} displayed token id(s) have no piece in 'pieces': {shown}")
     return parts
+
+
+def _parse_batch(raw) -> dict | None:
+    """The batch a run shared ({"size", "row"}), or None for a run generated alone."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise TraceError('"batch" must be an object {"size": int, "row": int} or null')
+    _no_unknown(raw, {"size", "row"}, "batch")
+    size, row = _get(raw, "size", int, "batch"), _get(raw, "row", int, "batch")
+    if not 1 <= size <= MAX_BATCH:
+        raise TraceError(f"batch.size must be from 1 to {MAX_BATCH} (got {size})")
+    if not 0 <= row < size:
+        raise TraceError(f"batch.row must be from 0 to {size - 1} (got {row})")
+    return {"size": size, "row": row}
 
 
 def _parse_sampler_rule(raw, backend: str, sampler: str | None) -> dict:

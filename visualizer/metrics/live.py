@@ -11,7 +11,7 @@ While a block is being denoised, positions the sampler has not accepted yet coun
 "later" (commit step = steps seen so far), and content is read from the current argmax (cut at
 its first EOS).  The block is committed from its last step's argmax, so on the block's last step
 and on its commit frame every value equals the end-of-run metric (`summary.block_metrics`).
-Committed blocks never change: their values are cached per record, so a long run stays cheap.
+Committed blocks never change: their values are kept on the trace (`trace.derived`), so a long run stays cheap.
 Like the end-of-run metrics, the figures measure the answer; thinking-channel tokens only with
 `include_thought` (`measured` says which; see `measured.py`).
 """
@@ -19,7 +19,6 @@ Like the end-of-run metrics, the figures measure the answer; thinking-channel to
 from __future__ import annotations
 
 import math
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -175,7 +174,8 @@ def tau_series(trace: Trace, block: int, *, frame: int | None = None, refs=None,
         final = record is not None and i == record.steps_used - 1
         commit = np.where(first >= 0, first, i + 1)  # pending positions tie at "later"
         tokens = record.tokens if final else step.argmax
-        points.append(_memo(step, ("series", final, include_thought), lambda: _series_point(trace, block, i, commit, tokens, include_thought)))
+        key = ("series", block, i, final, include_thought)
+        points.append(trace.derived.get(key, lambda: _series_point(trace, block, i, commit, tokens, include_thought)))
     return points
 
 
@@ -298,22 +298,4 @@ def _final_block_value(trace: Trace, block: int, include_thought: bool = False) 
         measured = measured_positions(trace, block, commits.tokens, n, include_thought=include_thought)
         return {"tau_b": tau_b(commits.commit_step[:n][measured.keep]), "remask_events": len(commits.remask_events)}
 
-    return _memo(trace.blocks[block], ("final", include_thought), compute)
-
-
-# Records are immutable, so a value computed from a record (and the records before it) stays
-# valid while the record lives.  Keyed by id and checked through a weak reference, so a new
-# record that reuses a freed id is never served a stale value.
-_MEMO: dict = {}
-_MEMO_LIMIT = 100_000
-
-
-def _memo(record, key, compute):
-    entry = _MEMO.get((id(record), key))
-    if entry is not None and entry[0]() is record:
-        return entry[1]
-    value = compute()
-    if len(_MEMO) >= _MEMO_LIMIT:
-        _MEMO.clear()
-    _MEMO[(id(record), key)] = (weakref.ref(record), value)
-    return value
+    return trace.derived.get(("final", block, include_thought), compute)

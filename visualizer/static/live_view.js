@@ -1,12 +1,15 @@
 // The live view in the browser: draws the canvas and the commit-order panel from the live log
 // that visualizer/live_stream.py writes (one JSON line per frame, only what changed).
 //
-// Loaded by app.py through gr.HTML(head="<script>...</script>", js_on_load="dvLiveView.mount(...)"):
-// the component's value is the log; Gradio sends a growing string as "append" diffs, and `watch`
-// calls us after each update, so we read from where we stopped and never lose a frame.  Drawing
-// happens at most once per animation frame; an update's frames are played out until the next
-// update arrives, which (like the run's end) jumps to the newest frame: a browser that falls
-// behind skips stale frames instead of playing back a backlog (follow()).
+// Loaded by app.py as the `js_on_load` of a gr.HTML whose template never depends on its value:
+// the code defines window.dvLiveView once, then mounts a view on the element, and `watch` calls it
+// after each update.  The value is a list, [start line, end line, frame slots...]: during a run a
+// ring of the newest frames (live_stream.LiveRing; Gradio sends only the slots that changed), for a
+// saved run every frame (live_stream.replay_value).  Each update's unread slots are applied in
+// order, or from a key frame after a gap; a view that fell a whole ring behind asks the server for
+// every frame ("need_frames").  Drawing happens at most once per animation frame; an update's frames
+// are played out until the next update arrives, which (like the run's end) jumps to the newest
+// frame: a browser that falls behind skips stale frames instead of playing back a backlog (follow()).
 //
 // Cells are spans in a `white-space: pre` block, laid out once per layout (no reflow), and only
 // the cells that differ from what is on screen are touched.  Token text is only ever set with
@@ -254,7 +257,7 @@
         this.start = m;
         this.stats = { framesShown: 0, lastShownAt: 0, shownIndex: -1, linesRead: 1, runs: (this.stats.runs || 0) + 1 };
         const n = m.blocks * m.canvas;
-        this.cur = { states: new Uint8Array(n), tokens: new Int32Array(n).fill(-1), changed: new Uint8Array(n), argmax: new Int32Array(m.canvas) };
+        this.cur = { states: new Uint8Array(n), tokens: new Int32Array(n).fill(-1), flags: new Uint8Array(n), argmax: new Int32Array(m.canvas) };
         const wanted = this.wantLayout;
         this.setLayout("grid", true);  // a run in progress is shown in the grid
         this.wantLayout = wanted;
@@ -267,13 +270,13 @@
         const c = m.cells, cur = this.cur;
         let thought = false;
         for (let k = 0; k < c.length; k += 4) {
-          cur.states[c[k]] = c[k + 1]; cur.tokens[c[k]] = c[k + 2]; cur.changed[c[k]] = c[k + 3];
+          cur.states[c[k]] = c[k + 1]; cur.tokens[c[k]] = c[k + 2]; cur.flags[c[k]] = c[k + 3];
           if (c[k + 3] & THOUGHT_FLAG) thought = true;
         }
         if (thought && !this.hasThought) { this.hasThought = true; this.buildLegend(); }
         if (m.argmax) for (let k = 0; k < m.argmax.length; k += 2) cur.argmax[m.argmax[k]] = m.argmax[k + 1];
         this.frames[m.i] = {
-          m, states: cur.states.slice(), tokens: cur.tokens.slice(), changed: cur.changed.slice(),
+          m, states: cur.states.slice(), tokens: cur.tokens.slice(), flags: cur.flags.slice(),
           argmax: m.kind === "step" ? cur.argmax.slice() : null, entropy: m.entropy ? decodeEntropy(m.entropy) : null,
         };
         delete m.cells; delete m.argmax; delete m.entropy; delete m.tokens;  // kept decoded above
@@ -327,9 +330,9 @@
       this.currentFrame = frame;
       for (let i = 0; i < this.spans.length; i++) {
         if (!this.spans[i]) continue;
-        if (all || shown.states[i] !== frame.states[i] || shown.tokens[i] !== frame.tokens[i] || shown.changed[i] !== frame.changed[i]) {
-          this.paintCell(i, frame.states[i], frame.tokens[i], frame.changed[i]);
-          shown.states[i] = frame.states[i]; shown.tokens[i] = frame.tokens[i]; shown.changed[i] = frame.changed[i];
+        if (all || shown.states[i] !== frame.states[i] || shown.tokens[i] !== frame.tokens[i] || shown.flags[i] !== frame.flags[i]) {
+          this.paintCell(i, frame.states[i], frame.tokens[i], frame.flags[i]);
+          shown.states[i] = frame.states[i]; shown.tokens[i] = frame.tokens[i]; shown.flags[i] = frame.flags[i];
         }
       }
       shown.valid = true;
@@ -432,7 +435,7 @@
       this.frameBox.style.background = pal.background;
       this.frameBox.style.color = pal.foreground;
       for (const rule of this.pre.querySelectorAll(".dv-rule")) rule.style.color = pal.rule;
-      this.shown = { states: new Uint8Array(n), tokens: new Int32Array(n), changed: new Uint8Array(n), valid: false };
+      this.shown = { states: new Uint8Array(n), tokens: new Int32Array(n), flags: new Uint8Array(n), valid: false };
     }
 
     buildLegend() {
@@ -471,9 +474,9 @@
       if (f.m.kind === "step" && block === f.m.block) {
         parts.push(`entropy ${f.entropy[position].toFixed(4)} nats`);
         if (state === NOISE || state === REMASKED) parts.push(`argmax draft ${pyRepr(this.piece(f.argmax[position]))}`);
-        if (f.changed[i] & CHANGED_FLAG) parts.push("resampled to a different token this step");
+        if (f.flags[i] & CHANGED_FLAG) parts.push("resampled to a different token this step");
       }
-      if (f.changed[i] & THOUGHT_FLAG) parts.push("thinking channel (not the answer)");
+      if (f.flags[i] & THOUGHT_FLAG) parts.push("thinking channel (not the answer)");
       let text = parts.slice(0, 2).join(" · ") + (parts.length > 2 ? "\n" + parts.slice(2).join(" · ") : "");
       const story = this.commitStory(block, position, f.m.i);
       if (story) text += "\n" + story;

@@ -1,0 +1,244 @@
+"""The 26B shape over several GPUs: per-GPU memory, ms per step, all-reduce cost, captured == stock.
+
+    torchrun --nproc-per-node 4 benchmarks/bench_sharded.py --kind expert      # on nvidia-h100-x4
+    torchrun --nproc-per-node 2 benchmarks/bench_sharded.py --kind tensor
+    python benchmarks/bench_sharded.py --kind none                               # the one-GPU baseline
+    torchrun --nproc-per-node 2 benchmarks/bench_sharded.py --kind expert --device cpu --layers 2 --experts 8 --vocab 4096 --reps 1   # dry run
+
+No hub is reachable, so the model is the published shape with random bf16 weights
+(bench_capture_fullshape.py), and every rank builds only its own shard, never the whole model:
+1. the plans of backends/sharded.py and transformers' own mesh (`prepare_distribute_model`) and
+   hooks (`maybe_distribute_model`) applied to a model built on the meta device;
+2. `tie_weights()`, so the encoder's modules hold the decoder's sharded parameters, as after loading;
+3. one allocation per distinct parameter: the local shard of a DTensor (random, seeded per rank)
+   or the whole of a replicated one (`_init_weights`, seeded alike on every rank, so the replicas agree).
+
+Rank 0 runs the project's capture, the followers the stock `generate`, as `record --parallel` does.
+Printed by rank 0: captured == stock (sequences of every rank), median ms per denoising step over
+`--reps` alternating stock/captured runs, peak memory of every GPU, and the all-reduces of one run
+(count per step and their time on the GPU, from CUDA events around each `dist.all_reduce`).
+Eager only: the compiled path is not tried under torchrun here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+from backends import sharded  # noqa: E402
+from backends.capture import capture_steps  # noqa: E402
+from benchmarks.bench_capture_fullshape import build, full_shape_config  # noqa: E402
+
+STEPS = 48  # random weights never converge: every block runs all its steps
+
+
+def build_shard(config, kind: str, device: str):
+    """Build this rank's shard of the model: see the module docstring."""
+    from torch.distributed.tensor import DTensor
+    from transformers import DiffusionGemmaForBlockDiffusion as Model
+
+    dist_config, _, mesh_manager = Model.prepare_distribute_model(sharded.distributed_config(kind, sharded.world_size()))
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16 if device == "cuda" else torch.float32)
+    try:
+        with torch.device("meta"):
+            model = Model(config)
+    finally:
+        torch.set_default_dtype(previous)
+    # Untie first (fresh meta parameters): transformers resolves the plans by parameter name, and a tied
+    # decoder parameter would be named only once, on the encoder's side, as when loading a checkpoint.
+    for module in model.modules():
+        for name, param in list(module._parameters.items()):
+            if param is not None:
+                module._parameters[name] = torch.nn.Parameter(torch.empty_like(param), requires_grad=False)
+    model = Model.maybe_distribute_model(model, dist_config, mesh_manager)
+    model.tie_weights()
+    here = torch.device("cuda", torch.cuda.current_device()) if device == "cuda" else torch.device("cpu")
+    real: dict[int, torch.nn.Parameter] = {}
+    local_gen = torch.Generator(device=here).manual_seed(1000 + sharded.rank())
+    sharded_modules = set()
+    for module in model.modules():
+        for name, param in list(module._parameters.items()):
+            if param is None:
+                continue
+            if id(param) not in real:
+                if isinstance(param, DTensor):
+                    local = torch.empty(param.to_local().shape, dtype=param.dtype, device=here)
+                    local.normal_(0.0, 0.02, generator=local_gen)
+                    value = DTensor.from_local(local, param.device_mesh, param.placements, run_check=False,
+                                               shape=param.shape, stride=param.stride())
+                else:
+                    value = torch.empty(param.shape, dtype=param.dtype, device=here)
+                real[id(param)] = torch.nn.Parameter(value, requires_grad=False)
+            if isinstance(param, DTensor):
+                sharded_modules.add(module)
+            module._parameters[name] = real[id(param)]
+        for name, buffer in list(module._buffers.items()):
+            if buffer is not None and buffer.is_meta:
+                module._buffers[name] = torch.zeros(buffer.shape, dtype=buffer.dtype, device=here)
+    torch.manual_seed(0)  # the replicated weights: the same on every rank
+    with torch.no_grad():
+        for module in model.modules():
+            if module in sharded_modules:
+                continue  # its shards were drawn above
+            try:
+                model._init_weights(module)
+            except KeyError:  # transformers 5.17's vision rotary embedding ('axial'); not on the text path
+                pass
+    return finish(model), real
+
+
+def finish(model):
+    """The generation settings bench_capture_fullshape uses, and no EOS (every block stays full)."""
+    from transformers.models.diffusion_gemma.generation_diffusion_gemma import EntropyBoundSamplerConfig
+
+    model.eval()
+    g = model.generation_config
+    g.eos_token_id, g.pad_token_id = [1, 106], 0
+    g.max_denoising_steps, g.t_min, g.t_max = STEPS, 0.4, 0.8
+    g.stability_threshold, g.confidence_threshold = 1, 0.005
+    g.sampler_config = EntropyBoundSamplerConfig(entropy_bound=0.1)
+    with torch.no_grad():
+        model.get_output_embeddings().weight[[1, 106]] = 0
+    return model
+
+
+def local_bytes(params) -> int:
+    from torch.distributed.tensor import DTensor
+
+    return sum((p.to_local() if isinstance(p, DTensor) else p).nbytes for p in params)
+
+
+def sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def run(model, prompt, *, seed: int, captured: bool, device: str) -> dict:
+    torch.manual_seed(seed)
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    sync(device)
+    started = time.perf_counter()
+    if captured:
+        with capture_steps(model, lambda step: None, lambda block: None, topk=5):
+            out = model.generate(prompt, max_new_tokens=256)
+    else:
+        out = model.generate(prompt, max_new_tokens=256)
+    sync(device)
+    seconds = time.perf_counter() - started
+    peak = torch.cuda.max_memory_allocated() / 2**30 if device == "cuda" else float("nan")
+    return dict(sequences=out.sequences.cpu(), ms_per_step=seconds / STEPS * 1e3, peak_gib=peak)
+
+
+class AllReduceClock:
+    """Counts `dist.all_reduce` calls and times each on the GPU with a pair of CUDA events (no sync)."""
+
+    def __init__(self, device: str):
+        import torch.distributed as dist
+
+        self.dist, self.device, self.events, self.calls = dist, device, [], 0
+        self.original = dist.all_reduce
+
+    def __enter__(self):
+        def timed(tensor, *args, **kwargs):
+            self.calls += 1
+            if self.device != "cuda":
+                return self.original(tensor, *args, **kwargs)
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            result = self.original(tensor, *args, **kwargs)
+            end.record()
+            self.events.append((start, end))
+            return result
+
+        self.dist.all_reduce = timed
+        return self
+
+    def __exit__(self, *exc):
+        self.dist.all_reduce = self.original
+
+    def milliseconds(self) -> float:
+        sync(self.device)
+        return sum(s.elapsed_time(e) for s, e in self.events)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--kind", default="expert", choices=(*sharded.TORCHRUN_KINDS, "none"))
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--prompt-length", type=int, default=64)
+    parser.add_argument("--reps", type=int, default=3, help="timed runs of stock and of captured, alternating")
+    parser.add_argument("--layers", type=int, default=30)
+    parser.add_argument("--experts", type=int, default=128)
+    parser.add_argument("--vocab", type=int, default=262_144, help="smaller only for a dry run")
+    parser.add_argument("--json", help="rank 0 appends its row here")
+    args = parser.parse_args(argv)
+    if args.device == "cpu":
+        torch.set_num_threads(1)
+    config = full_shape_config(layers=args.layers, experts=args.experts, vocab=args.vocab)
+    n = sharded.world_size()
+    started = time.perf_counter()
+    if args.kind == "none":
+        model, count = build(config, args.device)
+        weights = local_bytes({id(p): p for p in model.parameters()}.values())
+    else:
+        sharded.check_fits(args.kind, n, config.text_config)
+        model, real = build_shard(config, args.kind, args.device)
+        weights = local_bytes(real.values())
+    built_s = time.perf_counter() - started
+    device = args.device
+    prompt = torch.randint(107, args.vocab, (1, args.prompt_length), generator=torch.Generator().manual_seed(1))
+    prompt = prompt.to(model.device)
+    is_rank0 = sharded.rank() == 0
+
+    # captured (rank 0) == stock (every rank), same seed; then the timed runs, alternating
+    stock = run(model, prompt, seed=11, captured=False, device=device)
+    mine = run(model, prompt, seed=11, captured=is_rank0, device=device)
+    timed = {"stock": [], "captured": []}
+    for rep in range(args.reps):
+        for variant in (("stock", "captured") if rep % 2 == 0 else ("captured", "stock")):
+            timed[variant].append(run(model, prompt, seed=rep, captured=variant == "captured" and is_rank0, device=device))
+    with AllReduceClock(device) as clock:
+        run(model, prompt, seed=0, captured=False, device=device)
+    reduce_ms = clock.milliseconds()
+
+    row = dict(
+        kind=args.kind, processes=n, device=torch.cuda.get_device_name() if device == "cuda" else "cpu",
+        built_s=round(built_s, 1), weights_gib=weights / 2**30,
+        stock_ms=statistics.median(r["ms_per_step"] for r in timed["stock"]),
+        stock_range=[min(r["ms_per_step"] for r in timed["stock"]), max(r["ms_per_step"] for r in timed["stock"])],
+        captured_ms=statistics.median(r["ms_per_step"] for r in timed["captured"]),
+        peak_gib=max(r["peak_gib"] for rs in timed.values() for r in rs),
+        all_reduces_per_step=clock.calls / STEPS, all_reduce_ms_per_step=reduce_ms / STEPS,
+        identical=torch.equal(stock["sequences"], mine["sequences"]),
+    )
+    if n > 1:
+        import torch.distributed as dist
+
+        rows = [None] * n
+        dist.all_gather_object(rows, dict(row, sequence=mine["sequences"].tolist()))
+        row["peak_gib_per_rank"] = [r["peak_gib"] for r in rows]
+        row["weights_gib_per_rank"] = [r["weights_gib"] for r in rows]
+        row["identical"] = all(r["identical"] for r in rows) and all(r["sequence"] == rows[0]["sequence"] for r in rows)
+    if is_rank0:
+        print(json.dumps(row), flush=True)
+        if args.json:
+            with open(args.json, "a") as f:
+                f.write(json.dumps(row) + "\n")
+    if n > 1:
+        torch.distributed.destroy_process_group()
+    return 0 if row["identical"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,38 @@
+"""Every tab is released as soon as it closes, whatever it did: here, one that only loads a trace."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+import app as app_module
+from tests.browser import CHROMIUM, app_in_chromium
+from visualizer.replay import example_traces
+from visualizer.states import frame_refs
+from visualizer.trace import Trace
+
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")
+
+
+def test_a_tab_that_only_loads_a_trace_is_released_when_it_closes(no_eos_model_dir, monkeypatch):
+    monkeypatch.setenv("GRADIO_HEARTBEAT_INTERVAL", "0.5")  # a closed tab is noticed in a second, not 15 s
+    sessions = app_module.SESSIONS
+    before = set(sessions._sessions)
+    path = next(p for p in example_traces() if p.stem == "sky")
+    with app_in_chromium(no_eos_model_dir) as page:
+        page.get_by_text("Save, load and export").click()
+        page.locator("input[type=file]").first.set_input_files(str(path))
+        n = len(frame_refs(Trace.load(path)))
+        page.wait_for_function(f"() => window.dvLiveView.stats().shownFrames === {n}", timeout=30_000)
+        [(session_hash, session)] = [(h, s) for h, s in sessions._sessions.items() if h not in before]  # registered on load
+        folder = Path(session.files.name)
+        assert session.trace is not None and session.trace.prompt == Trace.load(path).prompt and folder.exists()
+        page.close()  # the tab goes: Gradio runs demo.unload once the heartbeat stops
+        for _ in range(300):
+            if session_hash not in sessions:
+                break
+            time.sleep(0.05)
+    assert session_hash not in sessions
+    assert session.trace is None and not folder.exists()  # its trace and its downloads folder are gone

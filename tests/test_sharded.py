@@ -1,0 +1,123 @@
+"""DiffusionGemma over several processes (backends/sharded.py): the plans, and a real torchrun run.
+
+The integration tests launch `torchrun --nproc-per-node 2` (gloo, CPU, the built-in model) as a
+subprocess, the way a user starts it; tests/sharded_worker.py runs in every rank.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from backends import BUILTIN_MODEL_DIR, BackendError, load_backend
+from backends.sharded import REPLICATED, TEXT_MODELS, check_fits, plans
+
+ROOT = Path(__file__).resolve().parent.parent
+def _layer(kv_heads):
+    return SimpleNamespace(num_attention_heads=16, num_key_value_heads=kv_heads)
+
+
+REAL_SHAPE = SimpleNamespace(  # the 26B's text config, as far as splitting goes: 5 sliding layers, then a global one
+    per_layer_config=[_layer(2) if i % 6 == 5 else _layer(8) for i in range(30)],
+    intermediate_size=2112, moe_intermediate_size=704, num_experts=128,
+)
+
+
+@pytest.mark.parametrize("kind", ["expert", "tensor", "tensor+expert"])
+def test_plans_name_the_decoder_and_the_encoder_alike_and_replicate_embeddings(kind):
+    tp_plan, ep_plan = plans(kind)
+    for plan in (tp_plan, ep_plan):
+        decoder = {k.removeprefix("model.decoder."): v for k, v in plan.items() if k.startswith(TEXT_MODELS[0])}
+        encoder = {k.removeprefix("model.encoder.language_model."): v for k, v in plan.items() if k.startswith(TEXT_MODELS[1])}
+        encoder.pop("embed_tokens", None)
+        assert decoder == encoder  # tied weights: the tie's source (decoder) is sharded exactly as its targets
+    assert tp_plan.items() >= REPLICATED.items()  # the self-conditioning reads embed_tokens.weight outside any hook
+    sharding = {style for style in tp_plan.values() if style != "replicate"}
+    assert bool(sharding) == (kind != "expert")  # pure expert parallel splits nothing but the experts
+    assert bool(ep_plan) == (kind != "tensor")
+
+
+def test_which_splits_fit_the_real_model():
+    check_fits("expert", 4, REAL_SHAPE)
+    check_fits("expert", 8, REAL_SHAPE)
+    check_fits("tensor", 2, REAL_SHAPE)
+    with pytest.raises(ValueError, match="2 key/value heads"):
+        check_fits("tensor", 4, REAL_SHAPE)
+    with pytest.raises(ValueError, match="128 experts"):
+        check_fits("expert", 3, REAL_SHAPE)
+
+
+def test_parallel_outside_torchrun_is_a_one_line_message(monkeypatch):
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    with pytest.raises(BackendError, match="torchrun --nproc-per-node N"):
+        load_backend(str(BUILTIN_MODEL_DIR), parallel="expert")
+
+
+def test_layers_is_one_process_and_gives_the_same_run(monkeypatch):
+    from visualizer.settings import GenerationSettings
+    from backends import record_trace
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(BackendError, match="not torchrun"):
+        load_backend(str(BUILTIN_MODEL_DIR), parallel="layers")
+    monkeypatch.delenv("WORLD_SIZE")
+    settings = GenerationSettings(seed=1, max_new_tokens=64, max_denoising_steps=6)
+    spread = record_trace(load_backend(str(BUILTIN_MODEL_DIR), parallel="layers"), "Write a haiku about rain", settings)
+    whole = record_trace(load_backend(str(BUILTIN_MODEL_DIR)), "Write a haiku about rain", settings)
+    assert spread.end.finish_reason == whole.end.finish_reason != "error"
+    assert spread.end.sequence.tolist() == whole.end.sequence.tolist()  # on CPU, device_map="auto" is one device
+
+
+def test_cli_refuses_parallel_outside_torchrun_without_a_traceback(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK")}
+    done = subprocess.run(
+        [sys.executable, "-m", "visualizer", "record", "--parallel", "tensor", "--prompt", "hi", "--out", str(tmp_path / "x.json")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].startswith("error: --parallel tensor runs one process per GPU")
+    assert "Traceback" not in done.stderr
+
+
+def _torchrun(kind: str, out: Path, port: int, worker: str = "sharded_worker.py") -> dict:
+    env = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
+    done = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(port),
+         str(ROOT / "tests" / worker), kind, str(BUILTIN_MODEL_DIR), str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads((out / "result.json").read_text())
+
+
+@pytest.mark.parametrize("kind, port", [("expert", 29525), ("tensor", 29526), ("tensor+expert", 29527)])
+def test_sharded_record_equals_stock_sharded_generate(tmp_path, kind, port):
+    result = _torchrun(kind, tmp_path, port)
+
+    assert result["status"] == 0
+    assert result["wrong_products"] == []  # every hooked layer, the encoder's too, computes its true product
+    assert result["first_step_entropy_gap"] < 1e-4  # the same numbers as one whole model, up to rounding
+    rank0, rank1 = result["stock"]
+    assert rank0 == rank1  # the ranks sampled alike: same seed, same all-reduced logits
+    assert result["recorded"] == rank0  # the capture on rank 0 changed nothing
+    assert result["blocks"] >= 1 and result["steps"] >= 1 and len(rank0) >= 256
+    assert result["device"].startswith(f"{kind} parallel over 2 cpu processes")
+
+
+def test_followers_serve_requests_in_lockstep_through_a_stop_and_a_refusal(tmp_path):
+    """A stop on rank 0 ends the run on every rank between the same two steps, and every rank is
+    ready for the next request: the last run equals the first (a hang would fail the timeout)."""
+    result = _torchrun("expert", tmp_path, 29528, worker="lockstep_worker.py")
+
+    first_finish, first_steps, first_sequence = result["first"]
+    assert first_finish != "error" and first_steps > 1
+    assert result["stopped"][0] == "cancelled" and result["stopped"][1] < first_steps
+    assert result["refused"].startswith("The prompt is empty")
+    assert result["again"] == result["first"]
+    assert json.loads((tmp_path / "served_1.json").read_text()) == 4

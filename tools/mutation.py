@@ -1,0 +1,124 @@
+"""Mutation testing of the core modules, by hand (too slow for CI on two cores): docs/mutation.md.
+
+    python tools/mutation.py                      # every mutant of every module, one module at a time
+    python tools/mutation.py --sample 30          # a seeded random sample of 30 mutants per module
+    python tools/mutation.py --module visualizer/states.py --sample 0   # one module, every mutant
+    python tools/mutation.py --report             # only the table, from the results mutants/ holds
+
+mutmut (pinned in requirements-mutation.txt, configured in pyproject.toml's [tool.mutmut]) copies the
+packages to mutants/, mutates the modules listed there and runs each mutant against only the tests
+that reached the mutated function. Results stay in mutants/*.meta, so a run can be stopped and
+resumed. The score is killed / (mutants tried - equivalent ones): a timeout counts as killed (the
+tests noticed), "no tests" counts as survived (nothing reached the code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import tomllib
+from collections import Counter
+from fnmatch import fnmatch
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MUTANTS = ROOT / "mutants"
+# The modules of the report: one line each; visualizer/metrics/ counts as one module.
+# In the order they run: the capture last, its tests run a model (minutes per surviving mutant on 2 cores).
+MODULES = {
+    "visualizer/states.py": ["visualizer/states.py"],
+    "visualizer/metrics/": ["visualizer/metrics/*.py"],
+    "visualizer/live_stream.py": ["visualizer/live_stream.py"],
+    "visualizer/trace_format.py": ["visualizer/trace_format.py"],
+    "backends/logit_summary.py": ["backends/logit_summary.py"],
+    "backends/capture.py": ["backends/capture.py"],
+}
+# Mutants that change nothing a caller can observe: left out of the score (docs/mutation.md says why).
+# Names are mutmut's (`mutmut show NAME`); they shift when the function they are in changes.
+EQUIVALENT = {
+    "visualizer.states.x_frame_state__mutmut_2": "always recomputes frame_refs(trace) instead of using the refs passed in: the same refs, only slower",
+    "visualizer.metrics.live.x_position_details__mutmut_15": "does not pass the refs on, so block_position_details recomputes the same refs",
+    "visualizer.states.xǁFrameStateǁcount__mutmut_2": "indexes the states with None when no block is given: a new axis, the same count",
+    "visualizer.states.x_frame_state__mutmut_47": "a step frame also marks its own block committed first; the step's row and tokens then overwrite that block entirely",
+}
+KILLED = {1, 3, 24, -24, 36, 152, 255}  # pytest failed, or the tests ran past their time (a hang the tests noticed)
+SURVIVED = {0, 5, 33}  # the tests passed, or no test reached the mutated function
+
+
+def module_files(module: str) -> list[Path]:
+    return sorted(p for pattern in MODULES[module] for p in ROOT.glob(pattern))
+
+
+def results(module: str) -> dict[str, int | None]:
+    """{mutant name: exit code or None (not run)} for one module, from mutmut's meta files."""
+    out: dict[str, int | None] = {}
+    for path in module_files(module):
+        meta = MUTANTS / (str(path.relative_to(ROOT)) + ".meta")
+        if meta.is_file():
+            out.update(json.loads(meta.read_text())["exit_code_by_key"])
+    return out
+
+
+def run_mutmut(names: list[str]) -> None:
+    """Run these mutants, one at a time (two shared cores), niced."""
+    subprocess.run(["nice", "-n", "10", sys.executable, "-m", "mutmut", "run", "--max-children", "1", *names], cwd=ROOT, check=False)
+
+
+def ensure_generated() -> None:
+    """mutmut writes the mutants (and traces which tests reach which function) on its first run."""
+    if not all(results(module) for module in MODULES):
+        run_mutmut(["backends.logit_summary.*"])
+
+
+def score_line(module: str) -> str:
+    codes = results(module)
+    tried = {name: code for name, code in codes.items() if code is not None and name not in EQUIVALENT}
+    equivalent = sum(1 for name in codes if name in EQUIVALENT and codes[name] is not None)
+    kinds = Counter("killed" if c in KILLED else "survived" if c in SURVIVED else "other" for c in tried.values())
+    score = kinds["killed"] / len(tried) if tried else float("nan")
+    return (f"| {module} | {len(codes)} | {len(tried) + equivalent} | {equivalent} | {kinds['killed']} | "
+            f"{kinds['survived']} | {kinds['other']} | {score:.0%} |")
+
+
+def report() -> None:
+    print("| module | mutants | tried | equivalent | killed | survived | other | killed % |")
+    print("|---|---|---|---|---|---|---|---|")
+    for module in MODULES:
+        print(score_line(module))
+    print()
+    for module in MODULES:
+        survivors = [n for n, c in results(module).items() if c in SURVIVED and n not in EQUIVALENT]
+        if survivors:
+            print(f"survived in {module}: " + " ".join(sorted(survivors)))
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--module", choices=list(MODULES), action="append", help="default: every module")
+    parser.add_argument("--sample", type=int, default=0, help="mutants per module, seeded (0: all of them)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--report", action="store_true", help="only print the table")
+    args = parser.parse_args(argv)
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]
+    assert all(any(fnmatch(str(p.relative_to(ROOT)), g) for g in config["only_mutate"]) for m in MODULES for p in module_files(m))
+    if not args.report:
+        ensure_generated()
+        for module in args.module or list(MODULES):
+            names = sorted(n for n in results(module) if n not in EQUIVALENT)
+            if args.sample:
+                tried = {n for n, c in results(module).items() if c is not None}
+                drawn = random.Random(f"{args.seed}:{module}").sample(names, min(args.sample, len(names)))
+                names = sorted(set(drawn) | (tried & set(names)))
+            # resumable: what has a verdict is not run again, except survivors (a new test may kill them)
+            todo = [n for n, c in results(module).items() if n in names and (c is None or c in SURVIVED)]
+            if todo:
+                print(f"{module}: {len(todo)} mutants to run", flush=True)
+                run_mutmut(todo)
+    report()
+
+
+if __name__ == "__main__":
+    main()
