@@ -162,6 +162,12 @@ class DiffusersBackend(TransformersBackend):
             "output_type": "seq",
         }
 
+    def _produce_batch(self, rows_ids, settings, emit, should_stop) -> None:
+        """One prompt a call (`Capabilities.max_batch` 1): the capture reads the pipeline's row 0."""
+        if len(rows_ids) != 1:
+            raise BackendError(f"The {self.name} backend runs one prompt at a time.")
+        self._produce(rows_ids[0], settings, emit, should_stop)
+
     def _produce(self, ids, settings, emit, should_stop) -> None:
         spec = self.capabilities.sampler(settings.sampler)
         pipe = self.pipeline(settings, IdsProcessor(self.tokenizer, ids))
