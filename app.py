@@ -447,7 +447,8 @@ def pin_run(which: int, palette, layout_kind, session: RunSession) -> dict:
     if session.trace is None or not session.trace.steps or session.running:
         return {"compare_note": "No finished run to compare yet.", "session": session}
     session.compare[which] = session.trace
-    note = f"Run {'AB'[which]}: {session.trace.prompt[:60]!r}, seed {session.trace.settings.seed}"
+    settings = session.trace.settings
+    note = f"Run {'AB'[which]}: {session.trace.prompt[:60]!r}, seed {settings.seed}, sampler {settings.sampler or 'default'}"
     html, slider = show_compare(0, palette, layout_kind, session)
     return {"compare_note": note, "compare_canvas": html, "compare_slider": slider, "session": session}
 

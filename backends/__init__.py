@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .base import Backend, BackendError, BackendUnavailable, Capabilities
 from .known import REAL_CHECKPOINT, REAL_CHECKPOINT_GPU_GB, REAL_CHECKPOINT_MLX
-from .registry import BACKENDS, MLX_INSTALL_HINT, backend_for_source, backend_names, is_mlx_model, mlx_installed
+from .registry import DIFFUSERS_SOURCE_PREFIX, BACKENDS, MLX_INSTALL_HINT, backend_for_source, backend_names, is_mlx_model, mlx_installed
 from .run import record_trace, run_records
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
@@ -72,6 +72,10 @@ def model_choices() -> list[ModelChoice]:
     small = [random]
     if (BUILTIN_MODEL_DIR / "config.json").exists():
         small.insert(0, ModelChoice("Built-in small model (trained here, not the 26B one)", str(BUILTIN_MODEL_DIR), "transformers", True))
+        if BACKENDS["diffusers"].available():  # the same model run by diffusers' pipeline: three samplers to pick from
+            small.insert(1, ModelChoice(
+                "Built-in small model on diffusers (three samplers)", DIFFUSERS_SOURCE_PREFIX + str(BUILTIN_MODEL_DIR), "diffusers", True
+            ))
     if real_checkpoint_fits_here():
         return [real, *small]
     return [*small, real]

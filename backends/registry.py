@@ -74,6 +74,13 @@ MLX_INSTALL_HINT = (
     "`pip install --no-deps mlx-vlm==0.7.10`)."
 )
 
+DIFFUSERS_SOURCE_PREFIX = "diffusers:"  # `diffusers:<folder or hub id>`: the same model, run by diffusers' pipeline
+
+
+def is_diffusers_source(source: str) -> bool:
+    return source.startswith(DIFFUSERS_SOURCE_PREFIX)
+
+
 DEFAULT_BACKEND = "transformers"  # loads any model no other backend claims
 BACKENDS: dict[str, BackendEntry] = {
     entry.name: entry
@@ -85,6 +92,11 @@ BACKENDS: dict[str, BackendEntry] = {
         BackendEntry(
             "mlx", "backends.mlx_backend", "MLXBackend",
             available=lambda: mlx_installed(), install_hint=MLX_INSTALL_HINT, claims=is_mlx_model,  # looked up late: tests patch it
+        ),
+        BackendEntry(
+            "diffusers", "backends.diffusers_backend", "DiffusersBackend",
+            available=lambda: importlib.util.find_spec("diffusers") is not None,
+            install_hint="pip install -r requirements.txt", claims=is_diffusers_source,
         ),
     )
 }

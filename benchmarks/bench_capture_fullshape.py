@@ -5,6 +5,7 @@
     python benchmarks/bench_capture_fullshape.py --paths compiled --topk 0           # without the candidates
     python benchmarks/bench_capture_fullshape.py --batch 8 --paths eager,compiled --prompt-lengths 64 --reps 3   # batched
     python benchmarks/bench_capture_fullshape.py --device cpu --layers 2 --experts 8 --vocab 4096 --paths eager --prompt-lengths 16 --reps 1   # dry run
+    python benchmarks/bench_capture_fullshape.py --pipeline diffusers --scheduler entropy-bound --paths eager   # diffusers' pipeline
 
 No hub is reachable, so the model is `DiffusionGemmaForBlockDiffusion` built from the published
 shape (REFERENCE.md: 30 layers, hidden 2816, 128 experts of which 8 are active, 262,144-token
@@ -27,6 +28,12 @@ the table reports the median ms per denoising step with its min-max, the ratio o
 `generate` call to the first record in Python), and the bf16 memory floor of a step: reading
 every weight the step touches once at the device's bandwidth (`--bandwidth-tbs`, 3.35 for an
 H100 SXM, 4.8 for an H200).  Random weights never converge early, so every block runs all its steps.
+
+`--pipeline diffusers` times diffusers' DiffusionGemmaPipeline on the same model object instead, with
+`--scheduler` (entropy-bound, discrete-ddim, block-refinement): stock is the pipeline without a
+callback, captured is `backends.diffusers_capture` (callback_on_step_end, the scheduler.step wrap,
+the encoder pre-hook), with the same seeded generator. Eager only: the pipeline compiles nothing
+itself (its static cache is there for a decoder the caller compiles).
 
 `--batch B` runs B prompts of the same length as one batched `generate` (the capture records every
 row: B step records a step) against stock batched runs with the same seed; the table adds the canvas
@@ -154,6 +161,48 @@ def generate(model, prompt, *, seed: int, compiled: bool, variant: str, device: 
                 first_s=first[0] if first else float("nan"))
 
 
+def generate_diffusers(model, prompt, *, seed: int, compiled: bool, variant: str, device: str, topk: int, scheduler: str) -> dict:
+    """One run of diffusers' pipeline, stock or captured, measured as `generate` measures transformers'."""
+    from diffusers import DiffusionGemmaPipeline
+
+    from backends.diffusers_backend import IdsProcessor, scheduler_for
+    from backends.diffusers_capture import CALLBACK_TENSORS, capture_pipeline
+    from visualizer.settings import GenerationSettings
+
+    if compiled:
+        raise SystemExit("--pipeline diffusers times the eager path only")
+    settings = GenerationSettings(sampler=scheduler, entropy_bound=0.1, t_min=0.4, t_max=0.8, temperature=0.0,
+                                  corrector_steps=0, corrector_k=1, refine_threshold=0.95)
+    pipe = DiffusionGemmaPipeline(model=model, scheduler=scheduler_for(settings), processor=IdsProcessor(None, prompt[0].tolist()))
+    pipe.set_progress_bar_config(disable=True)
+    steps, first = [], []
+    started = [0.0]
+
+    def on_step(step):
+        if not first:
+            first.append(time.perf_counter() - started[0])
+        steps.append(step)
+
+    kwargs = dict(prompt="", gen_length=256, num_inference_steps=48, output_type="seq",
+                  generator=torch.Generator(device=device).manual_seed(seed))
+    if device.startswith("cuda"):
+        torch.cuda.reset_peak_memory_stats()
+    sync(device)
+    started[0] = time.perf_counter()
+    if variant == "stock":
+        out = pipe(**kwargs)
+    else:
+        with capture_pipeline(pipe, on_step, lambda block: None, topk=topk if variant == "captured+top-k" else 0,
+                              scaled_entropy=scheduler == "entropy-bound", eos_ids=(1,), pad_id=0) as capture:
+            out = pipe(callback_on_step_end=capture.callback, callback_on_step_end_tensor_inputs=CALLBACK_TENSORS, **kwargs)
+            capture.finish(out.sequences)
+    sync(device)
+    seconds = time.perf_counter() - started[0]
+    peak = torch.cuda.max_memory_allocated() / 2**30 if device.startswith("cuda") else float("nan")
+    return dict(sequences=out.sequences.cpu(), seconds=seconds, steps=len(steps), peak_gib=peak,
+                first_s=first[0] if first else float("nan"))
+
+
 class RecordConsumer:
     """What `Backend._stream` does with each captured step: a consuming thread turns it into a
     StepRecord with the run's piece table (`base.step_record`), while the model's thread goes on.
@@ -210,7 +259,16 @@ def main(argv=None) -> int:
     parser.add_argument("--vocab", type=int, default=REAL_SHAPE["vocab_size"], help="smaller only for a dry run")
     parser.add_argument("--topk", type=int, default=5, help="candidates per position of the top-k variant; 0 leaves it out")
     parser.add_argument("--bandwidth-tbs", type=float, default=3.35, help="device memory bandwidth (H100 SXM 3.35)")
+    parser.add_argument("--pipeline", choices=("transformers", "diffusers"), default="transformers",
+                        help="whose generation loop to time: transformers' generate or diffusers' DiffusionGemmaPipeline")
+    parser.add_argument("--scheduler", default="entropy-bound", choices=("entropy-bound", "discrete-ddim", "block-refinement"),
+                        help="--pipeline diffusers: which scheduler")
     args = parser.parse_args(argv)
+    run = generate
+    if args.pipeline == "diffusers":
+        import functools
+
+        run = functools.partial(generate_diffusers, scheduler=args.scheduler)
     import transformers
 
     name = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else "cpu"
@@ -221,6 +279,10 @@ def main(argv=None) -> int:
     print(f"built {params / 1e9:.2f} B distinct parameters in {time.perf_counter() - started:.1f} s; "
           f"bf16 floor {floor:.1f} ms/step at {args.bandwidth_tbs} TB/s", flush=True)
     names = variants(args.topk)
+    if args.pipeline == "diffusers":  # the records variant times transformers' batched capture
+        if args.batch != 1:
+            raise SystemExit("--pipeline diffusers runs batch 1 (the backend's)")
+        names = [v for v in names if v != "records"]
     rows, identical = [], True
     for path in args.paths.split(","):
         compiled = path == "compiled"
@@ -228,10 +290,10 @@ def main(argv=None) -> int:
             prompt = torch.randint(107, args.vocab, (args.batch, length),
                                    generator=torch.Generator().manual_seed(length)).to(args.device)
             warm = time.perf_counter()
-            reference = generate(model, prompt, seed=11, compiled=compiled, variant="stock", device=args.device, topk=args.topk)
+            reference = run(model, prompt, seed=11, compiled=compiled, variant="stock", device=args.device, topk=args.topk)
             for variant in names[1:]:
                 same = torch.equal(reference["sequences"],
-                                   generate(model, prompt, seed=11, compiled=compiled, variant=variant, device=args.device, topk=args.topk)["sequences"])
+                                   run(model, prompt, seed=11, compiled=compiled, variant=variant, device=args.device, topk=args.topk)["sequences"])
                 identical &= same
                 print(f"{path} prompt {length}: {variant} identical to stock: {same}", flush=True)
             print(f"{path} prompt {length}: checks and warm-up {time.perf_counter() - warm:.0f} s", flush=True)
@@ -239,7 +301,7 @@ def main(argv=None) -> int:
             for rep in range(args.reps):
                 order = names if rep % 2 == 0 else names[::-1]  # alternate, so drift hits every variant alike
                 for variant in order:
-                    runs[variant].append(generate(model, prompt, seed=rep, compiled=compiled, variant=variant, device=args.device, topk=args.topk))
+                    runs[variant].append(run(model, prompt, seed=rep, compiled=compiled, variant=variant, device=args.device, topk=args.topk))
             stock_median = statistics.median(r["seconds"] / 48 for r in runs["stock"]) * 1e3
             for variant in names:
                 per_step = [r["seconds"] / 48 * 1e3 for r in runs[variant]]
@@ -252,7 +314,8 @@ def main(argv=None) -> int:
                 ))
                 print(f"{path} prompt {length} {variant}: {median:.2f} ms/step ({min(per_step):.2f}-{max(per_step):.2f})",
                       flush=True)
-    print(f"\n{name}, {params / 1e9:.2f} B parameters ({args.layers} layers, {args.experts} experts), batch {args.batch}, canvas 256, "
+    print(f"\n{args.pipeline}" + (f" ({args.scheduler})" if args.pipeline == "diffusers" else "")
+          + f", {name}, {params / 1e9:.2f} B parameters ({args.layers} layers, {args.experts} experts), batch {args.batch}, canvas 256, "
           f"48 steps, {args.reps} alternating repetitions; floor = {floor:.1f} ms/step\n")
     print("| path | prompt | variant | ms/step median (min-max) | ratio to stock | canvas tok/s | peak GiB | first record ms | x floor |")
     print("|---|---|---|---|---|---|---|---|---|")

@@ -52,6 +52,10 @@ def add_generation_arguments(p) -> None:
                    "another is refused with the list)")
     p.add_argument("--temperature", type=float, help="sampling temperature, where the backend has that knob")
     p.add_argument("--compiled", action="store_true", help="static cache + torch.compile, where the backend has that knob")
+    p.add_argument("--corrector-steps", type=int, help="discrete-ddim: Gibbs corrector sweeps per early step, out of the step budget (default 0)")
+    p.add_argument("--corrector-k", type=int, help="discrete-ddim: positions resampled per corrector sweep (default 1)")
+    p.add_argument("--refine-threshold", type=float, help="block-refinement: a sample this probable commits at once (default 0.95)")
+    p.add_argument("--editing-threshold", type=float, help="block-refinement: replace a committed token by a different sample this probable (default: never)")
     p.add_argument("--topk", type=int, default=DEFAULT_RECORD_TOPK, dest="record_topk",
                    help=f"record the K most probable candidates of every position at every step (default {DEFAULT_RECORD_TOPK}; 0: off)")
     p.add_argument("--thinking", action="store_true",
@@ -71,4 +75,8 @@ def settings_from_args(args) -> GenerationSettings:
         compiled=args.compiled,
         record_topk=args.record_topk,
         thinking=args.thinking,
+        corrector_steps=args.corrector_steps,
+        corrector_k=args.corrector_k,
+        refine_threshold=args.refine_threshold,
+        editing_threshold=args.editing_threshold,
     )

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
+from backends.base import BackendError
 from backends.registry import backend_names
 from visualizer.metrics.stats import N_RESAMPLES
 from visualizer.plan import Batch
-from visualizer.probe import SPLIT_CONFIRMATORY, ProbeError, regime_tables, write_tables
+from visualizer.probe import SPLIT_CONFIRMATORY, ProbeError, regime_tables, sampler_comparison_markdown, write_tables
 from visualizer.settings import GenerationSettings
 
 from .common import CliError, refuse_problems
@@ -62,6 +64,9 @@ def add_probe_command(subparsers) -> None:
     parser.add_argument("--backend", choices=backend_names(), default=None, help="default: picked from the model")
     parser.add_argument("--max-new-tokens", type=int, default=None, help="output budget (default: the model's)")
     parser.add_argument("--steps", type=int, dest="max_denoising_steps", help="max denoising steps per block (default: the model's)")
+    parser.add_argument("--samplers", nargs="+", default=None,
+                        help="run the same generations under each of these samplers (or 'all': every one the backend runs), "
+                        "each into OUT/<sampler>/ with its own tables, and write OUT/samplers.md side by side")
     parser.add_argument("--bootstrap", type=int, default=N_RESAMPLES, help=f"bootstrap resamples (default {N_RESAMPLES})")
     parser.set_defaults(run=probe_command)
 
@@ -78,7 +83,7 @@ def probe_command(args) -> int:
 
     from prompts.probes import check_answer
 
-    from backends import BUILTIN_MODEL_DIR, RANDOM_MODEL_DIR, BackendError, default_model, load_backend
+    from backends import BUILTIN_MODEL_DIR, RANDOM_MODEL_DIR, default_model, load_backend
 
     cluster = distributed.join_cluster()  # before the model loads: it picks this process's GPU
     say = print if cluster.is_writer else (lambda *a, **k: None)
@@ -103,16 +108,34 @@ def probe_command(args) -> int:
                 f"({'from free GPU memory' if fit else 'no GPU: the CPU default'}); recorded in the plan", file=sys.stderr)
             return size
 
-        results = distributed.run_plan(
-            cluster,
-            prepare=lambda world: prepare_out(args.out, backend.info, settings, probe_items(probes, args.seeds),
-                                              batch_size=batch_size, choose_batch_size=choose_batch_size, world_size=world),
-            work=lambda mine, after_batch: run_batches(backend, mine, by_item, out=args.out, settings=settings,
-                                                       check=check_answer, after_batch=after_batch),
-            finish=lambda plan: finish_results(args.out, plan),
-            watch=lambda plan, todo: progress_bar(args.out, plan, todo),
-            describe=_describe,
-        )
+        def run(out, run_settings):
+            """One resumable probe run into `out` (the plan, the batches, the results); rank 0's results."""
+            return distributed.run_plan(
+                cluster,
+                prepare=lambda world: prepare_out(out, backend.info, run_settings, probe_items(probes, args.seeds),
+                                                  batch_size=batch_size, choose_batch_size=choose_batch_size, world_size=world),
+                work=lambda mine, after_batch: run_batches(backend, mine, by_item, out=out, settings=run_settings,
+                                                           check=check_answer, after_batch=after_batch),
+                finish=lambda plan: finish_results(out, plan),
+                watch=lambda plan, todo: progress_bar(out, plan, todo),
+                describe=_describe,
+            )
+
+        if args.samplers:
+            specs = _samplers(backend, args.samplers)
+            by_sampler = {}
+            for spec in specs:
+                say(f"sampler {spec.name}:", file=sys.stderr)
+                folder = Path(args.out) / _safe(spec.name)
+                sampler_settings = settings.replace(sampler=spec.name)
+                results = run(folder, sampler_settings)
+                if cluster.is_writer:
+                    by_sampler[spec.name] = _write_tables(folder, results, args, backend, regimes, sampler_settings, cluster,
+                                                          sampler=spec.name, show=False)
+            if cluster.is_writer:
+                _write_sampler_comparison(Path(args.out), backend, specs, by_sampler, args.seeds)
+            return 0
+        results = run(args.out, settings)
     except (BackendError, ProbeError, distributed.RunFailed) as exc:
         if cluster.is_writer:
             raise CliError(str(exc)) from None
@@ -125,10 +148,17 @@ def probe_command(args) -> int:
         distributed.leave_cluster(cluster)
     if not cluster.is_writer:
         return 0
+    _write_tables(args.out, results, args, backend, regimes, settings, cluster)
+    return 0
+
+
+def _write_tables(out, results, args, backend, regimes, settings, cluster, *, sampler=None, show=True):
+    """The per-regime tables of one run (rank 0), written into `out`; printed unless `show` is False."""
     tables = regime_tables(results, include_exploratory=args.include_exploratory, n_resamples=args.bootstrap)
     meta = {
         "model": backend.info.name,
         "source": backend.info.source,
+        **({"sampler": sampler} if sampler else {}),
         "split": "confirmatory + exploratory" if args.include_exploratory else "confirmatory",
         "seeds": args.seeds,
         "regimes": regimes,
@@ -136,9 +166,36 @@ def probe_command(args) -> int:
         "settings": settings.to_dict(),
         "processes": cluster.world_size,
     }
-    md, _ = write_tables(args.out, tables, meta, results)
-    print(md.read_text(encoding="utf-8"))
-    return 0
+    md, _ = write_tables(out, tables, meta, results)
+    if show:
+        print(md.read_text(encoding="utf-8"))
+    return tables
+
+
+def _samplers(backend, names_given):
+    """The samplers `--samplers` names ('all': every one the backend runs); CliError for one it lacks."""
+    names = [n for item in names_given for n in item.split(",") if n]
+    if names == ["all"]:
+        return list(backend.capabilities.samplers)
+    try:
+        return [backend.capabilities.sampler(n) for n in names]
+    except BackendError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _write_sampler_comparison(out: Path, backend, specs, by_sampler, seeds: int) -> None:
+    """OUT/samplers.md: the samplers' tables side by side, with each sampler's note."""
+    notes = "".join(f"- **{spec.name}**: {spec.note}\n" for spec in specs)
+    text = (f"# Samplers side by side: {backend.info.name}, {seeds} seed(s) per prompt\n\n"
+            + sampler_comparison_markdown(by_sampler) + "\n" + notes
+            + "\nEach sampler's full table, structure first and reliability curve: OUT/<sampler>/table.md and reliability.svg.\n")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "samplers.md").write_text(text, encoding="utf-8")
+    print(text)
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in str(name))
 
 
 def _probes_from_args(args):

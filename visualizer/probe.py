@@ -203,6 +203,27 @@ def markdown_table(tables: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def sampler_comparison_markdown(tables_by_sampler: dict[str, list[dict]]) -> str:
+    """The same generations under each sampler, side by side: one row per regime and sampler."""
+    lines = [
+        "| Regime | Sampler | Token tau_b [95% CI] | tau_b defined | Tokens/accept step | Same-step | Steps used "
+        "| Accuracy | AUROC low entropy → correct [95% CI] | Structure first [95% CI] |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    regimes = list(dict.fromkeys(t["regime"] for tables in tables_by_sampler.values() for t in tables))
+    for regime in regimes:
+        for sampler, tables in tables_by_sampler.items():
+            for t in (t for t in tables if t["regime"] == regime):
+                defined = t["generations"] - t["tau_b_undefined_generations"]
+                lines.append(
+                    f"| {regime} | {sampler} | {_fmt(t['tau_b'])} {_fmt_ci(t['tau_b_ci'])} | {defined}/{t['generations']} | "
+                    f"{_fmt(t['tokens_per_accept_step'], 1)} | {_fmt(t['same_step_fraction'], 2)} | {_fmt(t['steps_used'], 1)} | "
+                    f"{_fmt(t['accuracy'], 2)} | {_fmt(t['auroc_low_entropy_correct'])} {_fmt_ci(t['auroc_ci'])} | "
+                    f"{_fmt(t['structure_first_difference'], 2)} {_fmt_ci(t['structure_first_ci'])} |"
+                )
+    return "\n".join(lines) + "\n"
+
+
 def write_tables(out, tables: list[dict], meta: dict, results: Sequence[ProbeResult] = ()) -> tuple[Path, Path]:
     """OUT/table.md (readable), OUT/table.json (every value; undefined ones null with a reason) and
     OUT/reliability.svg (the reliability curve of every regime with a checker)."""

@@ -20,11 +20,18 @@ from dataclasses import asdict, dataclass
 
 SAMPLER_ENTROPY_BOUND = "entropy-bound"  # transformers' rule; recomputes the accepted set every step
 SAMPLER_CONFIDENCE_THRESHOLD = "confidence-threshold"  # mlx-vlm's default; reveals accumulate
+SAMPLER_DISCRETE_DDIM = "discrete-ddim"  # diffusers' DiscreteDDIMScheduler: ancestral steps of the uniform posterior
+SAMPLER_BLOCK_REFINEMENT = "block-refinement"  # diffusers' BlockRefinementScheduler: an even quota plus a threshold
 
 # The decisions the accept-budget replay can recompute from a recorded step.
 BUDGET_ENTROPY_BOUND = "entropy-bound"  # lowest entropies first while the spent entropy fits the bound
 BUDGET_CONFIDENCE_THRESHOLD = "confidence-threshold"  # samples whose probability reaches a threshold
 BUDGETS = (BUDGET_ENTROPY_BOUND, BUDGET_CONFIDENCE_THRESHOLD)
+
+# Which logits a step's recorded entropy (and top-k) is of.
+ENTROPY_SCALED = "scaled"  # the temperature-scaled logits the sampler drew from (transformers, MLX, diffusers' entropy-bound)
+ENTROPY_RAW = "raw"  # the model's logits before any temperature (diffusers' DDIM and block refinement hand out no other)
+ENTROPY_KINDS = (ENTROPY_SCALED, ENTROPY_RAW)
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,47}")  # what a sampler name may be: it is shown and used as a key
 
@@ -37,19 +44,28 @@ class AcceptRule:
     #                 False: reveals accumulate and a revealed token stays until the block ends
     last_step_samples: bool  # False: a block's last step commits the argmax without sampling (accepts nothing new)
     budget: str | None = None  # one of BUDGETS when the replay can recompute a step's decision; None: not recorded
+    entropy: str = ENTROPY_SCALED  # one of ENTROPY_KINDS: the logits the recorded entropy is of (absent before: scaled)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The trace's form; `entropy` is written only where it is not the scaled default, so rules
+        written before it existed read the same."""
+        raw = asdict(self)
+        if raw["entropy"] == ENTROPY_SCALED:
+            del raw["entropy"]
+        return raw
 
     @classmethod
     def from_dict(cls, raw) -> "AcceptRule":
         """The rule a trace recorded; ValueError with one line when it is malformed."""
-        if not isinstance(raw, dict) or set(raw) != {"renoises", "last_step_samples", "budget"}:
-            raise ValueError("sampler_rule must be an object with renoises, last_step_samples and budget")
+        required = {"renoises", "last_step_samples", "budget"}
+        if not isinstance(raw, dict) or not required <= set(raw) <= required | {"entropy"}:
+            raise ValueError("sampler_rule must be an object with renoises, last_step_samples, budget and (optionally) entropy")
         if not all(isinstance(raw[key], bool) for key in ("renoises", "last_step_samples")):
             raise ValueError("sampler_rule.renoises and sampler_rule.last_step_samples must be true or false")
         if raw["budget"] is not None and raw["budget"] not in BUDGETS:
             raise ValueError(f"sampler_rule.budget must be one of {', '.join(BUDGETS)} or null (got {raw['budget']!r})")
+        if raw.get("entropy", ENTROPY_SCALED) not in ENTROPY_KINDS:
+            raise ValueError(f"sampler_rule.entropy must be one of {', '.join(ENTROPY_KINDS)} (got {raw['entropy']!r})")
         return cls(**raw)
 
 

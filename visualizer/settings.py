@@ -36,6 +36,7 @@ MAX_DENOISING_STEPS_LIMIT = 1024
 MAX_SEED = 2**32 - 1
 DEFAULT_RECORD_TOPK = 5  # candidates recorded per position and step (the alternatives view)
 MAX_RECORD_TOPK = 32
+MAX_CORRECTOR_STEPS = 16  # discrete-ddim: more sweeps than this leave almost no predictor steps
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,14 @@ class GenerationSettings:
     compiled: bool = False  # static cache + torch.compile on transformers (results differ from eager)
     record_topk: int = DEFAULT_RECORD_TOPK  # record the k most probable candidates per position and step; 0: off
     thinking: bool = False  # render the chat template with enable_thinking (Gemma 4's thinking channel)
+    # diffusers' schedulers (backends/diffusers_backend.py); None: the scheduler's own default.
+    corrector_steps: int | None = None  # discrete-ddim: Gibbs corrector sweeps per early step, taken out of the
+    #                                     step budget, not added to it (0: plain ancestral DDIM, the default)
+    corrector_k: int | None = None  # discrete-ddim: positions resampled per corrector sweep (default 1)
+    refine_threshold: float | None = None  # block-refinement: a sample this probable commits at once, beyond the
+    #                                        step's even share of the block (default 0.95)
+    editing_threshold: float | None = None  # block-refinement: a committed token is replaced by a different sample
+    #                                         this probable; None: never (the default)
 
     @classmethod
     def from_dict(cls, values: dict) -> "GenerationSettings":
@@ -110,6 +119,14 @@ class GenerationSettings:
             out.append(f"record top-k must be a whole number from 0 to {MAX_RECORD_TOPK} (got {self.record_topk!r})")
         if not isinstance(self.thinking, bool):
             out.append(f"thinking must be true or false (got {self.thinking!r})")
+        if self.corrector_steps is not None and (not is_int(self.corrector_steps) or not 0 <= self.corrector_steps <= MAX_CORRECTOR_STEPS):
+            out.append(f"corrector steps must be a whole number from 0 to {MAX_CORRECTOR_STEPS} (got {self.corrector_steps!r})")
+        if self.corrector_k is not None and (not is_int(self.corrector_k) or not 1 <= self.corrector_k <= 4096):
+            out.append(f"corrector k must be a whole number from 1 to 4096 (got {self.corrector_k!r})")
+        for name in ("refine_threshold", "editing_threshold"):
+            value = getattr(self, name)
+            if value is not None and (not is_number(value) or not 0 < value <= 1):
+                out.append(f"{name.replace('_', ' ')} must be a probability above 0 and at most 1 (got {value!r})")
         if self.sampler is not None and not is_sampler_name(self.sampler):
             out.append(f"sampler must be a sampler's name such as {SAMPLER_ENTROPY_BOUND!r} (got {self.sampler!r})")
         if max_context is not None and prompt_tokens is not None:

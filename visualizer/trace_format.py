@@ -11,10 +11,12 @@ JSON format (version 3), documented for people who read or write traces by hand:
                   pad_token_id, max_context, builtin, parameters},
       "prompt":  {"text": "...", "ids": [int, ...]},        # ids after the chat template
       "settings": {max_new_tokens, max_denoising_steps, entropy_bound, t_min, t_max, seed,
-                   sampler, temperature, compiled, record_topk},  # the values really used
+                   sampler, temperature, compiled, record_topk, thinking, corrector_steps,
+                   corrector_k, refine_threshold, editing_threshold},  # the values really used
       "max_blocks": int,                                     # ceil(max_new_tokens / canvas_length)
       "sampler_rule": {"renoises": bool, "last_step_samples": bool,  # the sampler's accept rule
-                       "budget": "entropy-bound"|"confidence-threshold"|null},  # (visualizer.samplers)
+                       "budget": "entropy-bound"|"confidence-threshold"|null,  # (visualizer.samplers)
+                       "entropy": "raw"},                    # optional: the entropy is of the raw logits
       "batch":   {"size": int, "row": int},                 # optional: the run shared a batched call
       "pieces":  {"<id>": "decoded text", ...},              # every id that is ever displayed
       "steps":   [{"block", "step", "steps_remaining", "accepted": [0|1 x canvas],
@@ -22,7 +24,7 @@ JSON format (version 3), documented for people who read or write traces by hand:
                    "entropy_nats": [float32 x canvas], "wall_time_s",
                    "topk_ids": [[id x k] x canvas],          # optional: when settings.record_topk = k > 0
                    "topk_probs": [[float16 x k] x canvas],    #   the k most probable candidates, best first
-                   "sample_probability": [float32 x canvas]  # optional: MLX confidence-threshold sampler
+                   "sample_probability": [float32 x canvas]  # optional: MLX confidence-threshold, block-refinement
                   }, ...],
       "blocks":  [{"block", "tokens": [id x canvas], "eos_position": int|null,
                    "stop_reason": "converged"|"out_of_steps", "steps_used"}, ...],

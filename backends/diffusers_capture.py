@@ -1,0 +1,172 @@
+"""Watch diffusers' DiffusionGemmaPipeline step by step without changing it.
+
+    with capture_pipeline(pipe, emit, should_stop, topk=5, scaled_entropy=True, ...) as capture:
+        out = pipe(..., callback_on_step_end=capture.callback, callback_on_step_end_tensor_inputs=CALLBACK_TENSORS)
+        capture.finish(out.sequences)
+
+What each part of a record comes from, and why:
+- `callback_on_step_end` (the pipeline's own hook, called after every step): the canvas the next
+  step starts from and the raw logits. The step is emitted here.
+- `scheduler.step`, wrapped on the scheduler *instance* for the duration (an instance attribute
+  shadows the method; removed in `finally`): the callback lacks the accepted set and the
+  temperature-scaled logits, which only the scheduler's output holds (`accepted_index` of the
+  entropy-bound scheduler, `transfer_index` of block refinement, `sampled_tokens`, `pred_logits`).
+- a forward pre-hook on `model.model.encoder` (torch's own hook, handle removed in `finally`): the
+  pipeline has no block-end hook, but it encodes each committed canvas before the next block, so the
+  encoder's input is exactly what the previous block committed; the last block is the tail of the
+  returned sequences. The pad after the first EOS is added here, as transformers does.
+
+The pipeline's private details this relies on (diffusers 0.42.1; tests/test_diffusers_backend.py
+checks each): the callback may ask for `canvas` and `logits` (`_callback_tensor_inputs`); the
+scheduler is called as `self.scheduler.step(..., return_dict=True)` once per step, before the
+callback, with the keyword arguments its signature names (so the wrap keeps the signature); each block starts with one call of `self.model.model.encoder(input_ids=...)` whose
+`input_ids` are the tokens not yet cached (the previous canvas after the first block); a block
+that converges early leaves its loop with a `break` after the callback.
+
+Nothing here draws random numbers or writes to a tensor the pipeline reads, so a captured run is
+bit-identical to the stock pipeline with the same generator (tests/test_diffusers_backend.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import time
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from .base import GenerationCancelled
+from .captured import CapturedBlock, CapturedStep
+from .logit_summary import summarize_logits
+
+CALLBACK_TENSORS = ["canvas", "logits"]  # all the pipeline hands its callback (`_callback_tensor_inputs`)
+
+
+def _host(t: torch.Tensor | None) -> np.ndarray | None:
+    """The first batch row as numpy (batch 1: the backend runs one prompt)."""
+    return None if t is None else t.detach()[0].cpu().numpy().copy()
+
+
+def accepted_set(out, canvas: torch.Tensor, before: torch.Tensor | None) -> torch.Tensor:
+    """The positions a scheduler's step kept, from what its output reports.
+
+    entropy-bound reports the set it accepted this step (recomputed every step); block refinement
+    reports what it committed this step, and commits accumulate over the block; discrete DDIM
+    reports no set at all, so its accepted positions are the ones whose canvas token is this step's
+    predicted clean token x0 (`sampled_tokens`): a definition read off the record, not a guess at its routes.
+    """
+    if hasattr(out, "accepted_index"):
+        return out.accepted_index
+    if hasattr(out, "transfer_index"):
+        committed = out.transfer_index | out.editing_transfer_index
+        return committed if before is None else before | committed
+    return canvas == out.sampled_tokens
+
+
+class PipelineCapture:
+    """The state of one captured pipeline call: the block and step it is at, the last scheduler output."""
+
+    def __init__(self, on_step, on_block, should_stop, *, topk: int, scaled_entropy: bool,
+                 canvas_length: int, eos_ids: tuple[int, ...], pad_id: int | None, confidence_sampler: bool):
+        self.on_step, self.on_block, self.should_stop = on_step, on_block, should_stop
+        self.topk, self.scaled_entropy = topk, scaled_entropy
+        self.num_steps = 0  # the block's predictor steps, read from the scheduler at the first step
+        self.canvas_length, self.eos_ids, self.pad_id = canvas_length, eos_ids, pad_id
+        self.confidence_sampler = confidence_sampler  # record each sample's probability (what it compares)
+        self.block, self.steps = -1, 0
+        self.out = None  # the scheduler's output of the step in progress
+        self.accepted: torch.Tensor | None = None  # the previous step's set (block refinement accumulates)
+        self.last_canvas: np.ndarray | None = None
+        self.clock = time.perf_counter()
+
+    def _check_stop(self) -> None:
+        if self.should_stop is not None and self.should_stop():
+            raise GenerationCancelled()
+
+    # ---- the three observation points ------------------------------------------------------------
+    def block_starts(self, module, args, kwargs) -> None:
+        """Encoder pre-hook: a new block begins; its input is the block just committed."""
+        self._check_stop()
+        if self.block >= 0:
+            self._close_block(kwargs["input_ids"][:, -self.canvas_length:])
+        self.block, self.steps, self.accepted = self.block + 1, 0, None
+        self.clock = time.perf_counter()
+
+    def scheduler_step(self, original, *args, **kwargs):
+        self._check_stop()
+        self.out = original(*args, **kwargs)
+        return self.out
+
+    def callback(self, pipe, global_step: int, step_idx: int, tensors: dict) -> dict:
+        """`callback_on_step_end`: one StepRecord's worth, copied; returns nothing to change. A step is one
+        predictor step, with any corrector sweeps that followed it (the canvas is the one after them)."""
+        out, canvas = self.out, tensors["canvas"]
+        # The scheduler's step count after the pipeline's set_timesteps: the predictor steps, fewer than
+        # num_inference_steps when DDIM's corrector sweeps take their share of the budget.
+        self.num_steps = int(pipe.scheduler.num_inference_steps)
+        self.accepted = accepted_set(out, canvas, self.accepted)
+        logits = out.pred_logits if self.scaled_entropy else tensors["logits"]
+        summary = summarize_logits(logits, self.topk)
+        step = CapturedStep(
+            block=self.block,
+            step=step_idx,
+            steps_remaining=self.num_steps - step_idx,
+            accepted=_host(self.accepted).astype(bool, copy=False),
+            canvas=_host(canvas).astype(np.int32, copy=False),
+            argmax=_host(out.pred_logits.argmax(-1)).astype(np.int32, copy=False),  # the pipeline's own argmax
+            entropy_nats=_host(summary.entropy).astype(np.float32, copy=False),
+            wall_time_s=0.0,
+            topk_ids=_host(summary.topk_ids),
+            topk_probs=_host(summary.topk_probs),
+            sample_probability=_host(out.sampled_probs).astype(np.float32) if self.confidence_sampler else None,
+        )
+        now = time.perf_counter()
+        step.wall_time_s, self.clock = now - self.clock, now  # since the previous step ended: the forward included
+        self.steps, self.last_canvas = step_idx + 1, step.canvas
+        self.on_step(step)
+        return {}
+
+    def finish(self, sequences: torch.Tensor) -> None:
+        """The pipeline returned: its last canvas is the last block."""
+        if self.block >= 0 and self.steps:
+            self._close_block(sequences[:, -self.canvas_length:])
+
+    def _close_block(self, committed: torch.Tensor) -> None:
+        tokens = _host(committed).astype(np.int32)
+        eos = np.flatnonzero(np.isin(tokens, self.eos_ids))
+        if eos.size and self.pad_id is not None:
+            tokens[eos[0] + 1:] = self.pad_id
+        # Converged: the loop broke early, or it replaced the last canvas by the argmax (convergence at
+        # the last step). A block converging at its last step on a canvas equal to its argmax reads as
+        # out of steps: the pipeline does not say.
+        converged = self.steps < self.num_steps or not np.array_equal(_host(committed), self.last_canvas)
+        self.on_block(CapturedBlock(block=self.block, tokens=tokens, steps_used=self.steps, converged=converged))
+
+
+@contextlib.contextmanager
+def capture_pipeline(pipe, on_step: Callable[[CapturedStep], None], on_block: Callable[[CapturedBlock], None],
+                     should_stop: Callable[[], bool] | None = None, *, topk: int, scaled_entropy: bool,
+                     eos_ids: tuple[int, ...], pad_id: int | None, confidence_sampler: bool = False):
+    """Install the scheduler wrap and the encoder hook for the duration of the block; always undone."""
+    scheduler = pipe.scheduler
+    if "step" in vars(scheduler):
+        raise RuntimeError("capture_pipeline is already active on this scheduler")
+    capture = PipelineCapture(
+        on_step, on_block, should_stop, topk=topk, scaled_entropy=scaled_entropy,
+        canvas_length=int(pipe.model.config.canvas_length), eos_ids=eos_ids, pad_id=pad_id,
+        confidence_sampler=confidence_sampler,
+    )
+    original = scheduler.step
+    handle = None
+    try:
+        # functools.wraps: the pipeline passes `generator` and `temperature` only to a step whose signature
+        # names them (inspect.signature follows __wrapped__); a bare (*args, **kwargs) would drop them.
+        scheduler.step = functools.wraps(original)(lambda *args, **kwargs: capture.scheduler_step(original, *args, **kwargs))
+        handle = pipe.model.model.encoder.register_forward_pre_hook(capture.block_starts, with_kwargs=True)
+        yield capture
+    finally:
+        vars(scheduler).pop("step", None)
+        if handle is not None:
+            handle.remove()

@@ -1,0 +1,42 @@
+"""The sampler picker in a real headless browser: the built-in model on diffusers offers its three
+samplers, each with its note, and a run under a picked sampler is recorded with that sampler."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.browser import CHROMIUM, app_in_chromium
+
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")
+
+
+@pytest.fixture(scope="module")
+def page():
+    from backends import BUILTIN_MODEL_DIR
+    from backends.registry import DIFFUSERS_SOURCE_PREFIX
+
+    with app_in_chromium(DIFFUSERS_SOURCE_PREFIX + str(BUILTIN_MODEL_DIR)) as page:
+        yield page
+
+
+def test_the_picker_offers_every_sampler_with_its_note_and_runs_the_picked_one(page):
+    page.get_by_text("Knobs (defaults").click()
+    picker = page.get_by_label("Sampler")
+    picker.click()
+    offered = [o.text_content().replace("✓", "").strip() for o in page.get_by_role("option").all()]
+    assert offered == ["entropy-bound", "discrete-ddim", "block-refinement"]
+    assert page.get_by_text("lowest-entropy positions").first.is_visible()  # the default's note
+    page.get_by_role("option", name="block-refinement").click()
+    page.get_by_text("commits accumulate").first.wait_for(timeout=10_000)  # its note replaces the default's
+
+    steps = page.get_by_label("Max denoising steps per block").first  # a short run: the machine may be shared
+    steps.fill("8")
+    steps.press("Enter")
+    page.get_by_role("button", name="Generate").click()
+    page.wait_for_function("() => { const s = window.dvLiveView && window.dvLiveView.stats(); return s && s.ended; }",
+                           timeout=240_000)
+    if os.environ.get("DV_SCREENSHOT"):  # the picture for docs/samplers.md
+        page.screenshot(path=os.environ["DV_SCREENSHOT"], full_page=True)
+    assert "committed" in page.locator(".dv-status").text_content()  # the run reached its committed frame

@@ -1,0 +1,216 @@
+"""The diffusers backend: captured runs equal the stock DiffusionGemmaPipeline bit for bit, for each
+scheduler, and the records say what each scheduler did (and nothing it did not report).
+
+Each stock run builds the pipeline as a new user would (the model's tokenizer as the processor, a
+text prompt, a seeded generator); the backend's run hands the pipeline its own prompt ids.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+import torch
+
+from backends.base import BackendError
+from backends.diffusers_backend import SAMPLER_KNOBS, DiffusersBackend, IdsProcessor
+from backends.diffusers_capture import CALLBACK_TENSORS, capture_pipeline
+from visualizer.accept_budget import accept_budget
+from visualizer.records import BlockRecord, RunEnd, RunStart, StepRecord
+from visualizer.samplers import AcceptRule
+from visualizer.settings import GenerationSettings
+from visualizer.trace import Trace
+
+PROMPT = "What is 18 plus 24?"
+# Every scheduler with knobs away from their defaults, so a knob that was dropped shows.
+CASES = {
+    "entropy-bound": dict(entropy_bound=0.5, t_min=0.3, t_max=0.9),
+    "discrete-ddim": dict(temperature=0.7, corrector_steps=2, corrector_k=3),
+    "block-refinement": dict(temperature=0.7, refine_threshold=0.6, editing_threshold=0.9),
+}
+
+
+@pytest.fixture(scope="module")
+def builtin():
+    from backends import BUILTIN_MODEL_DIR
+
+    return DiffusersBackend(str(BUILTIN_MODEL_DIR), device="cpu")
+
+
+@pytest.fixture(scope="module")
+def no_eos(no_eos_model_dir):
+    return DiffusersBackend(str(no_eos_model_dir), device="cpu")
+
+
+def stock_sequence(backend, prompt: str, settings: GenerationSettings) -> np.ndarray:
+    """The stock pipeline's answer, with the pad after the first EOS that a trace's blocks carry."""
+    resolved = backend.resolve(settings)
+    pipe = backend.pipeline(resolved, backend.tokenizer)
+    sequence = pipe(prompt=prompt, **backend.call_kwargs(resolved)).sequences[0].numpy().copy()
+    canvas = backend.info.canvas_length
+    for start in range(0, len(sequence), canvas):
+        block = sequence[start:start + canvas]
+        eos = np.flatnonzero(np.isin(block, backend.info.eos_token_ids))
+        if eos.size:
+            block[eos[0] + 1:] = backend.info.pad_token_id
+    return sequence
+
+
+def run(backend, prompt, settings):
+    records = list(backend.generate(prompt, settings))
+    steps = [r for r in records if isinstance(r, StepRecord)]
+    blocks = [r for r in records if isinstance(r, BlockRecord)]
+    return records, steps, blocks, records[-1]
+
+
+@pytest.mark.parametrize("sampler", list(CASES))
+def test_captured_run_equals_the_stock_pipeline_on_the_builtin_model(builtin, sampler):
+    settings = GenerationSettings(seed=3, sampler=sampler, max_denoising_steps=12, **CASES[sampler])
+    records, steps, blocks, end = run(builtin, PROMPT, settings)
+
+    assert isinstance(end, RunEnd) and end.error is None
+    np.testing.assert_array_equal(end.sequence, stock_sequence(builtin, PROMPT, settings))
+    np.testing.assert_array_equal(np.concatenate([b.tokens for b in blocks]), end.sequence)
+    assert sum(b.steps_used for b in blocks) == len(steps)
+    start = records[0]
+    assert isinstance(start, RunStart)
+    for knob, value in CASES[sampler].items():
+        assert start.settings[knob] == value
+    unread = set().union(*SAMPLER_KNOBS.values()) - SAMPLER_KNOBS[sampler]
+    assert all(start.settings[knob] is None for knob in unread)  # never a knob that did nothing
+
+
+@pytest.mark.parametrize("sampler", list(CASES))
+def test_captured_run_equals_the_stock_pipeline_over_three_full_blocks(no_eos, sampler):
+    """No EOS, no early stop on random weights: three blocks of every step, block ends read from the encoder."""
+    settings = GenerationSettings(seed=5, sampler=sampler, max_new_tokens=700, max_denoising_steps=6, **CASES[sampler])
+    _, steps, blocks, end = run(no_eos, "Write a poem about the sea.", settings)
+
+    np.testing.assert_array_equal(end.sequence, stock_sequence(no_eos, "Write a poem about the sea.", settings))
+    # DDIM's corrector sweeps take their share of the 6 forwards: (6 - 1) // 3 = 1 corrected step, 4 predictor steps.
+    per_block = 4 if sampler == "discrete-ddim" else 6
+    assert [b.block for b in blocks] == [0, 1, 2] and len(steps) == 3 * per_block
+    for b in blocks:
+        last = [s for s in steps if s.block == b.block][-1]
+        assert last.steps_remaining == 1
+        # The pipeline commits the last canvas unless it converged (then the argmax).
+        expected = last.argmax if b.stop_reason == "converged" else last.canvas
+        np.testing.assert_array_equal(b.tokens, expected)
+
+
+def test_the_pipeline_gets_the_ids_the_tokenizer_gives_it(builtin):
+    ids = builtin.prompt_ids(PROMPT)
+    stock = builtin.tokenizer.apply_chat_template(
+        [{"role": "user", "content": PROMPT}], add_generation_prompt=True, tokenize=True, return_tensors="pt", return_dict=True
+    )["input_ids"]
+    given = IdsProcessor(builtin.tokenizer, ids).apply_chat_template([], add_generation_prompt=True)["input_ids"]
+    assert torch.equal(given, stock)
+
+
+def test_each_scheduler_records_what_it_reports(no_eos):
+    base = dict(seed=1, max_new_tokens=256, max_denoising_steps=8)
+    _, eb, _, _ = run(no_eos, PROMPT, GenerationSettings(sampler="entropy-bound", **base))
+    _, ddim, _, _ = run(no_eos, PROMPT, GenerationSettings(sampler="discrete-ddim", **base))
+    _, br, _, _ = run(no_eos, PROMPT, GenerationSettings(sampler="block-refinement", **base))
+    # Block refinement: commits accumulate, every position by the last step (an even quota).
+    for before, after in zip(br, br[1:]):
+        assert np.all(after.accepted >= before.accepted)
+    assert br[-1].accepted.all() and br[0].sample_probability is not None
+    # DDIM: 'accepted' is the canvas holding the step's x0; the last step takes x0 everywhere.
+    assert ddim[-1].accepted.all() and ddim[0].sample_probability is None
+    # Entropy-bound renoises: somewhere a position accepted at one step is noise at the next.
+    assert any((a.accepted & ~b.accepted).any() for a, b in zip(eb, eb[1:]))
+
+
+def test_entropy_bound_records_the_scaled_entropy_its_decision_replays_from(builtin):
+    settings = GenerationSettings(seed=0, sampler="entropy-bound", entropy_bound=2.0, max_denoising_steps=10)
+    trace = Trace(model=builtin.info, prompt=PROMPT)
+    for record in builtin.generate("Write a haiku about rain.", settings):
+        trace.append(record)
+    assert trace.sampler_rule == AcceptRule(True, True, "entropy-bound", "scaled")
+    assert "entropy" not in trace.start.sampler_rule  # scaled: written as before
+    for step in range(len(trace.block_steps(0))):
+        assert accept_budget(trace, 0, step).agrees
+
+
+def test_raw_entropy_is_said_in_the_trace_and_survives_a_round_trip(builtin, tmp_path):
+    trace = Trace(model=builtin.info, prompt=PROMPT)
+    for record in builtin.generate(PROMPT, GenerationSettings(seed=0, sampler="discrete-ddim", max_denoising_steps=4)):
+        trace.append(record)
+    path = tmp_path / "ddim.json"
+    trace.save(path)
+    loaded = Trace.load(path)
+    assert loaded.sampler_rule.entropy == "raw" and loaded.sampler_rule.budget is None
+    assert loaded.settings.sampler == "discrete-ddim"
+
+
+def test_a_sampler_it_cannot_run_is_refused_with_one_line(builtin):
+    with pytest.raises(BackendError, match="must be one of entropy-bound, discrete-ddim, block-refinement"):
+        list(builtin.generate(PROMPT, GenerationSettings(sampler="confidence-threshold")))
+
+
+def _installed(pipe) -> bool:
+    return "step" in vars(pipe.scheduler) or bool(pipe.model.model.encoder._forward_pre_hooks)
+
+
+@pytest.mark.parametrize("how", ["success", "error", "stop"])
+def test_capture_always_undoes_itself(builtin, how):
+    settings = builtin.resolve(GenerationSettings(seed=0, max_denoising_steps=3))
+    ids = builtin.prompt_ids(PROMPT)
+    pipe = builtin.pipeline(settings, IdsProcessor(builtin.tokenizer, ids))
+    steps = []
+
+    def on_step(step):
+        steps.append(step)
+        if how == "error":
+            raise ValueError("boom")
+
+    options = dict(topk=0, scaled_entropy=True, eos_ids=(1,), pad_id=0)
+    with pytest.raises(Exception) if how != "success" else _nothing():
+        with capture_pipeline(pipe, on_step, lambda block: None, lambda: how == "stop" and bool(steps), **options) as c:
+            assert _installed(pipe)
+            assert "generator" in inspect.signature(pipe.scheduler.step).parameters
+            out = pipe(prompt="", callback_on_step_end=c.callback, callback_on_step_end_tensor_inputs=CALLBACK_TENSORS,
+                       **builtin.call_kwargs(settings))
+            c.finish(out.sequences)
+    assert not _installed(pipe)
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_the_pipeline_details_the_capture_relies_on():
+    """diffusers 0.42.1's private details named in backends/diffusers_capture.py: if one moves, this fails."""
+    from diffusers import DiffusionGemmaPipeline
+
+    assert DiffusionGemmaPipeline._callback_tensor_inputs == CALLBACK_TENSORS
+    source = inspect.getsource(DiffusionGemmaPipeline.__call__)
+    assert "self.scheduler.step(" in source and "return_dict=True" in source
+    assert "inspect.signature(self.scheduler.step).parameters" in source  # hence the wrap keeps the signature
+    assert source.index("self.scheduler.step(") < source.index("callback_on_step_end(self, global_step, step_idx")
+    assert "self.model.model.encoder(\n                input_ids=cur_input_ids[:, cached_len:]" in source
+    assert "if bool(finished_denoising.all()):\n                        break" in source
+
+
+def test_two_samplers_compare_on_the_same_prompt_and_seed(builtin):
+    """What "Compare two runs" shows for one prompt and seed under two samplers: steps aligned, labels naming each."""
+    from visualizer.compare import align, compare_html, run_labels
+
+    traces = []
+    for sampler in ("entropy-bound", "block-refinement"):
+        trace = Trace(model=builtin.info, prompt=PROMPT)
+        for record in builtin.generate(PROMPT, GenerationSettings(seed=4, sampler=sampler, max_denoising_steps=6)):
+            trace.append(record)
+        traces.append(trace)
+    label_a, label_b = run_labels(*traces)
+    assert "sampler entropy-bound" in label_a and "sampler block-refinement" in label_b
+    assert "entropy bound 0.1" in label_a and "refine threshold 0.95" in label_b  # each run's own knobs
+    aligned = align(*traces)
+    assert len(aligned) == max(len(t.steps) for t in traces) + 1
+    assert "sampler block-refinement" in compare_html(*traces, len(aligned) - 1)
