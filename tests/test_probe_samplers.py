@@ -26,8 +26,10 @@ def test_probe_runs_every_sampler_side_by_side_and_resumes(tmp_path, capsys, ran
     # the same prompts and seeds under each sampler
     names = {s: sorted(t.name for t in (out / s).rglob("*.json") if "traces" in t.parts) for s in ("entropy-bound", "block-refinement")}
     assert names["entropy-bound"] == names["block-refinement"]
-    assert main(args) == 0  # resumes: nothing left to generate
-    assert capsys.readouterr().err.count("(saved before)") == 6
+    saved = {t: t.stat().st_mtime_ns for t in out.rglob("*-seed0.json")}
+    assert main(args) == 0  # resumes: nothing left to generate, every trace kept as it was
+    assert len(saved) == 6 and all(t.stat().st_mtime_ns == when for t, when in saved.items())
+    assert (out / "samplers.md").read_text() == table
 
 
 def test_a_sampler_the_backend_cannot_run_is_refused_in_one_line(tmp_path, capsys, random_model_dir):
