@@ -130,15 +130,21 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def generate(model, prompt, *, seed: int, compiled: bool, variant: str, device: str, topk: int) -> dict:
-    """One run: sequences, seconds, steps, peak memory, and the first record's latency."""
-    steps, first = [], []
-    started = [0.0]
+def step_recorder():
+    """(steps, first-record latency, start time, on_step): what each timed run collects, shared by both pipelines."""
+    steps, first, started = [], [], [0.0]
 
     def on_step(step):
         if not first:
             first.append(time.perf_counter() - started[0])
         steps.append(step)
+
+    return steps, first, started, on_step
+
+
+def generate(model, prompt, *, seed: int, compiled: bool, variant: str, device: str, topk: int) -> dict:
+    """One run: sequences, seconds, steps, peak memory, and the first record's latency."""
+    steps, first, started, on_step = step_recorder()
 
     kwargs = dict(max_new_tokens=256, cache_implementation="static" if compiled else None)
     torch.manual_seed(seed)
@@ -175,13 +181,7 @@ def generate_diffusers(model, prompt, *, seed: int, compiled: bool, variant: str
                                   corrector_steps=0, corrector_k=1, refine_threshold=0.95)
     pipe = DiffusionGemmaPipeline(model=model, scheduler=scheduler_for(settings), processor=IdsProcessor(None, prompt[0].tolist()))
     pipe.set_progress_bar_config(disable=True)
-    steps, first = [], []
-    started = [0.0]
-
-    def on_step(step):
-        if not first:
-            first.append(time.perf_counter() - started[0])
-        steps.append(step)
+    steps, first, started, on_step = step_recorder()
 
     kwargs = dict(prompt="", gen_length=256, num_inference_steps=48, output_type="seq",
                   generator=torch.Generator(device=device).manual_seed(seed))
