@@ -23,6 +23,7 @@ are raised as `BackendError` with a message meant for the UI and the CLI.
 
 from __future__ import annotations
 
+import logging
 import math
 import queue
 import threading
@@ -54,8 +55,9 @@ from visualizer.samplers import SamplerSpec
 from visualizer.settings import GenerationSettings
 
 from .captured import CapturedBlock, CapturedStep
-from .text import PieceTable
+from .text import PieceDecoder, PieceTable
 
+log = logging.getLogger(__name__)  # a failed run's traceback, at DEBUG: the UI and the CLI show one line
 _QUEUE_SIZE = 64  # captured items buffered per batch row between the model's thread and a slow consumer
 _DONE = object()  # the worker's run returned
 _CANCELLED = object()  # the worker's run stopped between two steps
@@ -174,7 +176,8 @@ class Backend(ABC):
         sampler = self.capabilities.sampler(settings.sampler)
         stop = stop or threading.Event()
         started = time.perf_counter()
-        tables = [PieceTable(self.tokenizer) for _ in prompts]
+        decoder = self._piece_decoder()
+        tables = [PieceTable(decoder=decoder) for _ in prompts]
         yield [
             (
                 row,
@@ -202,6 +205,13 @@ class Backend(ABC):
             return block_record(item, pieces, self.info.eos_token_ids)
 
         yield from self._stream(produce, stop, started, rows=len(prompts), to_record=to_record)
+
+    def _piece_decoder(self) -> PieceDecoder:
+        """The decoded texts every run of this model shares (`text.PieceDecoder`), made at first use."""
+        decoder = getattr(self, "_pieces", None)
+        if decoder is None or decoder.tokenizer is not self.tokenizer:
+            decoder = self._pieces = PieceDecoder(self.tokenizer)
+        return decoder
 
     def _produce_batch(
         self,
@@ -347,6 +357,7 @@ class Backend(ABC):
                         finish = FINISH_CANCELLED
                     elif isinstance(item, BaseException):
                         finish, error = FINISH_ERROR, self.failure_message(item)
+                        log.debug("the run failed: %s", error, exc_info=item)
                     else:
                         try:
                             record = to_record(item)

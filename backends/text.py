@@ -2,9 +2,12 @@
 
     ids = chat_prompt_ids(tokenizer, "Why is the sky blue?")
     pieces = PieceTable(tokenizer); pieces.new(step_ids)   # {id: text} for ids not sent before
+    pieces = PieceTable(decoder=backend_decoder)           # decoded texts shared by every run of a backend
 """
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 
@@ -43,17 +46,67 @@ def chat_prompt_ids(tokenizer, prompt: str, *, thinking: bool = False) -> list[i
     return [int(i) for i in out]
 
 
-class PieceTable:
-    """Decodes each displayed id once per run, so records carry only the pieces not sent before."""
+class PieceDecoder:
+    """Each token id's text, decoded once per tokenizer and kept: every run of a backend shares one.
+
+    A batch of 8 rows with the top-5 candidates shows ~1,500 ids a row a step; decoding them afresh
+    for every run was most of the host-side cost of a batched step at the real vocabulary (262,144
+    ids). Where the tokenizer is a fast (Rust) one that does not clean up spaces, its `decode_batch`
+    gives exactly what `batch_decode` gives, without transformers' Python per id
+    (tests/test_pieces.py checks it over the built-in model's whole vocabulary); any other tokenizer
+    goes through `batch_decode`. The runs of several sessions may read it at once: one lock."""
 
     def __init__(self, tokenizer):
         self.tokenizer = tokenizer
-        self.seen: set[int] = set()
+        self._texts = np.empty(0, object)  # indexed by id; grown to the largest id seen
+        self._known = np.zeros(0, bool)
+        self._lock = threading.Lock()
+        rust = getattr(tokenizer, "backend_tokenizer", None)
+        self._rust = rust if rust is not None and getattr(tokenizer, "clean_up_tokenization_spaces", None) is False else None
+
+    def texts_of(self, ids: np.ndarray) -> list[str]:
+        """The texts of `ids` (a 1-D integer array), in order."""
+        with self._lock:
+            return self._texts_of(ids)
+
+    def _texts_of(self, ids: np.ndarray) -> list[str]:
+        if ids.size:
+            self._texts = _grown(self._texts, int(ids.max()) + 1, None)
+            self._known = _grown(self._known, int(ids.max()) + 1, False)
+        missing = ids[~self._known[ids]].tolist()
+        if missing:
+            singles = [[i] for i in missing]
+            if self._rust is not None:
+                decoded = self._rust.decode_batch(singles, skip_special_tokens=False)
+            else:
+                decoded = self.tokenizer.batch_decode(singles, skip_special_tokens=False)
+            self._texts[missing] = decoded
+            self._known[missing] = True
+        return self._texts[ids].tolist()
+
+
+class PieceTable:
+    """One run's pieces: records carry only the texts of ids that run has not sent before."""
+
+    def __init__(self, tokenizer=None, *, decoder: PieceDecoder | None = None):
+        self.decoder = decoder if decoder is not None else PieceDecoder(tokenizer)
+        self._sent = np.zeros(0, bool)  # indexed by id
 
     def new(self, ids) -> dict[int, str]:
-        fresh = sorted({int(i) for i in np.asarray(ids).reshape(-1)} - self.seen)
-        if not fresh:
+        unique = np.unique(np.asarray(ids, dtype=np.int64))  # sorted
+        if not unique.size:
             return {}
-        self.seen.update(fresh)
-        texts = self.tokenizer.batch_decode([[i] for i in fresh], skip_special_tokens=False)
-        return dict(zip(fresh, texts))
+        self._sent = _grown(self._sent, int(unique[-1]) + 1, False)
+        fresh = unique[~self._sent[unique]]
+        if not fresh.size:
+            return {}
+        self._sent[fresh] = True
+        return dict(zip(fresh.tolist(), self.decoder.texts_of(fresh)))
+
+
+def _grown(array: np.ndarray, size: int, fill) -> np.ndarray:
+    """`array` with at least `size` entries (doubling, so growing costs little over a run), new ones `fill`."""
+    if size <= array.size:
+        return array
+    extra = max(size, 2 * array.size) - array.size
+    return np.concatenate([array, np.full(extra, fill, dtype=array.dtype)])
