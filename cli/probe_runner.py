@@ -12,18 +12,21 @@ Nothing here knows how many processes there are.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
+import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
 from backends.run import record_batch, record_trace
 from visualizer.metrics import run_metrics
 from visualizer.plan import Batch, Plan, item_id, make_plan
-from visualizer.probe import MANIFEST, ProbeError, ProbeResult, result_from_trace
+from visualizer.probe import MANIFEST, ProbeError, ProbeResult, checked_response, result_from_trace
 from visualizer.results import merge_parts, part_done, read_results, result_rows, write_part
 from visualizer.settings import GenerationSettings
 from visualizer.trace import Trace
@@ -139,11 +142,14 @@ def run_batches(backend, batches: Sequence[Batch], probes: dict, *, out, setting
     """Generate each batch, save its traces and its result rows (see visualizer.results).
 
     `probes` maps item ids to probes.  The host-side work of a batch (saving traces, metrics,
-    the checker, Parquet) runs on a writer thread while the model generates the next batch; at
-    most one batch waits there.  A failure raises ProbeError naming the batch and its items.
+    Parquet) runs in a writer process while the model generates the next batch; at most one batch
+    waits there.  Not a thread: that work is Python, and on a thread it held the interpreter lock the
+    model's own thread needs to launch each step (BENCHMARKS.md).  The checker runs here, so any
+    callable works.  `after_batch()` runs once a batch's rows are on disk.  A failure raises
+    ProbeError naming the batch and its items.
     """
     out = Path(out)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="probe-writer") as writer:
+    with _writer_process() as writer:
         pending = None
         for batch in batches:
             rows = [probes[item] for item in batch.items]
@@ -157,9 +163,39 @@ def run_batches(backend, batches: Sequence[Batch], probes: dict, *, out, setting
                                      f"{reason}{_fit_hint(backend, batch, reason)}")
             if pending is not None:
                 pending.result()  # a writer failure stops the run here
-            pending = writer.submit(_save_batch, out, batch, rows, traces, check, after_batch)
+                after_batch()
+            try:
+                verdicts = [checked_response(check, probe, batch.seed, trace.end.text) for probe, trace in zip(rows, traces)]
+            except ProbeError:  # a broken checker: keep the traces, so a fixed one resumes from them
+                for probe, trace in zip(rows, traces):
+                    _save_atomic(trace, out / trace_file(probe, batch.seed))
+                raise
+            pending = writer.submit(_save_batch, out, batch, rows, traces, verdicts)
         if pending is not None:
             pending.result()
+            after_batch()
+
+
+@contextmanager
+def _writer_process():
+    """One process that saves batches, started fresh ("spawn": this one may hold CUDA and threads)."""
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_writer_setup, initargs=(os.getpid(),)) as writer:
+        yield writer
+
+
+def _writer_setup(runner_pid: int) -> None:
+    """In the writer: Ctrl-C reaches every process of the terminal, and the writer lets the runner
+    decide (it finishes its batch, the runner stops); and a writer whose runner died (killed, as
+    torchrun's restart test does) exits instead of living on, holding the launcher's output pipes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch() -> None:
+        while os.getppid() == runner_pid:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="runner-watch", daemon=True).start()
 
 
 def _record_batch(backend, prompts: list[str], settings: GenerationSettings) -> list[Trace]:
@@ -182,20 +218,19 @@ def _fit_hint(backend, batch: Batch, reason: str) -> str:
             f"--batch-size {fit}; this run's plan stays at {len(batch.items)} rows)")
 
 
-def _save_batch(out: Path, batch: Batch, probes: list, traces: list[Trace], check: Callable,
-                after_batch: Callable[[], None]) -> None:
+def _save_batch(out: Path, batch: Batch, probes: list, traces: list[Trace], verdicts: list) -> None:
+    """In the writer process: each trace, then the batch's result rows (last: they mark it done)."""
     generations, positions = [], []
-    for row, (probe, trace) in enumerate(zip(probes, traces)):
+    for row, (probe, trace, verdict) in enumerate(zip(probes, traces, verdicts)):
         relative = trace_file(probe, batch.seed)
         _save_atomic(trace, out / relative)
         metrics = run_metrics(trace)
-        result = result_from_trace(probe, batch.seed, trace, relative, check, metrics=metrics)
+        result = result_from_trace(probe, batch.seed, trace, relative, lambda _probe, _response: verdict, metrics=metrics)
         generation, rows = result_rows(result, metrics, trace, batch=batch.index, row=row, batch_rows=len(batch.items))
         generation["heldout"] = getattr(probe, "heldout", True)
         generations.append(generation)
         positions.extend(rows)
-    write_part(out, batch.index, generations, positions)  # last: marks the batch done
-    after_batch()
+    write_part(out, batch.index, generations, positions)
 
 
 def finish_results(out, plan: Plan) -> list[ProbeResult]:

@@ -82,13 +82,13 @@ def result_from_trace(probe, seed: int, trace: Trace, trace_file: str, check: Ca
         mean_commit_entropy_nats=metrics.mean_commit_entropy_nats,
         steps_used=metrics.steps_used,
         monotone=metrics.monotone,
-        correct=_checked(check, probe, seed, response),
+        correct=checked_response(check, probe, seed, response),
         structure_difference=structure.difference,
         structure_auroc=structure.auroc,
     )
 
 
-def _checked(check: Callable, probe, seed: int, response: str) -> bool | None:
+def checked_response(check: Callable, probe, seed: int, response: str) -> bool | None:
     """The checker's verdict; a checker that crashes stops the run with one line (traces stay saved)."""
     try:
         return check(probe, response)
