@@ -59,7 +59,7 @@ from visualizer.settings import (
 
 from .base import COMMON_KNOBS, Backend, BackendError, BackendUnavailable, Capabilities
 from .known import load_failure_message, looks_like_path
-from .mlx_worker import MLXWorker, stop_worker
+from .model_thread import ModelThread, stop_thread
 
 DEFAULT_TEMPERATURE = 1.0  # samples like transformers; mlx-vlm's own default is 0 (greedy)
 
@@ -99,11 +99,11 @@ class MLXBackend(Backend):
         local = Path(source).expanduser()
         if not local.is_dir() and looks_like_path(source):
             raise BackendError(f"No model folder at {source}.")
-        self._worker = MLXWorker()
+        self._worker = ModelThread("mlx-worker", on_exit=_clear_mlx_streams)
         self._closed = False
         self._closing = threading.Event()  # set by close(): a run in progress stops at its next step
         # Ends the worker when close() is not called: when the backend is collected, or at exit.
-        self._stop_worker = weakref.finalize(self, stop_worker, self._worker, self._closing)
+        self._stop_worker = weakref.finalize(self, stop_thread, self._worker, self._closing)
         try:
             self.model, self.processor, runtime = self._worker.submit(_load_model, source, local).result()
         except BaseException:
@@ -329,3 +329,11 @@ def _pad_token_id(g: dict, text_config, tokenizer) -> int:
         if value is not None:
             return int(value)
     return 0
+
+
+def _clear_mlx_streams() -> None:
+    """On the MLX thread as it ends (model_thread.py says why)."""
+    import sys
+
+    if "mlx.core" in sys.modules:  # MLX was used on this thread
+        sys.modules["mlx.core"].clear_streams()

@@ -1,41 +1,47 @@
-"""The one thread that owns a model's MLX arrays: every MLX call of a backend runs on it, in order.
+"""One persistent thread that runs every call of a model, in order, as futures.
 
-MLX arrays belong to the thread that made them, so `MLXBackend` submits loading, generation and
-release to its `MLXWorker` and waits on futures.
+Two backends need their model's work on one thread that lives as long as the model:
+- MLX arrays belong to the thread that made them, so `MLXBackend` submits loading, generation and
+  release to its thread and waits on futures;
+- torch.compile's CUDA graphs keep their trees in the thread's locals, so the transformers backend
+  runs its compiled CUDA generations on one thread (`transformers_backend.py` says why).
 
-    worker = MLXWorker()
+    worker = ModelThread("mlx-worker", on_exit=clear_mlx_streams)
     model = worker.submit(load, source).result()
-    stop_worker(worker, closing_event)          # (weakref.finalize calls this when the backend goes)
+    stop_thread(worker, closing_event)          # (weakref.finalize calls this when the backend goes)
 """
 
 from __future__ import annotations
 
 import queue
-import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 
 
-def stop_worker(worker: "MLXWorker", closing: threading.Event) -> None:
-    closing.set()  # a run in progress stops at its next step instead of finishing
+def stop_thread(worker: "ModelThread", closing: threading.Event | None = None) -> None:
+    if closing is not None:
+        closing.set()  # a run in progress stops at its next step instead of finishing
     worker.stop()
 
 
-class MLXWorker:
-    """One persistent thread that runs every MLX call of a backend, in order, as futures.
+class ModelThread:
+    """A thread that runs submitted calls one after another, and `on_exit` on its way out.
 
-    Not a ThreadPoolExecutor: MLX (0.32) needs `mx.clear_streams()` on every thread that used
-    it before that thread ends, or the process can abort at exit ("terminate called without an
-    active exception"), and an executor's threads end at interpreter shutdown before anything
-    could run on them.  This thread clears its streams on its way out.
+    Not a ThreadPoolExecutor: what a library keeps in a thread's locals must be let go while that
+    thread still runs Python (MLX 0.32 needs `mx.clear_streams()`, or the process can abort at exit
+    with "terminate called without an active exception"; torch's CUDA-graph trees are Python objects
+    held by C++ thread-locals), and an executor's threads end at interpreter shutdown before
+    anything could run on them.  `stop()` (a `weakref.finalize` of the backend, which also runs at
+    exit) lets the queued calls finish, then `on_exit`, then the thread ends.
     """
 
-    def __init__(self):
+    def __init__(self, name: str, on_exit: Callable[[], None] | None = None):
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._stopped = False
-        self._thread = threading.Thread(target=self._run, name="mlx-worker", daemon=True)
+        self._on_exit = on_exit
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
     @property
@@ -46,7 +52,7 @@ class MLXWorker:
         future: Future = Future()
         with self._lock:
             if self._stopped:
-                raise RuntimeError("the MLX worker thread has stopped")
+                raise RuntimeError(f"the {self._thread.name} thread has stopped")
             self._jobs.put((future, fn, args))
         return future
 
@@ -71,5 +77,5 @@ class MLXWorker:
                     future.set_exception(exc)
                 del job, future, fn, args  # drop the last references here, not at the next job
         finally:
-            if "mlx.core" in sys.modules:  # MLX was used on this thread
-                sys.modules["mlx.core"].clear_streams()
+            if self._on_exit is not None:
+                self._on_exit()

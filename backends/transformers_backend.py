@@ -8,8 +8,8 @@ template, placed on the GPU with `device_map`) or any local folder saved by `sav
     for record in backend.generate("Write a haiku about rain", GenerationSettings(seed=0)):
         print(type(record).__name__)
 
-`model.generate` runs on a worker thread inside `capture_steps`; records reach the caller
-through a bounded queue as soon as each step ends.  Closing the generator or setting `stop`
+`model.generate` runs inside `capture_steps` on the backend's one generation thread (`_launch`);
+records reach the caller through a bounded queue as soon as each step ends.  Closing the generator or setting `stop`
 ends the run between two steps.  Several prompts run as one batched call (`Backend.generate_rows`),
 left-padded with an attention mask (`batch_inputs`).
 """
@@ -17,6 +17,10 @@ left-padded with an attention mask (`batch_inputs`).
 from __future__ import annotations
 
 import contextlib
+import threading
+import weakref
+from collections import defaultdict
+from concurrent.futures import Future
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +49,7 @@ from visualizer.settings import (
 from . import sharded
 from .base import COMMON_KNOBS, Backend, BackendError, Capabilities
 from .capture import capture_steps
+from .model_thread import ModelThread, stop_thread
 from .known import REAL_CHECKPOINT, REAL_CHECKPOINT_BF16_GB, load_failure_message, looks_like_path, on_zero_gpu
 
 ENTROPY_BOUND = SamplerSpec(
@@ -140,6 +145,22 @@ class TransformersBackend(Backend):
         )
 
     # ---- the interface ---------------------------------------------------------------------
+    def _launch(self, work) -> Future:
+        """Every run on this backend's one generation thread, started at the first run.
+
+        One thread for the model's life, not one per run, because of torch.compile's CUDA graphs
+        (`compiled`): inductor keeps their trees in thread-locals (`cudagraph_trees.local`). On a
+        fresh thread torch 2.11 fails with a bare AssertionError (the probe's compiled runner died of
+        it), and later versions start a new tree there, recording every graph again at each run.
+        The thread holds its own trees as Python thread-locals (`_own_cuda_graph_trees`), which
+        go with the thread; nothing is stashed in C++ thread-locals, whose clean-up at exit once
+        aborted the process (see the import at the top)."""
+        if getattr(self, "_thread", None) is None:
+            self._thread = ModelThread(f"{self.name}-generate")
+            self._stop_thread = weakref.finalize(self, stop_thread, self._thread)
+            self._thread.submit(_own_cuda_graph_trees)
+        return self._thread.submit(work)
+
     def default_settings(self) -> GenerationSettings:
         g = self.model.generation_config
 
@@ -220,11 +241,22 @@ class TransformersBackend(Backend):
 
     def close(self) -> None:
         self.model = None
+        if getattr(self, "_thread", None) is not None:
+            self._stop_thread()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
 
 
 # ---- helpers -----------------------------------------------------------------------------------
+def _own_cuda_graph_trees() -> None:
+    """Give the calling thread its own CUDA-graph trees, as Python thread-locals (see `_launch`)."""
+    from torch._inductor import cudagraph_trees as trees
+
+    if not hasattr(trees.local, "tree_manager_containers"):
+        trees.local.tree_manager_containers = {}
+        trees.local.tree_manager_locks = defaultdict(threading.Lock)
+
+
 def batch_inputs(rows_ids: list[list[int]], pad_token_id: int | None, device) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The `input_ids` (batch, longest) and `attention_mask` of a batch of prompts for `generate`.
 

@@ -1,0 +1,41 @@
+"""The transformers backend runs every generation on its one thread, which owns its CUDA-graph trees.
+
+torch.compile's CUDA graphs keep their trees in thread-locals: on a fresh thread per run torch 2.11
+failed with a bare AssertionError (the probe's compiled runner on the GPU machine), and later versions
+record every graph again at each run. There is no GPU here, so what is checked is the arrangement
+that avoids both: one thread for all runs of a backend, holding its own trees.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from torch._inductor import cudagraph_trees
+
+from backends.run import record_trace
+from backends.transformers_backend import TransformersBackend
+from visualizer.settings import GenerationSettings
+
+
+def test_every_run_of_a_backend_is_on_its_one_thread_with_its_own_graph_trees(random_model_dir):
+    backend = TransformersBackend(str(random_model_dir), device="cpu")
+    seen = []
+    stock_generate = backend.model.generate
+
+    def watched(*args, **kwargs):
+        seen.append((threading.get_ident(), hasattr(cudagraph_trees.local, "tree_manager_containers")))
+        return stock_generate(*args, **kwargs)
+
+    backend.model.generate = watched
+    settings = GenerationSettings(seed=0, max_new_tokens=16, max_denoising_steps=2)
+    for seed in range(3):
+        trace = record_trace(backend, "Write a haiku about rain", settings.replace(seed=seed))
+        assert trace.end.finish_reason in ("eos", "length")
+    threads = {ident for ident, _ in seen}
+    assert len(seen) == 3 and len(threads) == 1
+    assert threading.get_ident() not in threads  # not the caller's: the records stream while it runs
+    assert all(owns_trees for _, owns_trees in seen)
+
+    thread = backend._thread._thread
+    backend.close()
+    assert not thread.is_alive()
