@@ -17,7 +17,9 @@ Rank 0 runs the project's capture, the followers the stock `generate`, as `recor
 Printed by rank 0: captured == stock (sequences of every rank), median ms per denoising step over
 `--reps` alternating stock/captured runs, peak memory of every GPU, and the all-reduces of one run
 (count per step and their time on the GPU, from CUDA events around each `dist.all_reduce`).
-Eager only: the compiled path is not tried under torchrun here.
+`--compiled` runs every generate with `cache_implementation="static"` (the app's and the CLI's compiled
+path): the first, untimed run compiles; the all-reduce clock is skipped there (a Python wrapper around
+`dist.all_reduce` would only be seen by dynamo as a reason to recompile).
 """
 
 from __future__ import annotations
@@ -123,7 +125,8 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def run(model, prompt, *, seed: int, captured: bool, device: str) -> dict:
+def run(model, prompt, *, seed: int, captured: bool, device: str, compiled: bool = False) -> dict:
+    kwargs = {"max_new_tokens": 256, "cache_implementation": "static" if compiled else None}
     torch.manual_seed(seed)
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
@@ -131,9 +134,9 @@ def run(model, prompt, *, seed: int, captured: bool, device: str) -> dict:
     started = time.perf_counter()
     if captured:
         with capture_steps(model, lambda step: None, lambda block: None, topk=5):
-            out = model.generate(prompt, max_new_tokens=256)
+            out = model.generate(prompt, **kwargs)
     else:
-        out = model.generate(prompt, max_new_tokens=256)
+        out = model.generate(prompt, **kwargs)
     sync(device)
     seconds = time.perf_counter() - started
     peak = torch.cuda.max_memory_allocated() / 2**30 if device == "cuda" else float("nan")
@@ -181,6 +184,7 @@ def main(argv=None) -> int:
     parser.add_argument("--layers", type=int, default=30)
     parser.add_argument("--experts", type=int, default=128)
     parser.add_argument("--vocab", type=int, default=262_144, help="smaller only for a dry run")
+    parser.add_argument("--compiled", action="store_true", help="torch.compile through the static cache")
     parser.add_argument("--json", help="rank 0 appends its row here")
     args = parser.parse_args(argv)
     if args.device == "cpu":
@@ -202,24 +206,30 @@ def main(argv=None) -> int:
     is_rank0 = sharded.rank() == 0
 
     # captured (rank 0) == stock (every rank), same seed; then the timed runs, alternating
-    stock = run(model, prompt, seed=11, captured=False, device=device)
-    mine = run(model, prompt, seed=11, captured=is_rank0, device=device)
+    compiled = args.compiled
+    started = time.perf_counter()
+    stock = run(model, prompt, seed=11, captured=False, device=device, compiled=compiled)  # compiles, when compiled
+    first_run_s = time.perf_counter() - started
+    mine = run(model, prompt, seed=11, captured=is_rank0, device=device, compiled=compiled)
     timed = {"stock": [], "captured": []}
     for rep in range(args.reps):
         for variant in (("stock", "captured") if rep % 2 == 0 else ("captured", "stock")):
-            timed[variant].append(run(model, prompt, seed=rep, captured=variant == "captured" and is_rank0, device=device))
-    with AllReduceClock(device) as clock:
-        run(model, prompt, seed=0, captured=False, device=device)
-    reduce_ms = clock.milliseconds()
+            timed[variant].append(run(model, prompt, seed=rep, captured=variant == "captured" and is_rank0, device=device,
+                                      compiled=compiled))
+    reduce_calls = reduce_ms = None
+    if not compiled:
+        with AllReduceClock(device) as clock:
+            run(model, prompt, seed=0, captured=False, device=device)
+        reduce_calls, reduce_ms = clock.calls / STEPS, clock.milliseconds() / STEPS
 
     row = dict(
-        kind=args.kind, processes=n, device=torch.cuda.get_device_name() if device == "cuda" else "cpu",
+        kind=args.kind, processes=n, path="compiled" if compiled else "eager", first_run_s=round(first_run_s, 1), device=torch.cuda.get_device_name() if device == "cuda" else "cpu",
         built_s=round(built_s, 1), weights_gib=weights / 2**30,
         stock_ms=statistics.median(r["ms_per_step"] for r in timed["stock"]),
         stock_range=[min(r["ms_per_step"] for r in timed["stock"]), max(r["ms_per_step"] for r in timed["stock"])],
         captured_ms=statistics.median(r["ms_per_step"] for r in timed["captured"]),
         peak_gib=max(r["peak_gib"] for rs in timed.values() for r in rs),
-        all_reduces_per_step=clock.calls / STEPS, all_reduce_ms_per_step=reduce_ms / STEPS,
+        all_reduces_per_step=reduce_calls, all_reduce_ms_per_step=reduce_ms,
         identical=torch.equal(stock["sequences"], mine["sequences"]),
     )
     if n > 1:
