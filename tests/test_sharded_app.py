@@ -1,0 +1,188 @@
+"""The app on a sharded model: `torchrun --nproc-per-node 2 app.py --parallel expert` (gloo, CPU, the
+built-in model), driven through gradio_client as a browser would drive it.
+
+Each test launches torchrun as a user does (tests/sharded_app_worker.py runs the stock sharded
+generate first, then the app's own `main` on every rank), on free ports, and ends every process it
+started. Timeouts are hang guards only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+from gradio_client import Client
+
+import app as app_module
+from hosting import Hosting
+from tests.app_api import finished_run, run_message, submit_generate
+from visualizer.trace import Trace
+
+ROOT = Path(__file__).resolve().parent.parent
+KNOBS = dict(max_new_tokens=64, max_denoising_steps=6, entropy_bound=0.1, t_min=0.4, t_max=0.8, seed=3)
+REQUEST = {"prompt": "Write a haiku about rain", "settings": KNOBS}
+LONG = dict(max_new_tokens=1024, steps=64, entropy_bound=0.0001, seed=1)  # many steps: time to stop it or kill a rank
+HANG_GUARD_S = 240
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def sharded_app(out: Path, kind: str = "expert"):
+    """torchrun with 2 ranks serving the app; yields (process, url, pids by rank). Everything it
+    started is ended afterwards, also on failure."""
+    port = free_port()
+    env = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
+    env.pop("SPACE_ID", None), env.pop("DV_HOSTED", None)
+    log = open(out / "torchrun.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(free_port()),
+         str(ROOT / "tests" / "sharded_app_worker.py"), kind, str(out), json.dumps(REQUEST), "--",
+         "--parallel", kind, "--port", str(port)],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        deadline = time.monotonic() + HANG_GUARD_S
+        while True:
+            assert proc.poll() is None, (out / "torchrun.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "the app did not start"
+            try:
+                urllib.request.urlopen(url, timeout=5).close()
+                break
+            except OSError:
+                time.sleep(0.5)
+        pids = [int((out / f"pid_{r}").read_text()) for r in range(2)]
+        yield proc, url, pids
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
+
+
+def model_label(client) -> str:
+    """The picker's one entry."""
+    picker = next(c for c in client.config["components"] if c.get("props", {}).get("label") == "Model")
+    (label, _), = picker["props"]["choices"]
+    return label
+
+
+def saved_trace(client) -> Trace:
+    files, _ = client.predict(api_name="/save_trace")
+    return Trace.load(files[0])
+
+
+def wait_for_frames(job, count=3):
+    deadline = time.monotonic() + HANG_GUARD_S
+    while len(job.outputs()) < count:
+        assert time.monotonic() < deadline and not job.done()
+        time.sleep(0.05)
+
+
+def test_the_app_runs_each_request_in_lockstep_and_the_followers_leave_with_it(tmp_path):
+    with sharded_app(tmp_path) as (proc, url, pids):
+        client, other = (Client(url, verbose=False, download_files=str(tmp_path)) for _ in range(2))
+        label = model_label(client)
+        assert label.startswith("diffusiongemma-tiny-demo · expert parallel over 2 cpu processes")
+        info = client.predict(label, "", api_name="/load_model")[1]
+        assert "`expert parallel over 2 cpu processes" in info
+
+        stock = json.loads((tmp_path / "stock.json").read_text())
+        assert stock[0] == stock[1]
+        settings = dict(max_new_tokens=KNOBS["max_new_tokens"], steps=KNOBS["max_denoising_steps"], seed=KNOBS["seed"])
+        assert finished_run(client, submit_generate(client, REQUEST["prompt"], label, **settings))[1] == ""
+        first = saved_trace(client)
+        assert first.end.sequence.tolist() == stock[0]  # the captured run is the stock sharded generate's
+
+        job = submit_generate(client, REQUEST["prompt"], label, **LONG)
+        wait_for_frames(job)
+        client.predict(api_name="/stop")
+        assert finished_run(client, job, timeout=HANG_GUARD_S)[1].startswith("Stopped after")
+
+        # two visitors at once: the second waits in the queue, and both runs are the stock one
+        jobs = [submit_generate(c, REQUEST["prompt"], label, **settings) for c in (client, other)]
+        for c, j in zip((client, other), jobs):
+            assert finished_run(c, j, timeout=HANG_GUARD_S)[1] == ""
+            assert saved_trace(c).end.sequence.tolist() == stock[0]
+
+        # any other model is refused before the queue, whatever a client sends
+        refused = submit_generate(client, REQUEST["prompt"], str(ROOT / "assets" / "models" / "diffusiongemma-tiny-demo"))
+        with pytest.raises(httpx.HTTPStatusError) as refusal:  # Gradio's own check: a dropdown value not in its list
+            refused.result(timeout=HANG_GUARD_S)
+        assert "not in the list of choices" in refusal.value.response.json()["detail"]
+
+        os.kill(pids[0], signal.SIGINT)  # rank 0 shuts down: the follower is told to leave
+        assert proc.wait(timeout=HANG_GUARD_S) == 0, (tmp_path / "torchrun.log").read_text()[-3000:]
+    assert "Traceback" not in (tmp_path / "torchrun.log").read_text()
+
+
+def test_a_follower_that_dies_is_named_the_run_keeps_its_steps_and_no_rank_hangs(tmp_path):
+    with sharded_app(tmp_path) as (proc, url, pids):
+        client = Client(url, verbose=False, download_files=str(tmp_path))
+        job = submit_generate(client, REQUEST["prompt"], model_label(client), **LONG)
+        wait_for_frames(job)
+        os.kill(pids[1], signal.SIGKILL)
+        _, message = finished_run(client, job, timeout=HANG_GUARD_S)
+        assert message.startswith("rank 1 of 2 stopped") and "Restart torchrun" in message
+        recorded = saved_trace(client)  # what was recorded is kept, and the trace says why it ended
+        assert recorded.steps and recorded.end.finish_reason == "error" and recorded.end.error == message
+        assert client.predict(api_name="/sharded_health") == message  # what every open tab is shown
+        assert proc.wait(timeout=HANG_GUARD_S) != 0  # torchrun ends rank 0 too, which says why before it goes
+    log = (tmp_path / "torchrun.log").read_text()
+    assert f"error: {message}" in log
+    assert "app.py\", line" not in log and "backends/" not in log  # no traceback of ours (torchrun prints its own)
+
+
+@pytest.mark.parametrize("env, argv, says", [
+    ({"WORLD_SIZE": "2", "RANK": "0"}, [], "add --parallel expert, tensor or tensor+expert"),
+    ({"WORLD_SIZE": "2", "RANK": "0"}, ["--parallel", "layers"], "start it with python, not torchrun"),
+    ({"WORLD_SIZE": "3", "RANK": "0"}, ["--parallel", "tensor"], "cannot split this model 3 ways"),
+    ({}, ["--parallel", "expert"], "start it with torchrun --nproc-per-node N"),
+    ({"DV_HOSTED": "1"}, ["--parallel", "expert", "--model", "someone/elses-model"], "not in the hosted allowlist"),
+])
+def test_bad_flags_are_one_line_before_anything_loads(monkeypatch, capsys, env, argv, says):
+    for name in ("WORLD_SIZE", "RANK", "DV_HOSTED", "SPACE_ID"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(SystemExit) as exit_:
+        app_module.main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    error = err.strip().splitlines()[-1]  # argparse's usage line, then this one
+    assert ": error: " in error and says in error
+
+
+def test_a_follower_refuses_bad_flags_without_a_word(monkeypatch, capsys):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    with pytest.raises(SystemExit) as exit_:
+        app_module.main(["--parallel", "layers"])
+    assert exit_.value.code == 2 and capsys.readouterr().err == ""  # rank 0 says it once
+
+
+def test_a_server_of_one_model_takes_nothing_else():
+    mode = Hosting(False, choices=())
+    assert mode.choice_for("someone/model") is not None  # a desktop takes any hub id
+    (only,) = Hosting.from_environment().choices[:1]
+    one = mode.serving_only(only)
+    assert one.closed and one.choices == (only,)
+    assert one.choice_for(only.label) == only == one.choice_for(only.source)
+    assert one.choice_for("someone/model") is None
+    assert "only the models in its list" in one.model_problem("someone/model")
