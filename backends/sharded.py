@@ -265,9 +265,11 @@ class Leader:
     notices a dead worker within its monitor interval (0.1 s) and sends SIGTERM to the others: the app
     turns that into `end(problem)` (app.py)."""
 
-    def __init__(self, backend, *, keep_alive_s: float | None = KEEP_ALIVE_S):
+    def __init__(self, backend, *, keep_alive_s: float | None = None):
         self.backend = backend
         self.pids = meet()
+        self.keep_alives = 0  # sent so far (the tests read it)
+        keep_alive_s = KEEP_ALIVE_S if keep_alive_s is None else keep_alive_s  # 0: none
         self._lock = threading.Lock()  # one request, keep-alive or goodbye at a time on the process group
         self._ended: str | None = None  # why no request runs any more (a lost rank, a shutdown)
         self._stop: threading.Event | None = None  # the run in flight's stop
@@ -358,6 +360,7 @@ class Leader:
             try:
                 if not self._closed.is_set():
                     self._announce(KEEP_ALIVE)
+                    self.keep_alives += 1
             except Exception:  # noqa: BLE001  said by problem() from now on
                 pass
             finally:

@@ -129,6 +129,7 @@ def test_the_app_runs_each_request_in_lockstep_and_the_followers_leave_with_it(t
         os.kill(pids[0], signal.SIGINT)  # rank 0 shuts down: the follower is told to leave
         assert proc.wait(timeout=HANG_GUARD_S) == 0, (tmp_path / "torchrun.log").read_text()[-3000:]
     assert "Traceback" not in (tmp_path / "torchrun.log").read_text()
+    assert int((tmp_path / "keep_alives").read_text()) > 0  # idle between requests: they ran in lockstep all the same
 
 
 def test_a_follower_that_dies_is_named_the_run_keeps_its_steps_and_no_rank_hangs(tmp_path):
