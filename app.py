@@ -772,8 +772,8 @@ def _serve_spread(parser, mode: Hosting, choice: ModelChoice, parallel: str):
     if is_follower():
         sys.exit(follow_requests(backend))
     leader = Leader(backend) if under_torchrun() else None
-    name = choice.source if choice.source != choice.label else choice.label
-    label = f"{Path(name).name if Path(name).is_dir() else name} · {backend.info.device}"
+    name = Path(choice.source).name if Path(choice.source).is_dir() else choice.source  # a folder's name, a hub id
+    label = f"{name} · {backend.info.device}"
     app_run.serve_only(choice.source, backend, leader)
     return mode.serving_only(ModelChoice(label, choice.source, choice.backend, choice.builtin)), leader
 
@@ -782,9 +782,10 @@ def _end_on_sigterm(demo_app: gr.Blocks, leader, signum, frame) -> None:
     """torchrun's SIGTERM: a rank stopped (torchrun ends the others within its 0.1 s monitor interval),
     or the job is being shut down. Runs and later requests end with the reason, open tabs see it on
     their next health tick, then the server closes (and `main` says goodbye to any followers left)."""
-    problem = leader.lost(wait=0.5) or "This server is shutting down (torchrun sent SIGTERM)."
+    lost = leader.lost(wait=0.5)  # the followers still there linger in their collective: they are not the lost one
+    problem = lost or "This server is shutting down (torchrun sent SIGTERM)."
     leader.end(problem)
-    print(f"error: {problem}", file=sys.stderr, flush=True)
+    print(f"error: {problem}" if lost else problem, file=sys.stderr, flush=True)
     time.sleep(TERM_GRACE_S)
     demo_app.close()
 
