@@ -259,7 +259,10 @@ class Leader:
         leader.close()                                  # at exit: announce(None), the followers leave
 
     Every collective of rank 0 (announce, the run's all-reduces, the stop votes, keep-alives) happens
-    under one lock, so the ranks always meet in the same sequence whoever asks. A dead follower: with
+    under one lock, so the ranks always meet in the same sequence whoever asks. A stop (or a closed
+    stream) ends a run on every rank between the same two steps; a run that fails on rank 0 (an error
+    inside its `generate`) leaves the followers inside theirs, so it ends the server's runs too, with
+    the error and "restart torchrun" (a refused request fails before anything is announced). A dead follower: with
     gloo the run's next collective fails at once (its socket closes), and the run ends with "rank 1 of
     2 stopped ..." instead of gloo's error; with NCCL it would wait for the group's timeout. torchrun
     notices a dead worker within its monitor interval (0.1 s) and sends SIGTERM to the others: the app
@@ -271,7 +274,8 @@ class Leader:
         self.keep_alives = 0  # sent so far (the tests read it)
         keep_alive_s = KEEP_ALIVE_S if keep_alive_s is None else keep_alive_s  # 0: none
         self._lock = threading.Lock()  # one request, keep-alive or goodbye at a time on the process group
-        self._ended: str | None = None  # why no request runs any more (a lost rank, a shutdown)
+        self._ended: str | None = None  # why no request runs any more (a lost rank, a failed run, a shutdown)
+        self._out_of_step = False  # a run failed on rank 0 alone: the followers cannot hear a goodbye
         self._stop: threading.Event | None = None  # the run in flight's stop
         self._idle_since = time.monotonic()
         self._closed = threading.Event()
@@ -341,6 +345,11 @@ class Leader:
                 if lost:
                     self.end(lost)
                     batch = [*batch[:-1], replace(end, error=lost)]
+                else:  # rank 0 left `generate` mid-way: the others may wait in its next collective for ever
+                    self._out_of_step = True
+                    self.end(f"{(end.error or 'The run failed').rstrip('.')}. The other ranks may be out of step after it: "
+                             "restart torchrun.")
+                    batch = [*batch[:-1], replace(end, error=self._ended)]
             yield batch
 
     def _announce(self, request) -> None:
@@ -375,7 +384,7 @@ class Leader:
         if not self._lock.acquire(timeout=timeout):
             return False
         try:
-            if self.lost():
+            if self._out_of_step or self.lost():
                 return False
             announce(None)
             return True

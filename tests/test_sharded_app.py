@@ -187,3 +187,88 @@ def test_a_server_of_one_model_takes_nothing_else():
     assert one.choice_for(only.label) == only == one.choice_for(only.source)
     assert one.choice_for("someone/model") is None
     assert "only the models in its list" in one.model_problem("someone/model")
+
+
+# ---- the Leader's rules, without torchrun: a stand-in backend, the collectives recorded ------------
+class _Backend:
+    """Yields RunStart-less runs: one step-like record, then a RunEnd (`fail`: an error)."""
+
+    def __init__(self):
+        self.fail = None
+        self.mid_run = lambda: None  # what happens between the step and the end (a follower dies)
+
+    def check(self, prompt, settings):
+        from backends import BackendError
+
+        if not prompt.strip():
+            raise BackendError("The prompt is empty.")
+
+    def generate_batches(self, prompt, settings, stop):
+        import numpy as np
+
+        from visualizer.records import RunEnd
+
+        yield ["step"]
+        self.mid_run()
+        finish = "error" if self.fail else "length"
+        yield [RunEnd(finish_reason=finish, sequence=np.zeros(0, np.int32), text="", wall_time_s=0.0, error=self.fail)]
+
+
+@pytest.fixture
+def leader(monkeypatch):
+    """A Leader of 2 ranks whose follower is this test's own process (alive), announcing into a list."""
+    from backends import sharded
+
+    said = []
+    monkeypatch.setattr(sharded, "meet", lambda: [os.getpid(), os.getpid()])
+    monkeypatch.setattr(sharded, "announce", said.append)
+    lead = sharded.Leader(_Backend(), keep_alive_s=0)
+    lead.said = said
+    return lead
+
+
+def _run(leader, prompt="hi"):
+    import threading
+
+    trace = []
+    for _ in leader.run_records(prompt, "settings", trace=trace, stop=threading.Event()):
+        pass
+    return trace[-1]
+
+
+def test_the_leader_announces_each_checked_request_and_says_goodbye(leader):
+    from backends import BackendError
+
+    assert _run(leader).finish_reason == "length"
+    with pytest.raises(BackendError, match="empty"):
+        _run(leader, "  ")  # refused on rank 0: never announced
+    assert leader.problem() is None and leader.close() is True
+    assert leader.said == [("hi", "settings"), None]
+    with pytest.raises(BackendError, match="shutting down"):
+        _run(leader)
+
+
+def test_a_run_that_fails_on_rank_0_ends_the_servers_runs_without_a_goodbye(leader):
+    from backends import BackendError
+
+    leader.backend.fail = "Generation failed: RuntimeError: boom"
+    end = _run(leader)
+    assert end.error.startswith("Generation failed: RuntimeError: boom") and "restart torchrun" in end.error
+    assert leader.problem() == end.error
+    with pytest.raises(BackendError, match="restart torchrun"):
+        _run(leader)
+    assert leader.close() is False and leader.said == [("hi", "settings")]  # the follower is inside its generate
+
+
+def test_a_follower_whose_process_ended_is_named(leader):
+    from backends import BackendError
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    leader.pids = [os.getpid(), os.getpid(), os.getpid()]
+    leader.backend.mid_run = lambda: leader.pids.__setitem__(2, int(gone.stdout))  # rank 2's process ends mid-run
+    leader.backend.fail = "Generation failed: RuntimeError: Connection closed by peer"  # gloo's words for it
+    end = _run(leader)
+    assert end.error.startswith("rank 2 of 3 stopped") and "Restart torchrun" in end.error
+    with pytest.raises(BackendError, match="rank 2 of 3 stopped"):
+        _run(leader)
+    assert leader.close() is False and leader.said == [("hi", "settings")]  # nobody would hear the goodbye
