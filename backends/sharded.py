@@ -221,18 +221,21 @@ def serve(backend) -> int:
 
 
 # ---- a sharded server: rank 0 leads, the followers follow, and a rank that stops is named ---------
-def meet() -> list[int]:
-    """Every rank's process id, in rank order: one all-gather at start-up, by the leader and every follower."""
+def meet() -> list[tuple[str, int]]:
+    """Every rank's (host name, process id), in rank order: one all-gather at start-up, by the leader
+    and every follower."""
+    import socket
+
     import torch.distributed as dist
 
-    pids = [None] * dist.get_world_size()
-    dist.all_gather_object(pids, os.getpid())
-    return pids
+    ranks = [None] * dist.get_world_size()
+    dist.all_gather_object(ranks, (socket.gethostname(), os.getpid()))
+    return ranks
 
 
 def process_gone(pid: int) -> bool:
     """True once the process has ended (a zombie that torchrun has not reaped yet counts as ended).
-    The ranks of one torchrun share a host, so rank 0 can look at its followers' processes."""
+    For processes of this host only: rank 0 looks at the followers that share its host."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
             return f.read().rpartition(")")[2].split()[0] in ("Z", "X")
@@ -269,8 +272,11 @@ class Leader:
     turns that into `end(problem)` (app.py)."""
 
     def __init__(self, backend, *, keep_alive_s: float | None = None):
+        import socket
+
         self.backend = backend
-        self.pids = meet()
+        here = socket.gethostname()  # a follower on another host (torchrun --nnodes) cannot be looked at: None
+        self.pids = [pid if host == here else None for host, pid in meet()]
         self.keep_alives = 0  # sent so far (the tests read it)
         keep_alive_s = KEEP_ALIVE_S if keep_alive_s is None else keep_alive_s  # 0: none
         self._lock = threading.Lock()  # one request, keep-alive or goodbye at a time on the process group
@@ -284,7 +290,7 @@ class Leader:
 
     # ---- what went wrong ----
     def stopped_ranks(self) -> list[int]:
-        return [r for r, pid in enumerate(self.pids) if r and process_gone(pid)]
+        return [r for r, pid in enumerate(self.pids) if r and pid is not None and process_gone(pid)]
 
     def lost(self, wait: float = 0.0) -> str | None:
         """One line naming the followers whose process has ended, None while all run. `wait`: seconds

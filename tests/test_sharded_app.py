@@ -220,7 +220,7 @@ def leader(monkeypatch):
     from backends import sharded
 
     said = []
-    monkeypatch.setattr(sharded, "meet", lambda: [os.getpid(), os.getpid()])
+    monkeypatch.setattr(sharded, "meet", lambda: [(socket.gethostname(), os.getpid())] * 2)
     monkeypatch.setattr(sharded, "announce", said.append)
     lead = sharded.Leader(_Backend(), keep_alive_s=0)
     lead.said = said
@@ -264,7 +264,7 @@ def test_a_follower_whose_process_ended_is_named(leader):
     from backends import BackendError
 
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    leader.pids = [os.getpid(), os.getpid(), os.getpid()]
+    leader.pids = [os.getpid(), None, os.getpid()]  # rank 1 on another host: never looked at
     leader.backend.mid_run = lambda: leader.pids.__setitem__(2, int(gone.stdout))  # rank 2's process ends mid-run
     leader.backend.fail = "Generation failed: RuntimeError: Connection closed by peer"  # gloo's words for it
     end = _run(leader)
