@@ -109,7 +109,8 @@ def load_backend(
         from .random_model import build_random_model
 
         build_random_model(RANDOM_MODEL_DIR)
-    options = {"display_name": choice.label if choice else None, "builtin": bool(choice and choice.builtin)}
+    # a spread model is named by its id or folder: a picker label such as "needs an 80 GB GPU" would not hold
+    options = {"display_name": choice.label if choice and parallel is None else None, "builtin": bool(choice and choice.builtin)}
     if device is not None:
         options["device"] = device
     if parallel is not None:
