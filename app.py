@@ -68,7 +68,7 @@ PROGRESS_POLL_S = 0.1
 # event, only on a sharded server), and rank 0 stays up this long after torchrun's SIGTERM so that
 # they all hear why; torchrun sends SIGKILL 30 s after its SIGTERM.
 HEALTH_TICK_S = 2.0
-TERM_GRACE_S = 6.0
+TERM_GRACE_S = 10.0
 _LOG = logging.getLogger(__name__)
 
 CSS = """
