@@ -29,7 +29,9 @@ import gradio as gr
 
 import hosting
 from app_run import MODELS, run_live
-from backends import BackendError, Leader, ModelChoice, default_model, follow_requests, is_follower, load_backend, under_torchrun
+from backends import (
+    BackendError, Leader, ModelChoice, default_model, follow_requests, is_follower, load_backend, under_torchrun,
+)
 from gradio_temp import own_gradio_temp_dir
 from hosting import Hosting, generate_validator
 from sessions import RunSession, SessionRegistry
@@ -724,7 +726,8 @@ def main(argv=None) -> None:
     parser.add_argument("--hosted", action="store_true", help="public-server mode: model allowlist and caps (see README)")
     parser.add_argument("--parallel", choices=("expert", "tensor", "tensor+expert", "layers"),
                         help="serve --model (default: the built-in one) spread over several GPUs, and no other model: "
-                             "expert/tensor/tensor+expert under torchrun --nproc-per-node N, layers in one process (docs/sharded.md)")
+                             "expert/tensor/tensor+expert under torchrun --nproc-per-node N, layers in one process "
+                             "(docs/sharded.md)")
     args = parser.parse_args(argv)
     if under_torchrun() and not args.parallel:  # N copies of the whole app would fight over one port
         _refuse(parser, "under torchrun the app serves one model spread over the processes: add --parallel expert, tensor "

@@ -263,13 +263,13 @@ class Leader:
 
     Every collective of rank 0 (announce, the run's all-reduces, the stop votes, keep-alives) happens
     under one lock, so the ranks always meet in the same sequence whoever asks. A stop (or a closed
-    stream) ends a run on every rank between the same two steps; a run that fails on rank 0 (an error
-    inside its `generate`) leaves the followers inside theirs, so it ends the server's runs too, with
-    the error and "restart torchrun" (a refused request fails before anything is announced). A dead follower: with
-    gloo the run's next collective fails at once (its socket closes), and the run ends with "rank 1 of
-    2 stopped ..." instead of gloo's error; with NCCL it would wait for the group's timeout. torchrun
-    notices a dead worker within its monitor interval (0.1 s) and sends SIGTERM to the others: the app
-    turns that into `end(problem)` (app.py)."""
+    stream) ends a run on every rank between the same two steps; a refused request fails before
+    anything is announced; a run that fails on rank 0 (an error inside its `generate`) leaves the
+    followers inside theirs, so it ends the server's runs too, with the error and "restart torchrun".
+    A dead follower: with gloo the run's next collective fails at once (its socket closes), and the
+    run ends with "rank 1 of 2 stopped ..." instead of gloo's error; with NCCL it would wait for the
+    group's timeout. torchrun notices a dead worker within its monitor interval (0.1 s) and sends
+    SIGTERM to the others: the app turns that into `end(problem)` (app.py)."""
 
     def __init__(self, backend, *, keep_alive_s: float | None = None):
         import socket
