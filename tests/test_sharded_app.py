@@ -8,6 +8,7 @@ started. Timeouts are hang guards only.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -53,7 +54,7 @@ def sharded_app(out: Path, kind: str = "expert"):
         [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(free_port()),
          str(ROOT / "tests" / "sharded_app_worker.py"), kind, str(out), json.dumps(REQUEST), "--",
          "--parallel", kind, "--port", str(port)],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     try:
         url = f"http://127.0.0.1:{port}/"
@@ -69,9 +70,16 @@ def sharded_app(out: Path, kind: str = "expert"):
         pids = [int((out / f"pid_{r}").read_text()) for r in range(2)]
         yield proc, url, pids
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        if proc.poll() is None:  # a failed test: end the ranks by their ids (torchrun starts each in its own session)
+            for pid_file in out.glob("pid_*"):
+                with contextlib.suppress(ProcessLookupError, ValueError):
+                    os.kill(int(pid_file.read_text()), signal.SIGKILL)
+            proc.terminate()  # torchrun's agent ends any rank not written down yet, then leaves
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
         log.close()
 
 

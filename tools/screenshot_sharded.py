@@ -48,7 +48,7 @@ def main(argv=None) -> int:
     torchrun = subprocess.Popen(
         [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(free_port()),
          "app.py", "--parallel", args.parallel, "--port", str(port)],
-        cwd=ROOT, env=dict(os.environ, OMP_NUM_THREADS="1"), start_new_session=True,
+        cwd=ROOT, env=dict(os.environ, OMP_NUM_THREADS="1"),
     )
     try:
         url = f"http://127.0.0.1:{port}/"
@@ -83,12 +83,14 @@ def main(argv=None) -> int:
                 browser.close()
     finally:
         if torchrun.poll() is None:
-            os.killpg(torchrun.pid, signal.SIGINT)  # Ctrl-C reaches every process of the terminal's group
+            # Ctrl-C: torchrun passes it on to the ranks (each runs in a session of its own), and on SIGTERM it
+            # ends them itself (SIGKILL 30 s after); a killed torchrun would leave them behind
+            torchrun.send_signal(signal.SIGINT)
             try:
                 print(f"torchrun ended with exit status {torchrun.wait(timeout=90)} after Ctrl-C")
             except subprocess.TimeoutExpired:
-                os.killpg(torchrun.pid, signal.SIGKILL)
-                print("torchrun did not end within 90 s of Ctrl-C: killed")
+                torchrun.terminate()
+                print(f"torchrun did not end within 90 s of Ctrl-C; after SIGTERM: {torchrun.wait(timeout=60)}")
     return 0
 
 
