@@ -3,6 +3,7 @@
     python app.py                      # the built-in model, on http://127.0.0.1:7860
     python app.py --model FOLDER_OR_ID --port 7861
     python app.py --hosted             # as on a public Space (automatic where SPACE_ID is set)
+    torchrun --nproc-per-node 2 app.py --parallel expert --model M   # one model over 2 GPUs (docs/sharded.md)
 
 Thin on purpose: the backend yields step records, `visualizer` turns them into frames; the
 handlers here only adapt between the two and Gradio.  Each browser session keeps its own run in
@@ -18,6 +19,8 @@ import html
 import json
 import logging
 import math
+import signal
+import sys
 import time
 from pathlib import Path
 
@@ -26,7 +29,9 @@ import gradio as gr
 
 import hosting
 from app_run import MODELS, run_live
-from backends import BackendError, ModelChoice, default_model
+from backends import (
+    BackendError, Leader, ModelChoice, default_model, follow_requests, is_follower, load_backend, under_torchrun,
+)
 from gradio_temp import own_gradio_temp_dir
 from hosting import Hosting, generate_validator
 from sessions import RunSession, SessionRegistry
@@ -61,6 +66,11 @@ SESSION_TTL_S = 3 * 3600  # an idle session's state is dropped after this (Gradi
 # queued call may wait up to 20 ms more to start, and gr.Progress bars (exports) move 10 times a second.
 QUEUE_POLL_S = 0.02
 PROGRESS_POLL_S = 0.1
+# A sharded model (torchrun): each open tab asks this often whether every rank still runs (one cheap
+# event, only on a sharded server), and rank 0 stays up this long after torchrun's SIGTERM so that
+# they all hear why; torchrun sends SIGKILL 30 s after its SIGTERM.
+HEALTH_TICK_S = 2.0
+TERM_GRACE_S = 10.0
 _LOG = logging.getLogger(__name__)
 
 CSS = """
@@ -323,6 +333,14 @@ def finish_run(session: RunSession):
     return (committed_text(trace) if trace is not None and trace.end else gr.skip()), (end_message(trace) if trace else "")
 
 
+def sharded_health():
+    """(message, Generate button) once the sharded model can run no more; nothing changes while it can."""
+    problem = app_run.sharded_problem()
+    if problem is None:
+        return gr.skip(), gr.skip()
+    return problem, gr.Button(interactive=False)
+
+
 def stop_run(session: RunSession) -> str:
     if session.running:
         session.stop.set()
@@ -499,8 +517,9 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
             with gr.Column(scale=1, min_width=320):
                 model_picker = gr.Dropdown(
                     choices=[c.label for c in choices], value=initial.label, label="Model",
-                    info="The models this server offers." if mode.hosted else "Pick one, or type a hub id or a local folder.",
-                    allow_custom_value=not mode.hosted,
+                    info=("The one model this server runs." if mode.only_listed else "The models this server offers."
+                          if mode.hosted else "Pick one, or type a hub id or a local folder."),
+                    allow_custom_value=not mode.closed,
                 )
                 model_info = gr.Markdown()
                 demo_picker = gr.Dropdown(choices=[d.title for d in DEMOS], value=None, label="Demo prompt")
@@ -634,6 +653,9 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
         api_budget_button.click(step_budget_view, [api_at_frame, session], api_budget, api_name="accept_budget", **why)
         api_structure_button.click(structure_view, session, api_structure, api_name="structure_first", **why)
         stop_btn.click(stop_run, session, message, api_name="stop", concurrency_limit=None)
+        if app_run.LEADER is not None:  # a sharded model: every open tab learns within seconds that a rank stopped
+            gr.Timer(HEALTH_TICK_S).tick(sharded_health, None, [message, generate_btn], api_name="sharded_health",
+                                         concurrency_limit=None, show_progress="hidden")
         api_button.click(
             show_frame, [api_frame, palette, layout_kind, session], [api_canvas, api_status, api_panel],
             api_name="show_frame", concurrency_limit=None, show_progress="hidden",
@@ -702,18 +724,73 @@ def main(argv=None) -> None:
     parser.add_argument("--host", default=None, help="e.g. 0.0.0.0 to serve the local network")
     parser.add_argument("--port", type=int, default=None)
     parser.add_argument("--hosted", action="store_true", help="public-server mode: model allowlist and caps (see README)")
+    parser.add_argument("--parallel", choices=("expert", "tensor", "tensor+expert", "layers"),
+                        help="serve --model (default: the built-in one) spread over several GPUs, and no other model: "
+                             "expert/tensor/tensor+expert under torchrun --nproc-per-node N, layers in one process "
+                             "(docs/sharded.md)")
     args = parser.parse_args(argv)
+    if under_torchrun() and not args.parallel:  # N copies of the whole app would fight over one port
+        _refuse(parser, "under torchrun the app serves one model spread over the processes: add --parallel expert, tensor "
+                        "or tensor+expert")
     mode = Hosting.from_environment(flag=args.hosted)
-    if mode.hosted and args.model and mode.choice_for(args.model) is None:
-        parser.error(f"--model {args.model} is not in the hosted allowlist; add it with {hosting.EXTRA_MODELS_ENV}")
-    if args.model and mode.model_problem(args.model):
-        parser.error(mode.model_problem(args.model))  # a folder that is not there: one line, not a traceback
-    demo_app = build_app(args.model, mode)
-    app_run.preload_for_zero_gpu(mode.choice_for(args.model).source if args.model else mode.choices[0].source)
-    queue_app(demo_app).launch(
-        server_name=args.host, server_port=args.port, css=CSS, theme=gr.themes.Soft(),
-        max_file_size=mode.limits.max_file_size,  # Gradio refuses a bigger upload before anything reads it
-    )
+    model = args.model or (default_model() if args.parallel else None)  # --parallel goes through the same checks
+    if mode.hosted and model and mode.choice_for(model) is None:
+        _refuse(parser, f"--model {model} is not in the hosted allowlist; add it with {hosting.EXTRA_MODELS_ENV}")
+    if model and mode.model_problem(model):
+        _refuse(parser, mode.model_problem(model))  # a folder that is not there: one line, not a traceback
+    leader = None
+    if args.parallel:
+        mode, leader = _serve_spread(parser, mode, mode.choice_for(model), args.parallel)
+        model = mode.choices[0].label
+    demo_app = build_app(model, mode)
+    if leader is None:
+        app_run.preload_for_zero_gpu(mode.choice_for(model).source if model else mode.choices[0].source)
+    else:
+        signal.signal(signal.SIGTERM, functools.partial(_end_on_sigterm, demo_app, leader))
+    try:
+        queue_app(demo_app).launch(
+            server_name=args.host, server_port=args.port, css=CSS, theme=gr.themes.Soft(),
+            max_file_size=mode.limits.max_file_size,  # Gradio refuses a bigger upload before anything reads it
+        )
+    finally:
+        if leader is not None and not leader.close():  # the followers leave (announce None) unless one stopped
+            sys.exit(1)
+
+
+def _refuse(parser: argparse.ArgumentParser, message: str) -> None:
+    """One line and exit 2; under torchrun only rank 0 says it (every rank refuses the same flags)."""
+    if is_follower():
+        sys.exit(2)
+    parser.error(message)
+
+
+def _serve_spread(parser, mode: Hosting, choice: ModelChoice, parallel: str):
+    """Load this rank's part of the model (`--parallel`). A follower rank then runs rank 0's requests
+    until it says goodbye, and exits; rank 0 gets the mode narrowed to this one model, whose picker
+    label says how it is spread, and its `Leader` (None for `layers`, which is one process)."""
+    try:
+        backend = load_backend(choice.source, parallel=parallel)
+    except BackendError as exc:  # --parallel without torchrun, a split that does not fit: the backend's own line
+        _refuse(parser, str(exc))
+    if is_follower():
+        sys.exit(follow_requests(backend))
+    leader = Leader(backend) if under_torchrun() else None
+    name = Path(choice.source).name if Path(choice.source).is_dir() else choice.source  # a folder's name, a hub id
+    label = f"{name} · {backend.info.device}"
+    app_run.serve_only(choice.source, backend, leader)
+    return mode.serving_only(ModelChoice(label, choice.source, choice.backend, choice.builtin)), leader
+
+
+def _end_on_sigterm(demo_app: gr.Blocks, leader, signum, frame) -> None:
+    """torchrun's SIGTERM: a rank stopped (torchrun ends the others within its 0.1 s monitor interval),
+    or the job is being shut down. Runs and later requests end with the reason, open tabs see it on
+    their next health tick, then the server closes (and `main` says goodbye to any followers left)."""
+    lost = leader.lost(wait=0.5)  # the followers still there linger in their collective: they are not the lost one
+    problem = lost or "This server is shutting down (torchrun sent SIGTERM)."
+    leader.end(problem)
+    print(f"error: {problem}" if lost else problem, file=sys.stderr, flush=True)
+    time.sleep(TERM_GRACE_S)
+    demo_app.close()
 
 
 if __name__ == "__main__":

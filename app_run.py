@@ -11,6 +11,8 @@ forked worker that inherits the model moved to CUDA at start-up (`preload_for_ze
 arguments and batches of records travelling pickled.  That worker cannot see this process's stop
 event, so there Stop closes the worker's stream and the run ends here as cancelled, keeping every
 recorded step.  Import this module before anything imports torch: on ZeroGPU `spaces` comes first.
+Under torchrun (a sharded model, `serve_only`) rank 0's runs go through its `backends.Leader`,
+which announces each to the other ranks and runs one at a time.
 """
 
 from __future__ import annotations
@@ -33,6 +35,20 @@ from visualizer.trace import Trace
 
 GPU_SECONDS_ENV = "DV_GPU_SECONDS"
 MODELS = LoadedModels(keep=2)  # every session's loaded models (module level: ZeroGPU's worker finds them here)
+LEADER = None  # rank 0's `backends.Leader` when the app serves a model sharded under torchrun (`serve_only`)
+
+
+def serve_only(source: str, backend, leader=None) -> None:
+    """This server runs `backend`, loaded at start-up, and no other model; with a `leader` (rank 0 of
+    a sharded model) every run goes through it, one at a time, in lockstep with the other ranks."""
+    global LEADER
+    MODELS.pin(source, backend)
+    LEADER = leader
+
+
+def sharded_problem() -> str | None:
+    """Why the sharded model can run no more (a rank stopped, the server is shutting down); None when it can."""
+    return LEADER.problem() if LEADER is not None else None
 
 
 def run_live(backend, source: str, prompt: str, settings, *, trace: Trace, stop) -> Iterator[list]:
@@ -41,6 +57,8 @@ def run_live(backend, source: str, prompt: str, settings, *, trace: Trace, stop)
     appended; setting `stop` ends the run at the next step; closing the generator ends it too."""
     if settings.compiled:
         raise BackendError("torch.compile is off in the app (ZeroGPU forbids it).")
+    if LEADER is not None:  # the other ranks run it too: announced, one run at a time (backends/sharded.py)
+        return LEADER.run_records(prompt, settings, trace=trace, stop=stop)
     if on_zero_gpu():
         backend.check(prompt, settings)  # a bad request gets its message here, not from the GPU worker
         backend = _OnZeroGPU(backend, source)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import gradio as gr
 import numpy as np
@@ -174,6 +174,17 @@ class Hosting:
     hosted: bool
     limits: Limits = field(default_factory=Limits)
     choices: tuple[ModelChoice, ...] = ()
+    only_listed: bool = False  # the list is all this server runs, also outside hosted mode (a sharded model)
+
+    @property
+    def closed(self) -> bool:
+        """Whether the picker takes only the list (hosted mode, or a server of one model)."""
+        return self.hosted or self.only_listed
+
+    def serving_only(self, choice: ModelChoice) -> "Hosting":
+        """This mode (its caps) for a server that runs `choice` and nothing else: a sharded model, which
+        every rank loaded at start-up and runs in lockstep; another model would load on rank 0 alone."""
+        return replace(self, choices=(choice,), only_listed=True)
 
     @classmethod
     def from_environment(cls, flag: bool = False) -> "Hosting":
@@ -184,13 +195,13 @@ class Hosting:
 
     def choice_for(self, label_or_source) -> ModelChoice | None:
         """The picker entry with this label or source; outside hosted mode any other text is taken
-        as a hub id or folder; in hosted mode it is None."""
+        as a hub id or folder; in hosted mode (or on a server of one model) it is None."""
         if not isinstance(label_or_source, str):
             return None
         for choice in self.choices:
             if label_or_source in (choice.label, choice.source):
                 return choice
-        if self.hosted or not label_or_source.strip():
+        if self.closed or not label_or_source.strip():
             return None
         return ModelChoice(label_or_source, label_or_source.strip(), "auto", False)
 

@@ -3,6 +3,8 @@
     from backends import load_backend, pick_backend_kind, model_choices
     backend = load_backend(DEFAULT_MODEL)          # the built-in model, on the best device here
     backend = load_backend("google/diffusiongemma-26B-A4B-it")   # the real checkpoint (CUDA)
+    backend = load_backend(source, parallel="expert")              # under torchrun: this rank's shard
+    leader = Leader(backend) if not is_follower() else None        # a sharded server (backends/sharded.py)
 
 Which backend runs a model:
 - an MLX model (an `mlx-community/...` id, or a folder converted by mlx-vlm) -> the MLX backend;
@@ -21,6 +23,7 @@ from .base import Backend, BackendError, BackendUnavailable, Capabilities
 from .known import REAL_CHECKPOINT, REAL_CHECKPOINT_GPU_GB, REAL_CHECKPOINT_MLX
 from .registry import DIFFUSERS_SOURCE_PREFIX, BACKENDS, MLX_INSTALL_HINT, backend_for_source, backend_names, is_mlx_model, mlx_installed
 from .run import record_trace, run_records
+from .sharded import Leader, follow_requests, is_follower, under_torchrun
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 BUILTIN_MODEL_DIR = ASSETS / "models" / "diffusiongemma-tiny-demo"
@@ -106,7 +109,8 @@ def load_backend(
         from .random_model import build_random_model
 
         build_random_model(RANDOM_MODEL_DIR)
-    options = {"display_name": choice.label if choice else None, "builtin": bool(choice and choice.builtin)}
+    # a spread model is named by its id or folder: a picker label such as "needs an 80 GB GPU" would not hold
+    options = {"display_name": choice.label if choice and parallel is None else None, "builtin": bool(choice and choice.builtin)}
     if device is not None:
         options["device"] = device
     if parallel is not None:
@@ -129,6 +133,10 @@ __all__ = [
     "pick_backend_kind",
     "real_checkpoint_fits_here",
     "backend_for_source",
+    "Leader",
+    "follow_requests",
+    "is_follower",
+    "under_torchrun",
     "BUILTIN_MODEL_DIR",
     "RANDOM_MODEL_DIR",
     "REAL_CHECKPOINT",

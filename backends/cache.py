@@ -47,5 +47,12 @@ class LoadedModels:
             old.close()
         return backend
 
+    def pin(self, source: str, backend: Backend) -> None:
+        """Hold `backend`, loaded elsewhere, as `source`'s model (a sharded model: every rank loaded its
+        shard at start-up). A server that pins a model offers nothing else, so nothing evicts it."""
+        with self._lock:
+            self._models[source] = backend
+            self._models.move_to_end(source)
+
     def loaded(self, source: str) -> bool:
         return source in self._models

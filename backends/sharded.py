@@ -9,6 +9,10 @@ under the capture only to vote on rank 0's stop, `agreed_stop`):
     config = distributed_config("expert", world_size())       # -> from_pretrained(distributed_config=...)
     if is_follower(): backend.follow(prompt, settings)         # the same generate, nothing recorded
 
+A server (the app: `torchrun --nproc-per-node 2 app.py --parallel expert`) runs many requests:
+rank 0 holds a `Leader` that announces each one and runs it; every other rank sits in
+`follow_requests(backend)` until rank 0 says goodbye.
+
 Kinds (`PARALLEL_KINDS`):
   expert          each rank holds 1/N of every layer's experts; attention, embeddings and head are
                   replicated; one all-reduce per MoE layer (transformers' `AllReduceEP`). N must divide
@@ -42,6 +46,12 @@ Why our own plans (transformers 5.23; docs/sharded.md has the reproduction):
 from __future__ import annotations
 
 import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import replace
 
 TEXT_MODELS = ("model.decoder", "model.encoder.language_model")  # tied: the decoder's weights are the checkpoint's
 REPLICATED = {"lm_head": "replicate", "model.encoder.language_model.embed_tokens": "replicate"}
@@ -50,6 +60,11 @@ ATTENTION_AND_DENSE = tuple(
                                     "self_attn.q_norm", "self_attn.k_norm", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")
 )
 PARALLEL_KINDS = ("expert", "tensor", "tensor+expert", "layers")
+KEEP_ALIVE = "keep-alive"  # announced by an idle leader, so that a follower's wait never meets the group's timeout
+# transformers opens the process group with a 2-hour timeout: a follower waiting longer for the next
+# request would fail its broadcast and end the server; a keep-alive a minute costs one tiny broadcast.
+KEEP_ALIVE_S = 60.0
+LOST_WAIT_S = 2.0  # after a failed collective, how long a dying rank's process is given to be gone
 TORCHRUN_KINDS = ("expert", "tensor", "tensor+expert")
 
 
@@ -172,7 +187,8 @@ def agreed_stop(should_stop):
 
 
 def announce(request) -> None:
-    """Rank 0: send the next request (prompt, settings) to the followers; None tells them to leave."""
+    """Rank 0: send the next request (prompt, settings) to the followers; None tells them to leave,
+    KEEP_ALIVE only that rank 0 is still there."""
     import torch.distributed as dist
 
     dist.broadcast_object_list([request], src=0)
@@ -191,6 +207,8 @@ def serve(backend) -> int:
         dist.broadcast_object_list(box, src=0)
         if box[0] is None:
             return served
+        if box[0] == KEEP_ALIVE:
+            continue
         prompt, settings = box[0]
         try:
             backend.follow(prompt, settings)
@@ -200,3 +218,212 @@ def serve(backend) -> int:
             if not isinstance(exc, (BackendError, GenerationCancelled)):
                 raise
         served += 1
+
+
+# ---- a sharded server: rank 0 leads, the followers follow, and a rank that stops is named ---------
+def meet() -> list[tuple[str, int]]:
+    """Every rank's (host name, process id), in rank order: one all-gather at start-up, by the leader
+    and every follower."""
+    import socket
+
+    import torch.distributed as dist
+
+    ranks = [None] * dist.get_world_size()
+    dist.all_gather_object(ranks, (socket.gethostname(), os.getpid()))
+    return ranks
+
+
+def process_gone(pid: int) -> bool:
+    """True once the process has ended (a zombie that torchrun has not reaped yet counts as ended).
+    For processes of this host only: rank 0 looks at the followers that share its host."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rpartition(")")[2].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+    except (OSError, IndexError):  # no /proc (macOS): ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return False
+
+
+class Leader:
+    """Rank 0 of a sharded server (the app under torchrun): runs one request at a time in lockstep
+    with the followers (`follow_requests`), names a follower whose process has ended, and tells the
+    followers to leave at the end.
+
+        leader = Leader(backend)                        # rank 0, after load_backend(..., parallel=KIND)
+        for batch in leader.run_records(prompt, settings, trace=trace, stop=stop): ...
+        leader.problem()                                # None, or why no request can run any more
+        leader.close()                                  # at exit: announce(None), the followers leave
+
+    Every collective of rank 0 (announce, the run's all-reduces, the stop votes, keep-alives) happens
+    under one lock, so the ranks always meet in the same sequence whoever asks. A stop (or a closed
+    stream) ends a run on every rank between the same two steps; a refused request fails before
+    anything is announced; a run that fails on rank 0 (an error inside its `generate`) leaves the
+    followers inside theirs, so it ends the server's runs too, with the error and "restart torchrun".
+    A dead follower: with gloo the run's next collective fails at once (its socket closes), and the
+    run ends with "rank 1 of 2 stopped ..." instead of gloo's error; with NCCL it would wait for the
+    group's timeout. torchrun notices a dead worker within its monitor interval (0.1 s) and sends
+    SIGTERM to the others: the app turns that into `end(problem)` (app.py)."""
+
+    def __init__(self, backend, *, keep_alive_s: float | None = None):
+        import socket
+
+        self.backend = backend
+        here = socket.gethostname()  # a follower on another host (torchrun --nnodes) cannot be looked at: None
+        self.pids = [pid if host == here else None for host, pid in meet()]
+        self.keep_alives = 0  # sent so far (the tests read it)
+        keep_alive_s = KEEP_ALIVE_S if keep_alive_s is None else keep_alive_s  # 0: none
+        self._lock = threading.Lock()  # one request, keep-alive or goodbye at a time on the process group
+        self._ended: str | None = None  # why no request runs any more (a lost rank, a failed run, a shutdown)
+        self._out_of_step = False  # a run failed on rank 0 alone: the followers cannot hear a goodbye
+        self._stop: threading.Event | None = None  # the run in flight's stop
+        self._idle_since = time.monotonic()
+        self._closed = threading.Event()
+        if keep_alive_s:
+            threading.Thread(target=self._keep_alive, args=(keep_alive_s,), name="sharded-keep-alive", daemon=True).start()
+
+    # ---- what went wrong ----
+    def stopped_ranks(self) -> list[int]:
+        return [r for r, pid in enumerate(self.pids) if r and pid is not None and process_gone(pid)]
+
+    def lost(self, wait: float = 0.0) -> str | None:
+        """One line naming the followers whose process has ended, None while all run. `wait`: seconds
+        given to a dying rank to be gone (a failed collective can come a moment before its exit)."""
+        deadline = time.monotonic() + wait
+        gone = self.stopped_ranks()
+        while not gone and time.monotonic() < deadline:
+            time.sleep(0.05)
+            gone = self.stopped_ranks()
+        if not gone:
+            return None
+        ranks = f"rank {gone[0]}" if len(gone) == 1 else "ranks " + ", ".join(map(str, gone))
+        return (f"{ranks} of {len(self.pids)} stopped (its process ended; torchrun's log says why): the sharded "
+                "model can't run any more. Restart torchrun.")
+
+    def problem(self) -> str | None:
+        """Why no request can run (a follower stopped, the server is shutting down); None when they can."""
+        return self.lost() or self._ended
+
+    def end(self, reason: str) -> None:
+        """No request runs after this: the run in flight stops at its next step (on every rank, while
+        they all live) and later requests are refused with `reason`."""
+        self._ended = self._ended or reason
+        stop = self._stop
+        if stop is not None:
+            stop.set()
+
+    # ---- running requests ----
+    def run_records(self, prompt: str, settings, *, trace, stop: threading.Event) -> Iterator[list]:
+        """`backends.run_records` in lockstep: checks the request, announces it to the followers and
+        runs it on rank 0, holding the lock until the run's end. Raises BackendError (a bad request, or
+        `problem()`) at the first batch, before anything is announced."""
+        from .run import run_records
+
+        with self._lock:
+            self._stop = stop
+            try:
+                problem = self.problem()
+                if problem:
+                    from .base import BackendError
+
+                    raise BackendError(problem)
+                self.backend.check(prompt, settings)  # refused here: the followers never hear of it
+                self._announce((prompt, settings))
+                yield from run_records(self, prompt, settings, trace=trace, stop=stop)
+            finally:
+                self._stop = None
+                self._idle_since = time.monotonic()
+
+    def generate_batches(self, prompt: str, settings, stop) -> Iterator[list]:
+        """The backend's batches, with a failed run's error replaced by the name of the rank that stopped."""
+        from visualizer.records import FINISH_ERROR, RunEnd
+
+        for batch in self.backend.generate_batches(prompt, settings, stop):
+            end = batch[-1]
+            if isinstance(end, RunEnd) and end.finish_reason == FINISH_ERROR:
+                lost = self.lost(wait=LOST_WAIT_S)
+                if lost:
+                    self.end(lost)
+                    batch = [*batch[:-1], replace(end, error=lost)]
+                else:  # rank 0 left `generate` mid-way: the others may wait in its next collective for ever
+                    self._out_of_step = True
+                    self.end(f"{(end.error or 'The run failed').rstrip('.')}. The other ranks may be out of step after it: "
+                             "restart torchrun.")
+                    batch = [*batch[:-1], replace(end, error=self._ended)]
+            yield batch
+
+    def _announce(self, request) -> None:
+        try:
+            announce(request)
+        except Exception as exc:  # noqa: BLE001  a follower's socket closed (gloo): say which one
+            from .base import BackendError
+
+            lost = self.lost(wait=LOST_WAIT_S) or f"The other ranks did not answer ({_first_line(exc)}): restart torchrun."
+            self.end(lost)
+            raise BackendError(lost) from None
+
+    def _keep_alive(self, every: float) -> None:
+        while not self._closed.wait(min(every, 5.0)):
+            if self.problem() or time.monotonic() - self._idle_since < every or not self._lock.acquire(blocking=False):
+                continue
+            try:
+                if not self._closed.is_set():
+                    self._announce(KEEP_ALIVE)
+                    self.keep_alives += 1
+            except Exception:  # noqa: BLE001  said by problem() from now on
+                pass
+            finally:
+                self._idle_since = time.monotonic()
+                self._lock.release()
+
+    def close(self, timeout: float = 60.0) -> bool:
+        """At exit: stop a run in flight, then tell the followers to leave (announce None). Returns
+        whether they were told (not when one has stopped: nobody listens then)."""
+        self._closed.set()
+        self.end("This server is shutting down.")
+        if not self._lock.acquire(timeout=timeout):
+            return False
+        try:
+            if self._out_of_step or self.lost():
+                return False
+            announce(None)
+            return True
+        except Exception:  # noqa: BLE001  a follower went meanwhile
+            return False
+        finally:
+            self._lock.release()
+
+
+def follow_requests(backend) -> int:
+    """A follower's life in a sharded server: meet the leader, run every request it announces in
+    lockstep (`serve`), leave when it says so. Returns the exit status: 0 when told to leave, 1 when
+    the leader went first (its collective failed).
+
+    Ctrl-C reaches every rank of a terminal's torchrun: a follower ignores it and leaves when rank 0,
+    which shuts down on it, says so. SIGTERM (torchrun ending the job) takes effect when the collective
+    it waits in returns (rank 0's goodbye, or the error of its end), so a follower that is still
+    there when rank 0 looks was not the one that stopped."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _leave)
+    meet()
+    try:
+        serve(backend)
+    except Exception as exc:  # noqa: BLE001  the leader's process ended: its sockets closed
+        print(f"rank {rank()}: rank 0 is gone ({_first_line(exc)}); leaving.", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _leave(signum, frame) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0][:200]}" if text else type(exc).__name__

@@ -1,0 +1,282 @@
+"""The app on a sharded model: `torchrun --nproc-per-node 2 app.py --parallel expert` (gloo, CPU, the
+built-in model), driven through gradio_client as a browser would drive it.
+
+Each test launches torchrun as a user does (tests/sharded_app_worker.py runs the stock sharded
+generate first, then the app's own `main` on every rank), on free ports, and ends every process it
+started. Timeouts are hang guards only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+from gradio_client import Client
+
+import app as app_module
+from hosting import Hosting
+from tests.app_api import finished_run, run_message, submit_generate
+from visualizer.trace import Trace
+
+ROOT = Path(__file__).resolve().parent.parent
+KNOBS = dict(max_new_tokens=64, max_denoising_steps=6, entropy_bound=0.1, t_min=0.4, t_max=0.8, seed=3)
+REQUEST = {"prompt": "Write a haiku about rain", "settings": KNOBS}
+LONG = dict(max_new_tokens=1024, steps=64, entropy_bound=0.0001, seed=1)  # many steps: time to stop it or kill a rank
+HANG_GUARD_S = 240
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def sharded_app(out: Path, kind: str = "expert"):
+    """torchrun with 2 ranks serving the app; yields (process, url, pids by rank). Everything it
+    started is ended afterwards, also on failure."""
+    port = free_port()
+    env = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
+    env.pop("SPACE_ID", None), env.pop("DV_HOSTED", None)
+    log = open(out / "torchrun.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(free_port()),
+         str(ROOT / "tests" / "sharded_app_worker.py"), kind, str(out), json.dumps(REQUEST), "--",
+         "--parallel", kind, "--port", str(port)],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        deadline = time.monotonic() + HANG_GUARD_S
+        while True:
+            assert proc.poll() is None, (out / "torchrun.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "the app did not start"
+            try:
+                urllib.request.urlopen(url, timeout=5).close()
+                break
+            except OSError:
+                time.sleep(0.5)
+        pids = [int((out / f"pid_{r}").read_text()) for r in range(2)]
+        yield proc, url, pids
+    finally:
+        if proc.poll() is None:  # a failed test: end the ranks by their ids (torchrun starts each in its own session)
+            for pid_file in out.glob("pid_*"):
+                with contextlib.suppress(ProcessLookupError, ValueError):
+                    os.kill(int(pid_file.read_text()), signal.SIGKILL)
+            proc.terminate()  # torchrun's agent ends any rank not written down yet, then leaves
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        log.close()
+
+
+def model_label(client) -> str:
+    """The picker's one entry."""
+    picker = next(c for c in client.config["components"] if c.get("props", {}).get("label") == "Model")
+    (label, _), = picker["props"]["choices"]
+    return label
+
+
+def saved_trace(client) -> Trace:
+    files, _ = client.predict(api_name="/save_trace")
+    return Trace.load(files[0])
+
+
+def wait_for_frames(job, count=3):
+    deadline = time.monotonic() + HANG_GUARD_S
+    while len(job.outputs()) < count:
+        assert time.monotonic() < deadline and not job.done()
+        time.sleep(0.05)
+
+
+def test_the_app_runs_each_request_in_lockstep_and_the_followers_leave_with_it(tmp_path):
+    with sharded_app(tmp_path) as (proc, url, pids):
+        client, other = (Client(url, verbose=False, download_files=str(tmp_path)) for _ in range(2))
+        label = model_label(client)
+        assert label.startswith("diffusiongemma-tiny-demo · expert parallel over 2 cpu processes")
+        info = client.predict(label, "", api_name="/load_model")[1]
+        assert "`expert parallel over 2 cpu processes" in info
+
+        stock = json.loads((tmp_path / "stock.json").read_text())
+        assert stock[0] == stock[1]
+        settings = dict(max_new_tokens=KNOBS["max_new_tokens"], steps=KNOBS["max_denoising_steps"], seed=KNOBS["seed"])
+        assert finished_run(client, submit_generate(client, REQUEST["prompt"], label, **settings))[1] == ""
+        first = saved_trace(client)
+        assert first.end.sequence.tolist() == stock[0]  # the captured run is the stock sharded generate's
+
+        job = submit_generate(client, REQUEST["prompt"], label, **LONG)
+        wait_for_frames(job)
+        client.predict(api_name="/stop")
+        assert finished_run(client, job, timeout=HANG_GUARD_S)[1].startswith("Stopped after")
+
+        # two visitors at once: the second waits in the queue, and both runs are the stock one
+        jobs = [submit_generate(c, REQUEST["prompt"], label, **settings) for c in (client, other)]
+        for c, j in zip((client, other), jobs):
+            assert finished_run(c, j, timeout=HANG_GUARD_S)[1] == ""
+            assert saved_trace(c).end.sequence.tolist() == stock[0]
+
+        # any other model is refused before the queue, whatever a client sends
+        refused = submit_generate(client, REQUEST["prompt"], str(ROOT / "assets" / "models" / "diffusiongemma-tiny-demo"))
+        with pytest.raises(httpx.HTTPStatusError) as refusal:  # Gradio's own check: a dropdown value not in its list
+            refused.result(timeout=HANG_GUARD_S)
+        assert "not in the list of choices" in refusal.value.response.json()["detail"]
+
+        os.kill(pids[0], signal.SIGINT)  # rank 0 shuts down: the follower is told to leave
+        assert proc.wait(timeout=HANG_GUARD_S) == 0, (tmp_path / "torchrun.log").read_text()[-3000:]
+    assert "Traceback" not in (tmp_path / "torchrun.log").read_text()
+    assert int((tmp_path / "keep_alives").read_text()) > 0  # idle between requests: they ran in lockstep all the same
+
+
+def test_a_follower_that_dies_is_named_the_run_keeps_its_steps_and_no_rank_hangs(tmp_path):
+    with sharded_app(tmp_path) as (proc, url, pids):
+        client = Client(url, verbose=False, download_files=str(tmp_path))
+        job = submit_generate(client, REQUEST["prompt"], model_label(client), **LONG)
+        wait_for_frames(job)
+        os.kill(pids[1], signal.SIGKILL)
+        _, message = finished_run(client, job, timeout=HANG_GUARD_S)
+        assert message.startswith("rank 1 of 2 stopped") and "Restart torchrun" in message
+        recorded = saved_trace(client)  # what was recorded is kept, and the trace says why it ended
+        assert recorded.steps and recorded.end.finish_reason == "error" and recorded.end.error == message
+        assert client.predict(api_name="/sharded_health") == message  # what every open tab is shown
+        assert proc.wait(timeout=HANG_GUARD_S) != 0  # torchrun ends rank 0 too, which says why before it goes
+    log = (tmp_path / "torchrun.log").read_text()
+    assert f"error: {message}" in log
+    assert "app.py\", line" not in log and "backends/" not in log  # no traceback of ours (torchrun prints its own)
+
+
+@pytest.mark.parametrize("env, argv, says", [
+    ({"WORLD_SIZE": "2", "RANK": "0"}, [], "add --parallel expert, tensor or tensor+expert"),
+    ({"WORLD_SIZE": "2", "RANK": "0"}, ["--parallel", "layers"], "start it with python, not torchrun"),
+    ({"WORLD_SIZE": "3", "RANK": "0"}, ["--parallel", "tensor"], "cannot split this model 3 ways"),
+    ({}, ["--parallel", "expert"], "start it with torchrun --nproc-per-node N"),
+    ({"DV_HOSTED": "1"}, ["--parallel", "expert", "--model", "someone/elses-model"], "not in the hosted allowlist"),
+])
+def test_bad_flags_are_one_line_before_anything_loads(monkeypatch, capsys, env, argv, says):
+    for name in ("WORLD_SIZE", "RANK", "DV_HOSTED", "SPACE_ID"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(SystemExit) as exit_:
+        app_module.main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    error = err.strip().splitlines()[-1]  # argparse's usage line, then this one
+    assert ": error: " in error and says in error
+
+
+def test_a_follower_refuses_bad_flags_without_a_word(monkeypatch, capsys):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    with pytest.raises(SystemExit) as exit_:
+        app_module.main(["--parallel", "layers"])
+    assert exit_.value.code == 2 and capsys.readouterr().err == ""  # rank 0 says it once
+
+
+def test_a_server_of_one_model_takes_nothing_else():
+    mode = Hosting(False, choices=())
+    assert mode.choice_for("someone/model") is not None  # a desktop takes any hub id
+    (only,) = Hosting.from_environment().choices[:1]
+    one = mode.serving_only(only)
+    assert one.closed and one.choices == (only,)
+    assert one.choice_for(only.label) == only == one.choice_for(only.source)
+    assert one.choice_for("someone/model") is None
+    assert "only the models in its list" in one.model_problem("someone/model")
+
+
+# ---- the Leader's rules, without torchrun: a stand-in backend, the collectives recorded ------------
+class _Backend:
+    """Yields RunStart-less runs: one step-like record, then a RunEnd (`fail`: an error)."""
+
+    def __init__(self):
+        self.fail = None
+        self.mid_run = lambda: None  # what happens between the step and the end (a follower dies)
+
+    def check(self, prompt, settings):
+        from backends import BackendError
+
+        if not prompt.strip():
+            raise BackendError("The prompt is empty.")
+
+    def generate_batches(self, prompt, settings, stop):
+        import numpy as np
+
+        from visualizer.records import RunEnd
+
+        yield ["step"]
+        self.mid_run()
+        finish = "error" if self.fail else "length"
+        yield [RunEnd(finish_reason=finish, sequence=np.zeros(0, np.int32), text="", wall_time_s=0.0, error=self.fail)]
+
+
+@pytest.fixture
+def leader(monkeypatch):
+    """A Leader of 2 ranks whose follower is this test's own process (alive), announcing into a list."""
+    from backends import sharded
+
+    said = []
+    monkeypatch.setattr(sharded, "meet", lambda: [(socket.gethostname(), os.getpid())] * 2)
+    monkeypatch.setattr(sharded, "announce", said.append)
+    lead = sharded.Leader(_Backend(), keep_alive_s=0)
+    lead.said = said
+    return lead
+
+
+def _run(leader, prompt="hi"):
+    import threading
+
+    trace = []
+    for _ in leader.run_records(prompt, "settings", trace=trace, stop=threading.Event()):
+        pass
+    return trace[-1]
+
+
+def test_the_leader_announces_each_checked_request_and_says_goodbye(leader):
+    from backends import BackendError
+
+    assert _run(leader).finish_reason == "length"
+    with pytest.raises(BackendError, match="empty"):
+        _run(leader, "  ")  # refused on rank 0: never announced
+    assert leader.problem() is None and leader.close() is True
+    assert leader.said == [("hi", "settings"), None]
+    with pytest.raises(BackendError, match="shutting down"):
+        _run(leader)
+
+
+def test_a_run_that_fails_on_rank_0_ends_the_servers_runs_without_a_goodbye(leader):
+    from backends import BackendError
+
+    leader.backend.fail = "Generation failed: RuntimeError: boom"
+    end = _run(leader)
+    assert end.error.startswith("Generation failed: RuntimeError: boom") and "restart torchrun" in end.error
+    assert leader.problem() == end.error
+    with pytest.raises(BackendError, match="restart torchrun"):
+        _run(leader)
+    assert leader.close() is False and leader.said == [("hi", "settings")]  # the follower is inside its generate
+
+
+def test_a_follower_whose_process_ended_is_named(leader):
+    from backends import BackendError
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    leader.pids = [os.getpid(), None, os.getpid()]  # rank 1 on another host: never looked at
+    leader.backend.mid_run = lambda: leader.pids.__setitem__(2, int(gone.stdout))  # rank 2's process ends mid-run
+    leader.backend.fail = "Generation failed: RuntimeError: Connection closed by peer"  # gloo's words for it
+    end = _run(leader)
+    assert end.error.startswith("rank 2 of 3 stopped") and "Restart torchrun" in end.error
+    with pytest.raises(BackendError, match="rank 2 of 3 stopped"):
+        _run(leader)
+    assert leader.close() is False and leader.said == [("hi", "settings")]  # nobody would hear the goodbye
