@@ -195,6 +195,34 @@ def capture_vs_stock(backend, probes, settings, *, batch: int, reps: int) -> dic
                 identical=identical, stock_all=times["stock"], captured_all=times["captured"])
 
 
+def stock_over_plan(backend, probes, settings, *, seeds: int, items: int, batch: int) -> float:
+    """Seconds stock batched `generate` takes over the very batches the runner ran (same prompts,
+    same padding, same seeds): the runner's own cost is its time over this one."""
+    import torch
+
+    from backends.transformers_backend import batch_inputs
+    from cli.probe_runner import item_of, probe_items
+    from visualizer.plan import make_plan
+
+    by_item = {item_of(p, s): p for p in probes for s in range(seeds)}
+    kwargs = backend.generate_kwargs(backend.resolve(settings))
+    total = 0.0
+    for planned in make_plan(probe_items(probes, seeds)[:items], batch_size=batch).batches:
+        ids = [backend.prompt_ids(by_item[item].prompt) for item in planned.items]
+        input_ids, mask = batch_inputs(ids, backend.info.pad_token_id, backend.model.device)
+
+        def run():
+            torch.manual_seed(planned.seed)
+            _sync()
+            started = time.perf_counter()
+            backend.model.generate(input_ids, **kwargs, **({"attention_mask": mask} if mask is not None else {}))
+            _sync()
+            return time.perf_counter() - started
+
+        total += backend._launch(run).result()
+    return total
+
+
 def try_rows(backend, probes, settings, rows_list) -> list[dict]:
     """Stock batched generate at each row count: peak memory, or the out-of-memory error."""
     import torch
@@ -247,6 +275,8 @@ def single(args) -> int:
         batched = run_runner(backend, probes, settings, seeds=args.seeds, items=args.items, batch=size,
                              out=out / f"single-b{size}")
         batched["speedup"] = batched["generations_per_s"] / report["batch1"]["generations_per_s"]
+        batched["stock_s"] = stock_over_plan(backend, probes, settings, seeds=args.seeds, items=args.items, batch=size)
+        batched["runner_over_stock"] = batched["work_s"] / batched["stock_s"]
         report["batched_all"].append(batched)
         print("batched runner:", batched, flush=True)
     report["batched"] = max(report["batched_all"], key=lambda b: b["generations_per_s"])
@@ -302,12 +332,13 @@ def report_(args) -> int:
     slice_path = folder / "bench-slice.json"
     b1, bb, cap = single_["batch1"], single_["batched"], single_["capture"]
     print(f"{single_['device']}, torch {single_['torch']}, {single_['path']}, {single_['steps']} steps a block, one 256-token block\n")
-    print("| runner | GPUs | batch | generations | generations/s | ratio | peak GiB |")
-    print("|---|---|---|---|---|---|---|")
-    print(f"| batch-1 (today) | 1 | 1 | {b1['generations']} | {b1['generations_per_s']:.3f} | 1.00 | {b1['peak_gib']:.1f} |")
+    print("| runner | GPUs | batch | generations | generations/s | ratio | peak GiB | runner / stock on its batches |")
+    print("|---|---|---|---|---|---|---|---|")
+    print(f"| batch-1 (today) | 1 | 1 | {b1['generations']} | {b1['generations_per_s']:.3f} | 1.00 | {b1['peak_gib']:.1f} | – |")
     for b in single_.get("batched_all", [bb]):
         print(f"| batched | 1 | {b['batch']} | {b['generations']} | {b['generations_per_s']:.3f} | "
-              f"{b['generations_per_s'] / b1['generations_per_s']:.2f} | {b['peak_gib']:.1f} |")
+              f"{b['generations_per_s'] / b1['generations_per_s']:.2f} | {b['peak_gib']:.1f} | "
+              f"{b.get('runner_over_stock', float('nan')):.3f} |")
     if slice_path.exists():
         sl = json.loads(slice_path.read_text())
         print(f"| batched, slice | {sl['processes']} | {sl['batch']} | {sl['generations']} | {sl['generations_per_s']:.3f} | "

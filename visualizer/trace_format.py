@@ -47,6 +47,7 @@ executes anything, and no field is ever evaluated.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import asdict, fields
@@ -161,8 +162,8 @@ def _optional_step_parts(s: StepRecord) -> dict:
     """The version-2 parts of a step that it holds (shortest exact decimals for the floats)."""
     parts = {}
     if s.topk_ids is not None:
-        parts["topk_ids"] = [_ints(row) for row in s.topk_ids]
-        parts["topk_probs"] = [[float(str(p)) for p in row] for row in s.topk_probs]
+        parts["topk_ids"] = np.asarray(s.topk_ids).astype(np.int64, copy=False).tolist()
+        parts["topk_probs"] = _float16_decimals(s.topk_probs).tolist()
     if s.sample_probability is not None:
         parts["sample_probability"] = [float(str(p)) for p in s.sample_probability]
     return parts
@@ -182,7 +183,19 @@ def displayed_ids(start: RunStart | None, steps, blocks) -> set[int]:
 
 
 def _ints(array) -> list[int]:
-    return [int(x) for x in np.asarray(array).reshape(-1)]
+    return np.asarray(array).astype(np.int64, copy=False).reshape(-1).tolist()
+
+
+@functools.cache
+def _float16_table() -> np.ndarray:
+    """The shortest decimal of every float16 (indexed by its 16 bits), as float(str(x)) gives it."""
+    every = np.arange(2**16, dtype=np.uint16).view(np.float16)
+    return np.array([float(str(x)) for x in every], dtype=np.float64)
+
+
+def _float16_decimals(values) -> np.ndarray:
+    """float(str(x)) of each float16, by table: a trace holds thousands a step (the candidates)."""
+    return _float16_table()[np.asarray(values, dtype=np.float16).view(np.uint16)]
 
 
 # ---- reading ------------------------------------------------------------------------------------
