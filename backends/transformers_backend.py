@@ -17,6 +17,7 @@ left-padded with an attention mask (`batch_inputs`).
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import weakref
 from collections import defaultdict
@@ -155,8 +156,8 @@ class TransformersBackend(Backend):
         The thread holds its own trees as Python thread-locals (`_own_cuda_graph_trees`), which
         go with the thread; nothing is stashed in C++ thread-locals, whose clean-up at exit once
         aborted the process (see the import at the top)."""
-        if getattr(self, "_thread", None) is None:
-            self._thread = ModelThread(f"{self.name}-generate")
+        if getattr(self, "_thread_pid", None) != os.getpid():  # none yet, or made before a fork (ZeroGPU's worker)
+            self._thread, self._thread_pid = ModelThread(f"{self.name}-generate"), os.getpid()
             self._stop_thread = weakref.finalize(self, stop_thread, self._thread)
             self._thread.submit(_own_cuda_graph_trees)
         return self._thread.submit(work)
