@@ -2,6 +2,7 @@
 
     torchrun --nproc-per-node 4 benchmarks/bench_sharded.py --kind expert      # on nvidia-h100-x4
     torchrun --nproc-per-node 2 benchmarks/bench_sharded.py --kind tensor
+    torchrun --nproc-per-node 4 benchmarks/bench_sharded.py --kind expert --compiled  # and --kind none --compiled
     python benchmarks/bench_sharded.py --kind none                               # the one-GPU baseline
     torchrun --nproc-per-node 2 benchmarks/bench_sharded.py --kind expert --device cpu --layers 2 --experts 8 --vocab 4096 --reps 1   # dry run
 
