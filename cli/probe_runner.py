@@ -46,7 +46,8 @@ def run_probe(
     """Generate every (probe, seed) pair not already in `out` in one process; every result, in plan order.
 
     `check(probe, response) -> bool | None` scores a response.  The command line runs the same
-    steps through `cli.distributed.run_plan`, on one process or many.
+    steps through `cli.distributed.run_plan`, on one process or many.  It starts a writer process
+    (`run_batches`), so a script that calls it needs Python's `if __name__ == "__main__":` guard.
     """
     settings = settings or GenerationSettings()
     plan, todo = prepare_out(out, backend.info, settings, probe_items(probes, seeds), batch_size=batch_size)
@@ -181,7 +182,14 @@ def _writer_process():
     """One process that saves batches, started fresh ("spawn": this one may hold CUDA and threads)."""
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_writer_setup, initargs=(os.getpid(),)) as writer:
+        writer.submit(_save_batch_imports)  # started now: its imports overlap the first batch, not the second
         yield writer
+
+
+def _save_batch_imports() -> None:
+    """The writer's first job: load what saving a batch needs (pyarrow, scipy) before a batch waits on it."""
+    import pyarrow.parquet  # noqa: F401
+    import scipy.stats  # noqa: F401
 
 
 def _writer_setup(runner_pid: int) -> None:
