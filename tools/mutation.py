@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import subprocess
 import sys
@@ -63,8 +64,9 @@ def results(module: str) -> dict[str, int | None]:
 
 
 def run_mutmut(names: list[str]) -> None:
-    """Run these mutants, one at a time (two shared cores), niced."""
-    subprocess.run(["nice", "-n", "10", sys.executable, "-m", "mutmut", "run", "--max-children", "1", *names], cwd=ROOT, check=False)
+    """Run these mutants, one at a time (two shared cores), niced, torch on one thread (tests/conftest.py)."""
+    env = {**os.environ, "TEST_TORCH_THREADS": "1"}
+    subprocess.run(["nice", "-n", "10", sys.executable, "-m", "mutmut", "run", "--max-children", "1", *names], cwd=ROOT, env=env, check=False)
 
 
 def ensure_generated() -> None:
