@@ -3,6 +3,7 @@
     python tools/mutation.py                      # every mutant of every module, one module at a time
     python tools/mutation.py --sample 30          # a seeded random sample of 30 mutants per module
     python tools/mutation.py --module visualizer/states.py --sample 0   # one module, every mutant
+    python tools/mutation.py --module backends/capture.py --only '*capture_steps*' --sample 40   # one function's
     python tools/mutation.py --report             # only the table, from the results mutants/ holds
 
 mutmut (pinned in requirements-mutation.txt, configured in pyproject.toml's [tool.mutmut]) copies the
@@ -45,6 +46,9 @@ EQUIVALENT = {
     "visualizer.states.xǁFrameStateǁcount__mutmut_2": "indexes the states with None when no block is given: a new axis, the same count",
     "visualizer.states.x_frame_state__mutmut_47": "a step frame also marks its own block committed first; the step's row and tokens then overwrite that block entirely",
 }
+# Mutants of code that runs only on CUDA (or with Triton on a GPU): no test here can run them, so
+# they are neither killed nor survivors; left out of the score and counted in their own column.
+CPU_UNREACHABLE: dict[str, str] = {}
 KILLED = {1, 3, 24, -24, 36, 152, 255}  # pytest failed, or the tests ran past their time (a hang the tests noticed)
 SURVIVED = {0, 5, 33}  # the tests passed, or no test reached the mutated function
 
@@ -77,22 +81,24 @@ def ensure_generated() -> None:
 
 def score_line(module: str) -> str:
     codes = results(module)
-    tried = {name: code for name, code in codes.items() if code is not None and name not in EQUIVALENT}
+    left_out = EQUIVALENT.keys() | CPU_UNREACHABLE.keys()
+    tried = {name: code for name, code in codes.items() if code is not None and name not in left_out}
     equivalent = sum(1 for name in codes if name in EQUIVALENT and codes[name] is not None)
+    unreachable = sum(1 for name in codes if name in CPU_UNREACHABLE and codes[name] is not None)
     kinds = Counter("killed" if c in KILLED else "survived" if c in SURVIVED else "other" for c in tried.values())
     score = kinds["killed"] / len(tried) if tried else float("nan")
-    return (f"| {module} | {len(codes)} | {len(tried) + equivalent} | {equivalent} | {kinds['killed']} | "
-            f"{kinds['survived']} | {kinds['other']} | {score:.0%} |")
+    return (f"| {module} | {len(codes)} | {len(tried) + equivalent + unreachable} | {equivalent} | {unreachable} | "
+            f"{kinds['killed']} | {kinds['survived']} | {kinds['other']} | {score:.0%} |")
 
 
 def report() -> None:
-    print("| module | mutants | tried | equivalent | killed | survived | other | killed % |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| module | mutants | tried | equivalent | not reachable on CPU | killed | survived | other | killed % |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for module in MODULES:
         print(score_line(module))
     print()
     for module in MODULES:
-        survivors = [n for n, c in results(module).items() if c in SURVIVED and n not in EQUIVALENT]
+        survivors = [n for n, c in results(module).items() if c in SURVIVED and n not in EQUIVALENT and n not in CPU_UNREACHABLE]
         if survivors:
             print(f"survived in {module}: " + " ".join(sorted(survivors)))
 
@@ -102,6 +108,7 @@ def main(argv=None) -> None:
     parser.add_argument("--module", choices=list(MODULES), action="append", help="default: every module")
     parser.add_argument("--sample", type=int, default=0, help="mutants per module, seeded (0: all of them)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", action="append", metavar="GLOB", help="only mutants whose name matches (fnmatch), before sampling")
     parser.add_argument("--report", action="store_true", help="only print the table")
     args = parser.parse_args(argv)
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]
@@ -109,7 +116,9 @@ def main(argv=None) -> None:
     if not args.report:
         ensure_generated()
         for module in args.module or list(MODULES):
-            names = sorted(n for n in results(module) if n not in EQUIVALENT)
+            names = sorted(n for n in results(module) if n not in EQUIVALENT and n not in CPU_UNREACHABLE)
+            if args.only:
+                names = [n for n in names if any(fnmatch(n, glob) for glob in args.only)]
             if args.sample:
                 tried = {n for n, c in results(module).items() if c is not None}
                 drawn = random.Random(f"{args.seed}:{module}").sample(names, min(args.sample, len(names)))
