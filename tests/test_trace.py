@@ -326,3 +326,30 @@ def test_a_trace_records_its_sampler_rule_and_any_sampler_with_a_rule_loads():
     raw["sampler_rule"] = {"renoises": True, "last_step_samples": True, "budget": "guess"}
     with pytest.raises(TraceError, match="budget must be one of"):
         Trace.from_dict(raw)
+
+
+def test_values_at_the_edge_of_what_is_allowed_load():
+    """The limits are inclusive where the format says so: batch row 0 and the last row, a piece of
+    exactly MAX_PIECE_CHARS characters, a model without the optional builtin/parameters fields."""
+    for row in (0, 2):
+        raw = good_dict()
+        raw["batch"] = {"size": 3, "row": row}
+        assert trace_module.parse_trace(raw).start.batch == {"size": 3, "row": row}
+    raw = good_dict()
+    raw["pieces"]["10"] = "x" * trace_module.MAX_PIECE_CHARS
+    raw["model"].pop("builtin")
+    raw["model"].pop("parameters")
+    parts = trace_module.parse_trace(raw)
+    assert len(parts.pieces[10]) == trace_module.MAX_PIECE_CHARS and parts.model.builtin is False
+
+
+def test_a_version_2_trace_gets_the_rule_its_backend_and_sampler_used():
+    """Before version 3 the rule was not written: it follows from the backend and the sampler (an
+    MLX confidence-threshold run reveals by probability and never renoises)."""
+    raw = good_dict()
+    raw["version"] = 2
+    del raw["sampler_rule"]
+    raw["model"]["backend"] = "mlx"
+    raw["settings"]["sampler"] = "confidence-threshold"
+    rule = trace_module.parse_trace(raw).start.sampler_rule
+    assert rule == {"renoises": False, "last_step_samples": False, "budget": "confidence-threshold"}
