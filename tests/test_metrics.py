@@ -398,3 +398,11 @@ def test_structure_figures_with_nothing_to_measure_say_why():
         empty = structure_first(unfinished, family="sentences", include_thought=include_thought)
         assert empty.include_thought is include_thought and empty.blocks == ()
         assert empty.difference == Undefined("no block committed yet")
+
+
+def test_metrics_json_measures_both_parts_with_the_thought_asked_for():
+    """`--include-thought` reaches the commit-order metrics as well as structure first."""
+    trace = trace_from_commit_steps([[0, 1, 2, 3]])
+    for include_thought, label in ((False, "answer tokens only"), (True, "answer and thought tokens")):
+        out = metrics_json(trace, include_thought=include_thought)
+        assert out["measured"] == out["blocks"][0]["measured"] == out["structure_first"]["measured"] == label

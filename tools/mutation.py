@@ -45,6 +45,7 @@ EQUIVALENT = {
     "visualizer.metrics.live.x_position_details__mutmut_15": "does not pass the refs on, so block_position_details recomputes the same refs",
     "visualizer.states.xǁFrameStateǁcount__mutmut_2": "indexes the states with None when no block is given: a new axis, the same count",
     "visualizer.states.x_frame_state__mutmut_47": "a step frame also marks its own block committed first; the step's row and tokens then overwrite that block entirely",
+    "visualizer.metrics.stats.x_reliability_tertiles__mutmut_5": "drops dtype=float from the entropies: callers pass numbers (the probe's float entropies), whose cut points, tertiles and float() ranges are the same as ints or floats",
     "visualizer.metrics.order.x_bin_tau_b__mutmut_32": "compares the bin means with means[1] instead of means[0]: there are at least two bins here (one bin returned above), and all means equal the first exactly when they all equal the second",
 }
 # Mutants of code that runs only on CUDA (or with Triton on a GPU): no test here can run them, so
