@@ -46,11 +46,16 @@ EQUIVALENT = {
     "visualizer.states.xǁFrameStateǁcount__mutmut_2": "indexes the states with None when no block is given: a new axis, the same count",
     "visualizer.states.x_frame_state__mutmut_47": "a step frame also marks its own block committed first; the step's row and tokens then overwrite that block entirely",
     "visualizer.metrics.stats.x_reliability_tertiles__mutmut_5": "drops dtype=float from the entropies: callers pass numbers (the probe's float entropies), whose cut points, tertiles and float() ranges are the same as ints or floats",
+    "backends.capture.xǁ_LogitRecorderǁ__init____mutmut_2": "starts the recorder's summary as \"\" instead of None: the appended processor writes a summary before any step reads it",
     "visualizer.metrics.order.x_bin_tau_b__mutmut_32": "compares the bin means with means[1] instead of means[0]: there are at least two bins here (one bin returned above), and all means equal the first exactly when they all equal the second",
 }
 # Mutants of code that runs only on CUDA (or with Triton on a GPU): no test here can run them, so
 # they are neither killed nor survivors; left out of the score and counted in their own column.
-CPU_UNREACHABLE: dict[str, str] = {}
+CPU_UNREACHABLE = {
+    "backends.capture.x__to_host__mutmut_6": "t.to(None, ...) leaves a tensor where it is: the same on the CPU; a CUDA tensor would stay on the GPU and .numpy() fail",
+    "backends.capture.x__to_host__mutmut_8": "t.to(non_blocking=...) without a device: as _6",
+    "backends.capture.x__to_host__mutmut_9": "drops non_blocking: only a CUDA-to-CPU copy can be non-blocking (then one synchronize); on the CPU the copy is the tensor itself",
+}
 KILLED = {1, 3, 24, -24, 36, 152, 255}  # pytest failed, or the tests ran past their time (a hang the tests noticed)
 SURVIVED = {0, 5, 33}  # the tests passed, or no test reached the mutated function
 
