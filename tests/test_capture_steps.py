@@ -293,8 +293,8 @@ def test_to_host_copies_every_tensor_and_skips_none():
 
 
 def test_the_accepted_mask_is_read_from_the_sampler_that_set_it():
-    """A compiled accept_canvas stays bound to the first run's sampler (`__wrapped__.__self__`);
-    a plain one is the sampler's own method; anything else falls back to the sampler given."""
+    """A compiled accept_canvas stays bound to the first run's sampler (`__wrapped__.__self__`); a
+    bound method sets its own object's mask; anything else falls back to the sampler given."""
 
     class Sampler:
         def accept_canvas(self):
@@ -308,6 +308,9 @@ def test_the_accepted_mask_is_read_from_the_sampler_that_set_it():
 
     compiled.__wrapped__ = first.accept_canvas
     second.accept_canvas = compiled
+    assert _accepting_sampler(second) is first
+
+    second.accept_canvas = first.accept_canvas  # bound to the first sampler, not wrapped: it sets the first's mask
     assert _accepting_sampler(second) is first
 
     second.accept_canvas = lambda: None  # neither wrapped nor bound
