@@ -47,6 +47,10 @@ EQUIVALENT = {
     "visualizer.states.x_frame_state__mutmut_47": "a step frame also marks its own block committed first; the step's row and tokens then overwrite that block entirely",
     "visualizer.metrics.stats.x_reliability_tertiles__mutmut_5": "drops dtype=float from the entropies: callers pass numbers (the probe's float entropies), whose cut points, tertiles and float() ranges are the same as ints or floats",
     "backends.capture.xǁ_LogitRecorderǁ__init____mutmut_2": "starts the recorder's summary as \"\" instead of None: the appended processor writes a summary before any step reads it",
+    "backends.capture.x_capture_steps__mutmut_33": "starts the step counter at 1: every block resets it to 0 (prepare_denoiser_inputs) before its first step",
+    "backends.capture.x_capture_steps__mutmut_84": "calls the original _prepare_denoiser_inputs without *args: transformers (5.23) passes every argument by keyword, so args is empty",
+    "backends.capture.x_capture_steps__mutmut_170": "astype(bool) copies the row instead of viewing it: the host arrays are already private copies (_to_host), so only memory changes",
+    "backends.capture.x_capture_steps__mutmut_180": "astype(np.int32, copy=True): as _170",
     "visualizer.metrics.order.x_bin_tau_b__mutmut_32": "compares the bin means with means[1] instead of means[0]: there are at least two bins here (one bin returned above), and all means equal the first exactly when they all equal the second",
 }
 # Mutants of code that runs only on CUDA (or with Triton on a GPU): no test here can run them, so
