@@ -121,26 +121,26 @@ def captured_run(model, **kwargs):
     return records, out.sequences[:, PROMPT_LENGTH:].numpy(), elapsed
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def runs(model):
+    """Computed in every test that checks it: mutmut credits a test with the functions that ran
+    during it (its fixtures' setup included), so a module-scoped run would count for the first
+    test only, and the mutants that only the later tests catch would pass untried (docs/mutation.md)."""
     stock_blocks, stock_sequences = stock_run(model)
     records, sequences, elapsed = captured_run(model, topk=3)
     return stock_blocks, stock_sequences, records, sequences, elapsed
 
 
-def test_the_rows_behave_as_the_processor_makes_them(runs):
-    """The scenario itself: otherwise the checks below would not reach what they are meant to."""
-    stock_blocks, sequences, *_ = runs
+def test_the_rows_behave_as_meant_and_the_captured_run_is_the_stock_run_bit_for_bit(runs):
+    """The scenario itself (otherwise the checks below would not reach what they are meant to), and
+    the capture changes nothing: the same seed gives the same sequences with and without it."""
+    stock_blocks, stock_sequences, _, sequences, _ = runs
     assert len(stock_blocks) == 2 and all(len(b) == STEPS for b in stock_blocks)  # row 1 keeps both blocks going
     fired = [np.array([s.fired for s in block]) for block in stock_blocks]  # (steps, rows) per block
     assert fired[0][:, 0].any() and fired[0][:, 2].any() and not fired[0][:, 1].any()
     assert fired[0][:, 0].argmax() < STEPS - 1  # row 0 converges before the block's last step
-    assert sequences[2, 0] == EOS_ID and np.all(sequences[2, 1:] == 0)  # row 2: EOS, then pad to the end
-    assert not np.isin(sequences[:2], [EOS_ID, END_TURN_ID]).any()
-
-
-def test_captured_run_is_the_stock_run_bit_for_bit(runs):
-    _, stock_sequences, _, sequences, _ = runs
+    assert stock_sequences[2, 0] == EOS_ID and np.all(stock_sequences[2, 1:] == 0)  # row 2: EOS, then pad to the end
+    assert not np.isin(stock_sequences[:2], [EOS_ID, END_TURN_ID]).any()
     np.testing.assert_array_equal(sequences, stock_sequences)
 
 
@@ -166,7 +166,7 @@ def expected_order(stock_blocks, sequences, canvas: int):
     return order, used, settled_at
 
 
-def test_every_step_record_is_what_stock_computed_for_its_row(runs, model):
+def test_each_step_record_is_what_stock_computed_for_its_row(runs, model):
     stock_blocks, stock_sequences, records, _, elapsed = runs
     canvas = model.config.canvas_length
     order, used, settled_at = expected_order(stock_blocks, stock_sequences, canvas)
@@ -203,7 +203,7 @@ def test_every_step_record_is_what_stock_computed_for_its_row(runs, model):
         assert len(times) == 1 and 0 < times.pop() <= elapsed
 
 
-def test_every_block_record_is_what_stock_committed_for_its_row(runs, model):
+def test_each_block_record_is_what_stock_committed_for_its_row(runs, model):
     stock_blocks, stock_sequences, records, _, _ = runs
     canvas = model.config.canvas_length
     _, used, settled_at = expected_order(stock_blocks, stock_sequences, canvas)
