@@ -194,13 +194,15 @@ def test_summarize_logits_uses_triton_where_it_runs_else_compiles_once(monkeypat
         compiled.append((fn, options))
         return lambda x, k: ("compiled", x, k)
 
-    monkeypatch.setattr(module, "summary_path", lambda x, k, compiled=None: "triton")
+    paths = []
+    monkeypatch.setattr(module, "summary_path", lambda x, k, compiled=None: paths.append((x, k, compiled)) or "triton")
     monkeypatch.setattr(module, "_try_triton", fake_try_triton)
     monkeypatch.setattr(module, "_compiled_summarize", None)
     monkeypatch.setattr(module.torch, "compile", fake_compile)
     assert module.summarize_logits(logits, 5) is triton_summary
     assert compiled == []
     assert module.summarize_logits(logits, 5) == ("compiled", logits, 5)
-    assert module.summarize_logits(logits, 3) == ("compiled", logits, 3)
+    assert module.summarize_logits(logits, 3, compiled=True) == ("compiled", logits, 3)
+    assert paths == [(logits, 5, None), (logits, 5, None), (logits, 3, True)]  # the caller's k and choice
     assert [k for _, k in asked] == [5, 5, 3] and all(x is logits for x, _ in asked)
     assert compiled == [(module._summarize, {"dynamic": False})]
