@@ -51,6 +51,7 @@ EQUIVALENT = {
     "backends.capture.x_capture_steps__mutmut_84": "calls the original _prepare_denoiser_inputs without *args: transformers (5.23) passes every argument by keyword, so args is empty",
     "backends.capture.x_capture_steps__mutmut_170": "astype(bool) copies the row instead of viewing it: the host arrays are already private copies (_to_host), so only memory changes",
     "backends.capture.x_capture_steps__mutmut_180": "astype(np.int32, copy=True): as _170",
+    "backends.logit_summary.x_top_k__mutmut_1": "two_stage defaults to False: the one-stage torch.topk, whose candidates the two-stage search finds too (tests/test_logit_summary.py); only the time changes",
     "visualizer.metrics.order.x_bin_tau_b__mutmut_32": "compares the bin means with means[1] instead of means[0]: there are at least two bins here (one bin returned above), and all means equal the first exactly when they all equal the second",
 }
 # Mutants of code that runs only on CUDA (or with Triton on a GPU): no test here can run them, so
