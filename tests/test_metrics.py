@@ -406,3 +406,44 @@ def test_metrics_json_measures_both_parts_with_the_thought_asked_for():
     for include_thought, label in ((False, "answer tokens only"), (True, "answer and thought tokens")):
         out = metrics_json(trace, include_thought=include_thought)
         assert out["measured"] == out["blocks"][0]["measured"] == out["structure_first"]["measured"] == label
+
+
+def test_the_run_means_say_which_figure_is_undefined_and_average_each_bin_size():
+    """Block 1 commits every position on one step: its tau_b and bin values are undefined, so the
+    run means are block 0's; with no defined block at all, the reason names the figure."""
+    from visualizer.metrics import BIN_SIZES
+
+    run = run_metrics(trace_from_commit_steps([list(range(40)), [0] * 40]))
+    assert run.tau_b_mean == pytest.approx(run.blocks[0].tau_b)
+    assert set(run.bin_tau_b_mean) == set(BIN_SIZES)
+    assert run.bin_tau_b_mean[16] == pytest.approx(run.blocks[0].bin_tau_b[16])
+    assert run.bin_tau_b_mean[64] == Undefined("no block has a defined tau_b at bin size 64")
+    flat = run_metrics(trace_from_commit_steps([[0] * 40]))
+    assert flat.tau_b_mean == Undefined("no block has a defined tau_b")
+
+
+def test_a_live_readout_counts_same_step_pairs_among_the_accepted_positions_only():
+    """Before the block ends, pending positions have no commit step yet: same_step_fraction is over
+    the positions accepted so far (at the block's end, over all of them)."""
+    trace = live_trace()
+    readout = live_readout(trace, 1, refs=frame_refs(trace))  # block 0 after step 1
+    masks = np.array([s.accepted for s in trace.steps[:2]])[:, :12]  # content: 12 positions
+    accepted = masks.argmax(0)[masks.any(0)]
+    assert not readout.final and accepted.size < 12
+    assert readout.same_step_fraction == pytest.approx(same_step_fraction(accepted))
+
+
+def test_auroc_is_the_share_of_positive_negative_pairs_in_order():
+    from visualizer.metrics.stats import auroc
+
+    scores, labels = [0.9, 0.8, 0.8, 0.3, 0.2], [True, True, False, False, True]
+    pairs = [(p, n) for p, lp in zip(scores, labels) if lp for n, ln in zip(scores, labels) if not ln]
+    by_hand = sum(1.0 if p > n else 0.5 if p == n else 0.0 for p, n in pairs) / len(pairs)
+    assert auroc(scores, labels) == pytest.approx(by_hand)
+    assert auroc([1.0, 2.0], [True, True]) == Undefined("needs both correct and incorrect answers")
+
+
+def test_metrics_json_uses_the_family_asked_for():
+    trace = trace_from_commit_steps([[0, 1, 2, 3]])  # its prompt suggests no family: "generic"
+    assert metrics_json(trace)["structure_first"]["family"] == "generic"
+    assert metrics_json(trace, family="code")["structure_first"]["family"] == "code"

@@ -268,6 +268,7 @@ EXACT = {
     'step wall inf': (_set(["steps", 0, "wall_time_s"], "x"), 'steps[0].wall_time_s must be int or float, not str'),
     'step canvas short': (_set(["steps", 0, "canvas"], [10]), 'steps[0].canvas must hold 4 token ids (got 1)'),
     'step missing canvas': (_pop(["steps", 1, "canvas"]), "steps[1] is missing 'canvas'"),
+    'step missing block': (_pop(["steps", 1, "block"]), "steps[1] is missing 'block'"),
     'step remaining skip': (_set(["steps", 1, "steps_remaining"], 5), 'steps[1].steps_remaining must count down by one'),
     'step step 2': (_set(["steps", 1, "step"], 2), 'steps[1] is step 2 of block 0; expected step 1'),
     'blocks too many': (lambda d: d["blocks"].append(d["blocks"][0]), '2 blocks recorded but max_blocks is 1'),
