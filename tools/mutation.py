@@ -61,6 +61,7 @@ EQUIVALENT = {
     "backends.capture.x_capture_steps__mutmut_259": "copy flag of a record's astype (True, None or left out): as _170",
     "backends.capture.x_capture_steps__mutmut_222": "calls the original _finalize_canvas without *args: as _84",
     "backends.logit_summary.x_top_k__mutmut_1": "two_stage defaults to False: the one-stage torch.topk, whose candidates the two-stage search finds too (tests/test_logit_summary.py); only the time changes",
+    "visualizer.metrics.stats.x_auroc__mutmut_32": "alternative=\"TWO-SIDED\": the U statistic does not depend on the alternative (only the p-value does), and scipy lowercases it anyway",
     "visualizer.metrics.order.x_bin_tau_b__mutmut_32": "compares the bin means with means[1] instead of means[0]: there are at least two bins here (one bin returned above), and all means equal the first exactly when they all equal the second",
 }
 # Mutants of code that runs only on CUDA (or with Triton on a GPU): no test here can run them, so
