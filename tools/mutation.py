@@ -62,6 +62,7 @@ EQUIVALENT = {
     "backends.capture.x_capture_steps__mutmut_222": "calls the original _finalize_canvas without *args: as _84",
     "backends.capture.x_capture_steps__mutmut_184": "copy flag of a record's astype (True, None or left out): as _170",
     "backends.capture.x_capture_steps__mutmut_36": "renames the initial \"settled\" key: every block sets \"settled\" (prepare_denoiser_inputs) before a step reads it",
+    "backends.capture.x_capture_steps__mutmut_209": "settled = finished instead of settled |= finished: transformers' finished_denoising is itself cumulative within a block (it ORs the stopping rule in), so both give the same mask",
     "backends.capture.x_capture_steps__mutmut_83": "steps_used as float zeros: the counts stay whole numbers and int() gives the same steps_used",
     "backends.logit_summary.x_top_k__mutmut_1": "two_stage defaults to False: the one-stage torch.topk, whose candidates the two-stage search finds too (tests/test_logit_summary.py); only the time changes",
     "visualizer.metrics.stats.x_auroc__mutmut_32": "alternative=\"TWO-SIDED\": the U statistic does not depend on the alternative (only the p-value does), and scipy lowercases it anyway",
