@@ -152,6 +152,14 @@ def test_a_failing_first_launch_falls_back_and_a_working_one_stays(monkeypatch):
     assert module._triton_state == "ok" and first.topk_ids.shape == (2, 3)
     assert module._try_triton(real_like_logits(2, 64), 3) is not None
 
+    def later_failure(logits, k):
+        raise RuntimeError("out of memory")
+
+    monkeypatch.setattr(module, "_triton_summarize", later_failure)  # once it worked, errors are real ones
+    with pytest.raises(RuntimeError, match="out of memory"):
+        module._try_triton(real_like_logits(2, 64), 3)
+    assert module._triton_state == "ok"
+
 
 def test_top_k_of_a_vocabulary_the_slices_do_not_divide_is_one_topk():
     """Two stages need whole slices: a vocabulary past 8 slices that is not a multiple of TOPK_CHUNK

@@ -66,6 +66,8 @@ EQUIVALENT = {
     "backends.capture.x_capture_steps__mutmut_83": "steps_used as float zeros: the counts stay whole numbers and int() gives the same steps_used",
     "backends.logit_summary.x_top_k__mutmut_1": "two_stage defaults to False: the one-stage torch.topk, whose candidates the two-stage search finds too (tests/test_logit_summary.py); only the time changes",
     "visualizer.metrics.stats.x_auroc__mutmut_32": "alternative=\"TWO-SIDED\": the U statistic does not depend on the alternative (only the p-value does), and scipy lowercases it anyway",
+    "backends.logit_summary.x_top_k__mutmut_4": "reads the canvas length (shape[-2]) as the vocabulary, which only picks the one-stage path: the same candidates (a canvas of 8,192 or more, past MAX_CANVAS_LENGTH, would fail)",
+    "backends.logit_summary.x_top_k__mutmut_8": "vocab / TOPK_CHUNK is never 0, so the one-stage torch.topk always runs: the same candidates, more slowly",
     "visualizer.metrics.order.x_bin_tau_b__mutmut_32": "compares the bin means with means[1] instead of means[0]: there are at least two bins here (one bin returned above), and all means equal the first exactly when they all equal the second",
 }
 # Mutants of code that runs only on CUDA (or with Triton on a GPU): no test here can run them, so
