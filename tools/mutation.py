@@ -68,6 +68,10 @@ EQUIVALENT = {
     "visualizer.metrics.stats.x_auroc__mutmut_32": "alternative=\"TWO-SIDED\": the U statistic does not depend on the alternative (only the p-value does), and scipy lowercases it anyway",
     "backends.logit_summary.x_top_k__mutmut_4": "reads the canvas length (shape[-2]) as the vocabulary, which only picks the one-stage path: the same candidates (a canvas of 8,192 or more, past MAX_CANVAS_LENGTH, would fail)",
     "backends.logit_summary.x_top_k__mutmut_8": "vocab / TOPK_CHUNK is never 0, so the one-stage torch.topk always runs: the same candidates, more slowly",
+    "backends.logit_summary.x_top_k__mutmut_10": "8 / TOPK_CHUNK instead of 8 * TOPK_CHUNK only moves the threshold between the two paths: the same candidates",
+    "backends.logit_summary.x_top_k__mutmut_11": "9 * TOPK_CHUNK: as _10",
+    "backends.logit_summary.x_top_k__mutmut_17": "torch.topk without dim=-1: its default is the last axis",
+    "backends.logit_summary.x_top_k__mutmut_34": "the first stage's torch.topk without dim=-1: as _17",
     "visualizer.metrics.order.x_bin_tau_b__mutmut_32": "compares the bin means with means[1] instead of means[0]: there are at least two bins here (one bin returned above), and all means equal the first exactly when they all equal the second",
 }
 # Mutants of code that runs only on CUDA (or with Triton on a GPU): no test here can run them, so
@@ -75,6 +79,8 @@ EQUIVALENT = {
 CPU_UNREACHABLE = {
     "backends.capture.x__to_host__mutmut_6": "t.to(None, ...) leaves a tensor where it is: the same on the CPU; a CUDA tensor would stay on the GPU and .numpy() fail",
     "backends.capture.x__to_host__mutmut_8": "t.to(non_blocking=...) without a device: as _6",
+    "backends.logit_summary.x_top_k__mutmut_41": "torch.arange(..., device=None): the slice offsets on the CPU, where the logits are here; with CUDA logits the sum would fail",
+    "backends.logit_summary.x_top_k__mutmut_45": "torch.arange without device=: as _41",
     "backends.capture.x__to_host__mutmut_9": "drops non_blocking: only a CUDA-to-CPU copy can be non-blocking (then one synchronize); on the CPU the copy is the tensor itself",
 }
 KILLED = {1, 3, 24, -24, 36, 152, 255}  # pytest failed, or the tests ran past their time (a hang the tests noticed)
