@@ -72,6 +72,8 @@ EQUIVALENT = {
     "backends.logit_summary.x_top_k__mutmut_11": "9 * TOPK_CHUNK: as _10",
     "backends.logit_summary.x_top_k__mutmut_17": "torch.topk without dim=-1: its default is the last axis",
     "backends.logit_summary.x_top_k__mutmut_34": "the first stage's torch.topk without dim=-1: as _17",
+    "backends.logit_summary.x__summarize__mutmut_14": "top_k(..., two_stage=None): the one-stage torch.topk, as top_k 1",
+    "backends.logit_summary.x__summarize__mutmut_17": "top_k(x, k) without two_stage=: its default, True, is what _summarize passes",
     "visualizer.metrics.order.x_bin_tau_b__mutmut_32": "compares the bin means with means[1] instead of means[0]: there are at least two bins here (one bin returned above), and all means equal the first exactly when they all equal the second",
 }
 # Mutants of code that runs only on CUDA (or with Triton on a GPU): no test here can run them, so
