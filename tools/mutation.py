@@ -74,6 +74,11 @@ EQUIVALENT = {
     "backends.logit_summary.x_top_k__mutmut_34": "the first stage's torch.topk without dim=-1: as _17",
     "backends.logit_summary.x__summarize__mutmut_14": "top_k(..., two_stage=None): the one-stage torch.topk, as top_k 1",
     "backends.logit_summary.x__summarize__mutmut_17": "top_k(x, k) without two_stage=: its default, True, is what _summarize passes",
+    "backends.logit_summary.x__summarize__mutmut_1": "_summarize's two_stage defaults to False: as top_k 1",
+    "backends.logit_summary.x_top_k__mutmut_3": "reads shape[+1] as the vocabulary (the canvas length for batched logits): as _4, it only picks the path",
+    "backends.logit_summary.x_top_k__mutmut_7": "two_stage instead of not two_stage swaps the two paths: the same candidates",
+    "backends.logit_summary.x_top_k__mutmut_9": "vocab <= 8 * TOPK_CHUNK: at exactly 8 slices the one-stage path, with the same candidates",
+    "backends.logit_summary.x_top_k__mutmut_61": "the second stage's torch.topk without dim=-1: as _17",
     "visualizer.metrics.order.x_bin_tau_b__mutmut_32": "compares the bin means with means[1] instead of means[0]: there are at least two bins here (one bin returned above), and all means equal the first exactly when they all equal the second",
 }
 # Mutants of code that runs only on CUDA (or with Triton on a GPU): no test here can run them, so
