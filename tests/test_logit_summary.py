@@ -214,3 +214,17 @@ def test_summarize_logits_uses_triton_where_it_runs_else_compiles_once(monkeypat
     assert paths == [(logits, 5, None), (logits, 5, None), (logits, 3, True)]  # the caller's k and choice
     assert [k for _, k in asked] == [5, 5, 3] and all(x is logits for x, _ in asked)
     assert compiled == [(module._summarize, {"dynamic": False})]
+
+
+def test_on_the_cpu_nothing_is_compiled_unless_asked(monkeypatch):
+    """compiled=None means "on CUDA": a CPU (or MPS) run stays eager, as compiling costs it more than it saves."""
+    import backends.logit_summary as module
+
+    def no_compile(*args, **kwargs):
+        raise AssertionError("torch.compile was called for CPU logits")
+
+    monkeypatch.setattr(module, "_compiled_summarize", None)
+    monkeypatch.setattr(module.torch, "compile", no_compile)
+    logits = real_like_logits(3, 64)[None]
+    summary = module.summarize_logits(logits, 2)
+    assert torch.equal(summary.topk_ids[0].long(), torch.topk(logits[0], 2).indices)
