@@ -26,7 +26,9 @@ if _no_gpu():
 def _two_threads():
     import torch
 
-    torch.set_num_threads(2)  # CI and this machine have two cores; more threads only add noise
+    # CI and this machine have two cores; more threads only add noise. Mutation testing asks for one
+    # (tools/mutation.py): on cores other work shares, two threads wait on each other.
+    torch.set_num_threads(int(os.environ.get("TEST_TORCH_THREADS", "2")))
 
 
 @pytest.fixture(scope="session")

@@ -141,7 +141,7 @@ def test_a_failing_first_launch_falls_back_and_a_working_one_stays(monkeypatch):
     fake = types.SimpleNamespace(summarize_triton=broken)
     monkeypatch.setitem(sys.modules, "backends.logit_summary_triton", fake)
     monkeypatch.setattr(module, "_triton_state", "untried")
-    with pytest.warns(RuntimeWarning, match="ptxas: no such GPU"):
+    with pytest.warns(RuntimeWarning, match=r"\(RuntimeError: ptxas: no such GPU\); using torch.compile"):  # says what failed
         assert module._try_triton(real_like_logits(2, 64), 5) is None
     assert module._try_triton(real_like_logits(2, 64), 5) is None and calls == [5]
 
@@ -151,3 +151,80 @@ def test_a_failing_first_launch_falls_back_and_a_working_one_stays(monkeypatch):
     first = module._try_triton(real_like_logits(2, 64), 3)
     assert module._triton_state == "ok" and first.topk_ids.shape == (2, 3)
     assert module._try_triton(real_like_logits(2, 64), 3) is not None
+
+    def later_failure(logits, k):
+        raise RuntimeError("out of memory")
+
+    monkeypatch.setattr(module, "_triton_summarize", later_failure)  # once it worked, errors are real ones
+    with pytest.raises(RuntimeError, match="out of memory"):
+        module._try_triton(real_like_logits(2, 64), 3)
+    assert module._triton_state == "ok"
+
+
+def test_top_k_of_a_vocabulary_the_slices_do_not_divide_is_one_topk():
+    """Two stages need whole slices: a vocabulary past 8 slices that is not a multiple of TOPK_CHUNK
+    (or k = 1, or two_stage off) must still give torch.topk's candidates."""
+    logits = real_like_logits(6, 8 * TOPK_CHUNK + 1, seed=4)
+    for k in (1, 5):
+        values, ids = top_k(logits, k)
+        expected_values, expected_ids = torch.topk(logits, k)
+        assert torch.equal(values, expected_values) and torch.equal(ids, expected_ids)
+    two = real_like_logits(3, 8 * TOPK_CHUNK, seed=6)
+    assert torch.equal(top_k(two, 3, two_stage=False)[1], torch.topk(two, 3).indices)
+    one = summarize_logits(two[None], 1)  # one candidate: the argmax, with its probability
+    assert one.topk_ids.shape == (1, 3, 1) and torch.equal(one.topk_ids[0, :, 0].long(), two.argmax(-1))
+    torch.testing.assert_close(one.topk_probs[0, :, 0].float(), torch.softmax(two, -1).amax(-1), rtol=1e-3, atol=1e-4)
+
+
+def test_the_triton_path_is_taken_up_to_its_largest_k_and_when_the_canvas_is_shorter():
+    """k is compared with the vocabulary (the last axis), never with the canvas."""
+    from types import SimpleNamespace
+
+    cuda = SimpleNamespace(is_cuda=True, shape=(1, 4, 262_144))  # a canvas of 4, shorter than k
+    assert summary_path(cuda, TRITON_MAX_TOPK) == "triton" and summary_path(cuda, 5) == "triton"
+
+
+def test_summarize_logits_uses_triton_where_it_runs_else_compiles_once(monkeypatch):
+    """The dispatch, without a GPU: Triton's summary is returned as is; where Triton gives None the
+    summary comes from one torch.compile of `_summarize` (fixed shapes: dynamic=False), reused."""
+    import backends.logit_summary as module
+
+    logits = real_like_logits(2, 64)[None]
+    triton_summary = module.LogitSummary(torch.zeros(1, 2), None, None)
+    answers = [triton_summary, None, None]
+    asked, compiled = [], []
+
+    def fake_try_triton(x, k):
+        asked.append((x, k))
+        return answers[len(asked) - 1]
+
+    def fake_compile(fn, **options):
+        compiled.append((fn, options))
+        return lambda x, k: ("compiled", x, k)
+
+    paths = []
+    monkeypatch.setattr(module, "summary_path", lambda x, k, compiled=None: paths.append((x, k, compiled)) or "triton")
+    monkeypatch.setattr(module, "_try_triton", fake_try_triton)
+    monkeypatch.setattr(module, "_compiled_summarize", None)
+    monkeypatch.setattr(module.torch, "compile", fake_compile)
+    assert module.summarize_logits(logits, 5) is triton_summary
+    assert compiled == []
+    assert module.summarize_logits(logits, 5) == ("compiled", logits, 5)
+    assert module.summarize_logits(logits, 3, compiled=True) == ("compiled", logits, 3)
+    assert paths == [(logits, 5, None), (logits, 5, None), (logits, 3, True)]  # the caller's k and choice
+    assert [k for _, k in asked] == [5, 5, 3] and all(x is logits for x, _ in asked)
+    assert compiled == [(module._summarize, {"dynamic": False})]
+
+
+def test_on_the_cpu_nothing_is_compiled_unless_asked(monkeypatch):
+    """compiled=None means "on CUDA": a CPU (or MPS) run stays eager, as compiling costs it more than it saves."""
+    import backends.logit_summary as module
+
+    def no_compile(*args, **kwargs):
+        raise AssertionError("torch.compile was called for CPU logits")
+
+    monkeypatch.setattr(module, "_compiled_summarize", None)
+    monkeypatch.setattr(module.torch, "compile", no_compile)
+    logits = real_like_logits(3, 64)[None]
+    summary = module.summarize_logits(logits, 2)
+    assert torch.equal(summary.topk_ids[0].long(), torch.topk(logits[0], 2).indices)

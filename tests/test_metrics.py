@@ -347,3 +347,103 @@ def test_position_details_mark_the_eos_and_the_pad_after_it_as_excluded():
     assert [d["excluded"] for d in details] == [None, None, "eos", "pad", "pad"]
     assert [d["content"] for d in details] == [True, True, False, False, False]
     assert all(d["started"] for d in details)
+
+
+# ---- found by mutation testing (docs/mutation.md) ----------------------------------------------------
+def test_the_run_values_use_each_blocks_own_figures():
+    """Two blocks in opposite orders (tau_b +1 and -1) and different commit entropies: the live
+    run mean and the run's mean commit entropy must combine both blocks, never repeat the first
+    (the final value of a block is cached per block and per include_thought)."""
+    trace = trace_from_commit_steps(
+        [list(range(40)), list(range(40))[::-1]], entropy=[np.full((40, 40), 0.5), np.full((40, 40), 1.5)]
+    )
+    refs = frame_refs(trace)
+    metrics = run_metrics(trace)
+    assert [b.tau_b for b in metrics.blocks] == [pytest.approx(1.0), pytest.approx(-1.0)]
+    assert metrics.mean_commit_entropy_nats == pytest.approx(1.0)
+    for include_thought in (False, True):
+        last = live_readout(trace, len(refs) - 1, refs=refs, include_thought=include_thought)
+        assert last.run_blocks == 2 and last.run_tau_b_mean == pytest.approx(0.0)
+
+
+def test_a_bootstrap_ci_needs_at_least_half_of_its_resamples_defined():
+    from visualizer.metrics.stats import clustered_ci
+
+    def defined_every(n):
+        calls = itertools.count()
+        return lambda rows: 1.0 if next(calls) % n == 0 else Undefined("one class only")
+
+    assert clustered_ci(["a", "b"], defined_every(2), n_resamples=10) == (1.0, 1.0)  # 5 of 10: enough
+    assert clustered_ci(["a", "b"], defined_every(3), n_resamples=10) == Undefined("undefined in 6 of 10 resamples")
+
+
+def test_an_empty_tertile_is_named_and_undefined():
+    """Ties at a cut leave a tertile empty: it keeps its name, with no generations and reasons."""
+    from visualizer.metrics.stats import reliability_tertiles
+
+    rows = reliability_tertiles([1, 1, 1, 1, 2, 2], [True, False] * 3, ["a", "b", "c"] * 2, n_resamples=20)
+    assert [r["tertile"] for r in rows] == ["low", "middle", "high"]
+    [empty] = [r for r in rows if r["generations"] == 0]
+    assert empty == {"tertile": empty["tertile"], "generations": 0, "entropy_range": Undefined("empty tertile"),
+                     "accuracy": Undefined("empty tertile (ties at the cut)"), "accuracy_ci": Undefined("empty tertile")}
+
+
+def test_structure_figures_with_nothing_to_measure_say_why():
+    from visualizer.metrics.structure import difference_ci, structure_first
+
+    assert difference_ci(["p", "q"], [Undefined("x"), Undefined("y")]) == (
+        Undefined("undefined in every run"), Undefined("no defined run"), None)
+    unfinished = trace_from_commit_steps([[0, 1, 2, 3]], unfinished=1)  # cancelled before its first commit
+    for include_thought in (False, True):
+        empty = structure_first(unfinished, family="sentences", include_thought=include_thought)
+        assert empty.include_thought is include_thought and empty.blocks == ()
+        assert empty.difference == Undefined("no block committed yet")
+
+
+def test_metrics_json_measures_both_parts_with_the_thought_asked_for():
+    """`--include-thought` reaches the commit-order metrics as well as structure first."""
+    trace = trace_from_commit_steps([[0, 1, 2, 3]])
+    for include_thought, label in ((False, "answer tokens only"), (True, "answer and thought tokens")):
+        out = metrics_json(trace, include_thought=include_thought)
+        assert out["measured"] == out["blocks"][0]["measured"] == out["structure_first"]["measured"] == label
+
+
+def test_the_run_means_say_which_figure_is_undefined_and_average_each_bin_size():
+    """Block 1 commits every position on one step: its tau_b and bin values are undefined, so the
+    run means are block 0's; with no defined block at all, the reason names the figure."""
+    from visualizer.metrics import BIN_SIZES
+
+    run = run_metrics(trace_from_commit_steps([list(range(40)), [0] * 40]))
+    assert run.tau_b_mean == pytest.approx(run.blocks[0].tau_b)
+    assert set(run.bin_tau_b_mean) == set(BIN_SIZES)
+    assert run.bin_tau_b_mean[16] == pytest.approx(run.blocks[0].bin_tau_b[16])
+    assert run.bin_tau_b_mean[64] == Undefined("no block has a defined tau_b at bin size 64")
+    flat = run_metrics(trace_from_commit_steps([[0] * 40]))
+    assert flat.tau_b_mean == Undefined("no block has a defined tau_b")
+
+
+def test_a_live_readout_counts_same_step_pairs_among_the_accepted_positions_only():
+    """Before the block ends, pending positions have no commit step yet: same_step_fraction is over
+    the positions accepted so far (at the block's end, over all of them)."""
+    trace = live_trace()
+    readout = live_readout(trace, 1, refs=frame_refs(trace))  # block 0 after step 1
+    masks = np.array([s.accepted for s in trace.steps[:2]])[:, :12]  # content: 12 positions
+    accepted = masks.argmax(0)[masks.any(0)]
+    assert not readout.final and accepted.size < 12
+    assert readout.same_step_fraction == pytest.approx(same_step_fraction(accepted))
+
+
+def test_auroc_is_the_share_of_positive_negative_pairs_in_order():
+    from visualizer.metrics.stats import auroc
+
+    scores, labels = [0.9, 0.8, 0.8, 0.3, 0.2], [True, True, False, False, True]
+    pairs = [(p, n) for p, lp in zip(scores, labels) if lp for n, ln in zip(scores, labels) if not ln]
+    by_hand = sum(1.0 if p > n else 0.5 if p == n else 0.0 for p, n in pairs) / len(pairs)
+    assert auroc(scores, labels) == pytest.approx(by_hand)
+    assert auroc([1.0, 2.0], [True, True]) == Undefined("needs both correct and incorrect answers")
+
+
+def test_metrics_json_uses_the_family_asked_for():
+    trace = trace_from_commit_steps([[0, 1, 2, 3]])  # its prompt suggests no family: "generic"
+    assert metrics_json(trace)["structure_first"]["family"] == "generic"
+    assert metrics_json(trace, family="code")["structure_first"]["family"] == "code"

@@ -208,6 +208,106 @@ def test_error_messages_say_where_the_problem_is():
     assert one == "1 displayed token id(s) have no piece in 'pieces': 10"
 
 
+def _set(path, value):
+    def edit(d):
+        for key in path[:-1]:
+            d = d[key]
+        d[path[-1]] = value
+    return edit
+
+
+def _pop(path):
+    def edit(d):
+        for key in path[:-1]:
+            d = d[key]
+        d.pop(path[-1])
+    return edit
+
+
+# Every message names the field and says what was wanted (mutation testing found most unchecked:
+# a message emptied or its place renamed passed the tests that only match a word of it).
+EXACT = {
+    'top': (lambda d: [1], 'a trace is a JSON object at the top level'),
+    'version str': (_set(["version"], "3"), '"version" must be an integer'),
+    'version 0': (_set(["version"], 0), 'unknown trace version 0'),
+    'model unknown': (_set(["model", "colour"], "red"), 'model has unknown field(s): colour'),
+    'model missing name': (_pop(["model", "name"]), "model is missing 'name'"),
+    'model name int': (_set(["model", "name"], 3), 'model.name must be str, not int'),
+    'pad str': (_set(["model", "pad_token_id"], "0"), 'model.pad_token_id must be an integer or null'),
+    'canvas 0': (_set(["model", "canvas_length"], 0), f'model.canvas_length must be from 1 to {trace_module.MAX_CANVAS_LENGTH}'),
+    'vocab 0': (_set(["model", "vocab_size"], 0), f'model.vocab_size must be from 1 to {trace_module.MAX_VOCAB_SIZE}'),
+    'eos out': (_set(["model", "eos_token_ids"], [1000]), 'model.eos_token_ids must be token ids inside the vocabulary'),
+    'pad out': (_set(["model", "pad_token_id"], 1000), 'model.pad_token_id must be inside the vocabulary'),
+    'builtin int': (_set(["model", "builtin"], 1), 'model.builtin must be bool, not int'),
+    'prompt unknown': (_set(["prompt", "lang"], "en"), 'prompt has unknown field(s): lang'),
+    'prompt text int': (_set(["prompt", "text"], 5), 'prompt.text must be str, not int'),
+    'prompt text long': (_set(["prompt", "text"], "x" * (trace_module.MAX_TEXT_CHARS + 1)), 'prompt.text is too long'),
+    'prompt ids missing': (_pop(["prompt", "ids"]), "prompt is missing 'ids'"),
+    'prompt ids too long': (_set(["prompt", "ids"], [5] * (trace_module.MAX_PROMPT_TOKENS + 1)), f'prompt.ids holds more than {trace_module.MAX_PROMPT_TOKENS} ids'),
+    'prompt id out': (_set(["prompt", "ids"], [2, 1000]), 'prompt.ids must hold token ids from 0 to 999'),
+    'settings problem': (_set(["settings", "max_new_tokens"], 0), 'settings: max new tokens must be a whole number from 1 to 8192 (got 0)'),
+    'max_blocks 0': (_set(["max_blocks"], 0), f'max_blocks must be from 1 to {trace_module.MAX_BLOCKS} (got 0)'),
+    'max_blocks str': (_set(["max_blocks"], "1"), 'trace.max_blocks must be int, not str'),
+    'piece long': (_set(["pieces", "10"], "x" * (trace_module.MAX_PIECE_CHARS + 1)), f'pieces[10] must be a string of at most {trace_module.MAX_PIECE_CHARS} characters'),
+    'piece key big': (_set(["pieces", "1000"], "x"), "pieces: key '1000' is not a token id below the vocabulary size 1000"),
+    'created int': (_set(["created"], 5), '"created" must be a date string'),
+    'batch list': (_set(["batch"], [1]), '"batch" must be an object {"size": int, "row": int} or null'),
+    'batch unknown': (_set(["batch"], {"size": 2, "row": 0, "rank": 1}), 'batch has unknown field(s): rank'),
+    'batch size 0': (_set(["batch"], {"size": 0, "row": 0}), f'batch.size must be from 1 to {trace_module.MAX_BATCH} (got 0)'),
+    'batch row 2': (_set(["batch"], {"size": 2, "row": 2}), 'batch.row must be from 0 to 1 (got 2)'),
+    'batch missing row': (_set(["batch"], {"size": 2}), "batch is missing 'row'"),
+    'steps too many': (lambda d: d.update(steps=[{}] * (trace_module.MAX_STEPS + 1)), f'{trace_module.MAX_STEPS + 1} steps is more than the limit of {trace_module.MAX_STEPS}'),
+    'step not obj': (lambda d: d["steps"].__setitem__(1, 5), 'steps[1] must be an object'),
+    'step block 1': (_set(["steps", 1, "block"], 1), 'steps[1].block 1 is outside 0..0'),
+    'step block neg': (_set(["steps", 0, "block"], -1), 'steps[0].block -1 is outside 0..0'),
+    'step remaining 0': (_set(["steps", 1, "steps_remaining"], 0), 'steps[1]: step must be >= 0 and steps_remaining >= 1'),
+    'step neg step': (_set(["steps", 0, "step"], -1), 'steps[0]: step must be >= 0 and steps_remaining >= 1'),
+    'step accepted 2': (_set(["steps", 0, "accepted"], [1, 1, 2, 0]), 'steps[0].accepted must be 4 values of 0 or 1'),
+    'step entropy short': (_set(["steps", 0, "entropy_nats"], [0.5]), 'steps[0].entropy_nats must be 4 numbers'),
+    'step entropy big': (_set(["steps", 0, "entropy_nats"], [0.5, 0.5, 0.5, 99.0]), 'steps[0].entropy_nats must lie between 0 and ln(vocab) = 6.908 nats'),
+    'step wall inf': (_set(["steps", 0, "wall_time_s"], "x"), 'steps[0].wall_time_s must be int or float, not str'),
+    'step canvas short': (_set(["steps", 0, "canvas"], [10]), 'steps[0].canvas must hold 4 token ids (got 1)'),
+    'step missing canvas': (_pop(["steps", 1, "canvas"]), "steps[1] is missing 'canvas'"),
+    'step missing block': (_pop(["steps", 1, "block"]), "steps[1] is missing 'block'"),
+    'step remaining skip': (_set(["steps", 1, "steps_remaining"], 5), 'steps[1].steps_remaining must count down by one'),
+    'step step 2': (_set(["steps", 1, "step"], 2), 'steps[1] is step 2 of block 0; expected step 1'),
+    'blocks too many': (lambda d: d["blocks"].append(d["blocks"][0]), '2 blocks recorded but max_blocks is 1'),
+    'block not obj': (lambda d: d["blocks"].__setitem__(0, "b"), 'blocks[0] must be an object'),
+    'block unknown': (_set(["blocks", 0, "colour"], 1), 'blocks[0] has unknown field(s): colour'),
+    'block eos 9': (_set(["blocks", 0, "eos_position"], 9), 'blocks[0].eos_position must be null or a position in 0..3'),
+    'block reason': (_set(["blocks", 0, "stop_reason"], "tired"), 'blocks[0].stop_reason must be one of converged, out_of_steps'),
+    'block number': (_set(["blocks", 0, "block"], 1), 'blocks[0] says block 1; blocks must come in order from 0'),
+    'block tokens short': (_set(["blocks", 0, "tokens"], [10, 11, 1]), 'blocks[0].tokens must hold 4 token ids (got 3)'),
+    'block missing steps_used': (_pop(["blocks", 0, "steps_used"]), "blocks[0] is missing 'steps_used'"),
+    'end list': (_set(["end"], [1]), 'end must be an object or null'),
+    'end unknown': (_set(["end", "colour"], 1), 'end has unknown field(s): colour'),
+    'end reason': (_set(["end", "finish_reason"], "bored"), 'end.finish_reason must be one of eos, length, cancelled, error'),
+    'end error int': (_set(["end", "error"], 5), 'end.error must be a string or null'),
+    'end text int': (_set(["end", "text"], 5), 'end.text must be str, not int'),
+    'end text long': (_set(["end", "text"], "x" * (trace_module.MAX_TEXT_CHARS + 1)), 'end.text is too long'),
+    'end wall neg': (_set(["end", "wall_time_s"], -1), 'end.wall_time_s must be a non-negative number'),
+    'end wall str': (_set(["end", "wall_time_s"], "1"), 'end.wall_time_s must be int or float, not str'),
+    'end seq big': (_set(["end", "sequence"], [10, 11, 1, 1000]), 'end.sequence must hold token ids from 0 to 999'),
+    'end missing seq': (_pop(["end", "sequence"]), "end is missing 'sequence'"),
+    'no blocks finished': (lambda d: d.update(blocks=[]), 'a finished run must commit every block it started'),
+    'cand topk ids str': (lambda d: with_candidates(d) and d["steps"][0]["topk_probs"][0].__setitem__(0, "x"), 'steps[0].topk_probs must hold numbers'),
+    'a step skips a block': (lambda d: d.update(max_blocks=3) or d['steps'][1].update(block=2), 'steps[1] is block 2, step 1; expected block 0'),
+    'steps past the blocks': (lambda d: d.update(max_blocks=3, end=None) or d['steps'].extend(dict(d['steps'][0], block=b) for b in (1, 2)), 'steps reach block 2 but only 1 block(s) were committed'),
+    'newer version': (_set(['version'], 99), f'trace version 99 was written by a newer tool; this one reads up to {trace_module.TRACE_VERSION}'),
+    'other format': (_set(['format'], 'x'), 'not a trace file: "format" must be "diffusion-visualizer-trace"'),
+}
+
+
+@pytest.mark.parametrize("case", list(EXACT))
+def test_each_problem_is_named_exactly(case):
+    edit, message = EXACT[case]
+    data = good_dict()
+    data = edit(data) or data  # an edit either changes the dict or returns the value to parse
+    with pytest.raises(TraceError) as caught:
+        trace_module.parse_trace(json.loads(json.dumps(data)))
+    assert str(caught.value) == message
+
+
 def test_a_trace_records_its_sampler_rule_and_any_sampler_with_a_rule_loads():
     """Version 3: the sampler's accept rule travels in the trace, so a sampler no backend here
     runs still loads (its rule says how to read its frames); version 2 traces derive theirs."""
@@ -227,3 +327,30 @@ def test_a_trace_records_its_sampler_rule_and_any_sampler_with_a_rule_loads():
     raw["sampler_rule"] = {"renoises": True, "last_step_samples": True, "budget": "guess"}
     with pytest.raises(TraceError, match="budget must be one of"):
         Trace.from_dict(raw)
+
+
+def test_values_at_the_edge_of_what_is_allowed_load():
+    """The limits are inclusive where the format says so: batch row 0 and the last row, a piece of
+    exactly MAX_PIECE_CHARS characters, a model without the optional builtin/parameters fields."""
+    for row in (0, 2):
+        raw = good_dict()
+        raw["batch"] = {"size": 3, "row": row}
+        assert trace_module.parse_trace(raw).start.batch == {"size": 3, "row": row}
+    raw = good_dict()
+    raw["pieces"]["10"] = "x" * trace_module.MAX_PIECE_CHARS
+    raw["model"].pop("builtin")
+    raw["model"].pop("parameters")
+    parts = trace_module.parse_trace(raw)
+    assert len(parts.pieces[10]) == trace_module.MAX_PIECE_CHARS and parts.model.builtin is False
+
+
+def test_a_version_2_trace_gets_the_rule_its_backend_and_sampler_used():
+    """Before version 3 the rule was not written: it follows from the backend and the sampler (an
+    MLX confidence-threshold run reveals by probability and never renoises)."""
+    raw = good_dict()
+    raw["version"] = 2
+    del raw["sampler_rule"]
+    raw["model"]["backend"] = "mlx"
+    raw["settings"]["sampler"] = "confidence-threshold"
+    rule = trace_module.parse_trace(raw).start.sampler_rule
+    assert rule == {"renoises": False, "last_step_samples": False, "budget": "confidence-threshold"}
