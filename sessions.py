@@ -17,8 +17,9 @@ RunSession into the State, racing `register` on the same page load: when `regist
 first, the registry kept a RunSession that the State then dropped, every handler after it worked on
 the other one, and closing the tab freed the empty one while the trace and downloads stayed until
 Gradio dropped the closed session's State, an hour later (tests/test_sessions.py failed 2 runs in 5
-on it). An instance is copied for each session on its first use (`__deepcopy__` gives a fresh one),
-with no load event, so every handler of a session, `register` included, gets the same object.
+on it). An instance is copied
+for each session on its first use (`__deepcopy__` gives a fresh one), with no load event, so every
+handler of a session, `register` included, gets the same object.
 """
 
 from __future__ import annotations
