@@ -1,6 +1,6 @@
 """A browser session's state (`RunSession`), and its release as soon as the session ends.
 
-    session = gr.State(RunSession(), time_to_live=SESSION_TTL_S, delete_callback=RunSession.close)
+    session = gr.State(RunSession, time_to_live=SESSION_TTL_S, delete_callback=RunSession.close)
     demo.load(SESSIONS.register, session)   # every tab, when its page loads (gr.Request names it)
     demo.unload(SESSIONS.release)           # Gradio calls it when the tab closes or the client goes
 
@@ -10,16 +10,6 @@ visits would hold every trace and download that long.  The registry maps Gradio'
 to the session's state object, so `demo.unload` frees it at once, whatever the tab did: generate,
 load a trace, replay, export, or nothing.  An API client loads no page: its session is
 registered by the first generate request instead (`hosting.generate_validator`).
-
-Pitfall: the State's initial value is an instance, never the class. Given a callable
-(`gr.State(RunSession)`), Gradio adds a load event of its own that calls it and writes a fresh
-RunSession into the State, racing `register` on the same page load: when `register` read the State
-first, the registry kept a RunSession that the State then dropped, every handler after it worked on
-the other one, and closing the tab freed the empty one while the trace and downloads stayed until
-Gradio dropped the closed session's State, an hour later (tests/test_sessions.py failed 2 runs in 5
-on it). An instance is copied
-for each session on its first use (`__deepcopy__` gives a fresh one), with no load event, so every
-handler of a session, `register` included, gets the same object.
 """
 
 from __future__ import annotations
