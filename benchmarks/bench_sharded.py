@@ -121,6 +121,12 @@ def local_bytes(params) -> int:
     return sum((p.to_local() if isinstance(p, DTensor) else p).nbytes for p in params)
 
 
+def say(line: str) -> None:
+    """Progress on rank 0's stderr: a call cut short while compiling still tells how far it got."""
+    if sharded.rank() == 0:
+        print(f"[bench_sharded {time.strftime('%H:%M:%S')}] {line}", file=sys.stderr, flush=True)
+
+
 def sync(device: str) -> None:
     if device == "cuda":
         torch.cuda.synchronize()
@@ -202,6 +208,7 @@ def main(argv=None) -> int:
         weights = local_bytes(real.values())
     built_s = time.perf_counter() - started
     device = args.device
+    say(f"built in {built_s:.0f} s")
     prompt = torch.randint(107, args.vocab, (1, args.prompt_length), generator=torch.Generator().manual_seed(1))
     prompt = prompt.to(model.device)
     is_rank0 = sharded.rank() == 0
@@ -211,6 +218,11 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     stock = run(model, prompt, seed=11, captured=False, device=device, compiled=compiled)  # compiles, when compiled
     first_run_s = time.perf_counter() - started
+    say(f"first run{' (compiles)' if compiled else ''} in {first_run_s:.0f} s")
+    if compiled:  # where the compile's time went (dynamo's tracing, AOT, inductor), summed over the graphs
+        from torch._dynamo.utils import compile_times
+
+        say("compile times (s):\n" + compile_times(repr="str", aggregate=True))
     mine = run(model, prompt, seed=11, captured=is_rank0, device=device, compiled=compiled)
     timed = {"stock": [], "captured": []}
     for rep in range(args.reps):
