@@ -31,16 +31,28 @@ class RunSession:
         self.error = ""  # why the last Generate did not start, shown by the run's message
         self.stop = threading.Event()
         self.compare: list[Trace | None] = [None, None]  # runs A and B of the comparison
-        self.files = tempfile.TemporaryDirectory(prefix="dv-session-")  # downloads; removed with the session
+        self._files: tempfile.TemporaryDirectory | None = None  # downloads, made by `files`
+        self._files_lock = threading.Lock()
 
     def __deepcopy__(self, memo):  # gr.State deep-copies initial values; each session gets a fresh one
         return RunSession()
+
+    @property
+    def files(self) -> tempfile.TemporaryDirectory:
+        """The session's downloads folder, made on first use (gr.State's template and its copies,
+        which live as long as the app, never make one); `close` removes it."""
+        with self._files_lock:  # two handlers of one session at once share one folder
+            if self._files is None:
+                self._files = tempfile.TemporaryDirectory(prefix="dv-session-")
+            return self._files
 
     def close(self) -> None:
         """The session ended: stop its run, drop its traces and delete its downloads folder."""
         self.stop.set()
         self.trace, self.compare = None, [None, None]
-        self.files.cleanup()
+        with self._files_lock:
+            if self._files is not None:
+                self._files.cleanup()
 
 
 class SessionRegistry:

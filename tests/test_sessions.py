@@ -2,18 +2,35 @@
 
 from __future__ import annotations
 
+import copy
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
 import app as app_module
+from sessions import RunSession
 from tests.browser import CHROMIUM, app_in_chromium
 from visualizer.replay import example_traces
 from visualizer.states import frame_refs
 from visualizer.trace import Trace
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")
+
+
+def test_the_app_makes_no_session_folder_before_a_session_needs_one(no_eos_model_dir, tmp_path, monkeypatch):
+    """The State's template RunSession (and Gradio's copies of it) live as long as the app: none
+    may own a downloads folder, which no session would ever release."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    app_module.build_app(str(no_eos_model_dir))
+    assert not list(tmp_path.glob("dv-session-*"))
+    session = copy.deepcopy(RunSession())  # what Gradio gives each session
+    folder = Path(session.files.name)  # made when first asked for
+    assert folder.parent == tmp_path and folder.is_dir() and session.files is session.files
+    session.close()
+    session.close()  # Gradio's delete_callback may close it again, an hour after the registry did
+    assert not folder.exists()
 
 
 @pytest.mark.xfail(strict=False, reason="flaky under load (1 of 4 runs failed on 2026-11-26: a race between the "
