@@ -508,7 +508,8 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
     # Hosted: Gradio deletes its copies of uploads and downloads an hour after they were made.
     delete_cache = (900, 3600) if mode.hosted else None
     with gr.Blocks(title="DiffusionGemma denoising visualizer", fill_width=True, delete_cache=delete_cache) as demo_app:
-        session = gr.State(RunSession, time_to_live=SESSION_TTL_S, delete_callback=RunSession.close)
+        # an instance, not the class: a callable would get a load event of Gradio's racing SESSIONS.register (sessions.py)
+        session = gr.State(RunSession(), time_to_live=SESSION_TTL_S, delete_callback=RunSession.close)
         current_model = gr.State(initial.label)
         gr.Markdown(INTRO)
         if mode.hosted:

@@ -1,6 +1,6 @@
 """A browser session's state (`RunSession`), and its release as soon as the session ends.
 
-    session = gr.State(RunSession, time_to_live=SESSION_TTL_S, delete_callback=RunSession.close)
+    session = gr.State(RunSession(), time_to_live=SESSION_TTL_S, delete_callback=RunSession.close)
     demo.load(SESSIONS.register, session)   # every tab, when its page loads (gr.Request names it)
     demo.unload(SESSIONS.release)           # Gradio calls it when the tab closes or the client goes
 
@@ -10,6 +10,14 @@ visits would hold every trace and download that long.  The registry maps Gradio'
 to the session's state object, so `demo.unload` frees it at once, whatever the tab did: generate,
 load a trace, replay, export, or nothing.  An API client loads no page: its session is
 registered by the first generate request instead (`hosting.generate_validator`).
+
+The State's value is an instance, never the class: Gradio gives a State whose value is callable a
+page-load event of its own that writes a new value, which raced `register` on the same load (the
+registry kept an object the State then dropped, so closing the tab freed an empty session and
+left the trace and downloads for the hour).  With an instance, Gradio deep-copies it
+(`__deepcopy__`: a fresh RunSession) the first time any event of the session reads the State, and
+every later event, the validator included, gets that same object.  The instance is a template
+that lives as long as the app, so a RunSession makes its downloads folder only on first use.
 """
 
 from __future__ import annotations
@@ -31,16 +39,28 @@ class RunSession:
         self.error = ""  # why the last Generate did not start, shown by the run's message
         self.stop = threading.Event()
         self.compare: list[Trace | None] = [None, None]  # runs A and B of the comparison
-        self.files = tempfile.TemporaryDirectory(prefix="dv-session-")  # downloads; removed with the session
+        self._files: tempfile.TemporaryDirectory | None = None  # downloads, made by `files`
+        self._files_lock = threading.Lock()
 
     def __deepcopy__(self, memo):  # gr.State deep-copies initial values; each session gets a fresh one
         return RunSession()
+
+    @property
+    def files(self) -> tempfile.TemporaryDirectory:
+        """The session's downloads folder, made on first use (gr.State's template and its copies,
+        which live as long as the app, never make one); `close` removes it."""
+        with self._files_lock:  # two handlers of one session at once share one folder
+            if self._files is None:
+                self._files = tempfile.TemporaryDirectory(prefix="dv-session-")
+            return self._files
 
     def close(self) -> None:
         """The session ended: stop its run, drop its traces and delete its downloads folder."""
         self.stop.set()
         self.trace, self.compare = None, [None, None]
-        self.files.cleanup()
+        with self._files_lock:
+            if self._files is not None:
+                self._files.cleanup()
 
 
 class SessionRegistry:
