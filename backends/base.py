@@ -75,6 +75,12 @@ class GenerationCancelled(Exception):
     """Raised inside a backend's step loop, between two steps, when the run has to stop."""
 
 
+class FailedInStep(Exception):
+    """A sharded run's error, held by the capture until every rank had agreed to stop at the same
+    step (`capture_steps(..., agree=...)`), then raised from it (`__cause__`): the other ranks left
+    their `generate` at that same point and are ready for the next request."""
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What a backend can do, declared once: the app, the CLI, hosted mode and the traces read this,
@@ -108,6 +114,7 @@ class Backend(ABC):
     name: str = ""  # the registry's name for it (`backends.registry`)
     capabilities: Capabilities
     info: ModelInfo
+    last_failure: BaseException | None = None  # what ended the latest failed run (its RunEnd has the message)
 
     @abstractmethod
     def default_settings(self) -> GenerationSettings:
@@ -356,8 +363,10 @@ class Backend(ABC):
                     elif item is _CANCELLED:
                         finish = FINISH_CANCELLED
                     elif isinstance(item, BaseException):
-                        finish, error = FINISH_ERROR, self.failure_message(item)
-                        log.debug("the run failed: %s", error, exc_info=item)
+                        self.last_failure = item  # a sharded server's leader asks whether the ranks are in step
+                        cause = item.__cause__ if isinstance(item, FailedInStep) and item.__cause__ else item
+                        finish, error = FINISH_ERROR, self.failure_message(cause)
+                        log.debug("the run failed: %s", error, exc_info=cause)
                     else:
                         try:
                             record = to_record(item)

@@ -43,20 +43,27 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from .base import BackendError, GenerationCancelled
+from .base import BackendError, FailedInStep, GenerationCancelled
 from .captured import CapturedBlock, CapturedStep
 from .logit_summary import LogitSummary, summarize_logits
 
 
 class _LogitRecorder:
-    """Pass-through logits processor: keeps the summary of the logits it is given, never the logits."""
+    """Pass-through logits processor: keeps the summary of the logits it is given, never the logits.
+    With `hold`, an error of its own is kept in `error` instead of raised inside the model's sampling."""
 
-    def __init__(self, topk: int):
-        self.topk = topk
+    def __init__(self, topk: int, *, hold: bool = False):
+        self.topk, self.hold = topk, hold
         self.summary: LogitSummary | None = None
+        self.error: Exception | None = None
 
     def __call__(self, input_ids, scores, cur_step):  # LogitsProcessorList passes cur_step by name
-        self.summary = summarize_logits(scores, self.topk)
+        try:
+            self.summary = summarize_logits(scores, self.topk)
+        except Exception as exc:
+            if not self.hold:
+                raise
+            self.error = exc
         return scores
 
 
@@ -89,6 +96,7 @@ def capture_steps(
     should_stop: Callable[[], bool] | None = None,
     *,
     topk: int = 0,
+    agree: Callable[[bool], bool] | None = None,
 ):
     """Install the four recording wrappers on `model` for the duration of the block.
 
@@ -102,7 +110,14 @@ def capture_steps(
       in later blocks (transformers overwrites its canvas with pad when the block ends); its
       generation is over, so it gets no further step or block records.
 
-    `topk` > 0 also records the k most probable candidates of every position at every step."""
+    `topk` > 0 also records the k most probable candidates of every position at every step.
+
+    `agree` is a sharded model's vote (`backends.sharded.agreed`): every rank runs the capture and
+    calls `agree(wants_to_stop)` at the same points (each block's start, before each step), and the
+    run stops on every rank when any rank wants to. A recording error (only rank 0 records) is held
+    meanwhile: the stock step's result goes on unchanged, the next vote says stop, and this rank
+    raises FailedInStep from the error there, or when `generate` returns if no vote came after it.
+    Raised at once, it would leave the other ranks waiting in a collective this rank never joins."""
     names = ("_prepare_logits_processor", "_prepare_denoiser_inputs", "_denoising_step", "_finalize_canvas")
     if any(name in vars(model) for name in names):
         raise BackendError(
@@ -110,9 +125,34 @@ def capture_steps(
             "capture (one generate call, of any batch size) runs at a time; wait for it, or load a second model"
         )
     originals = {name: getattr(model, name) for name in names}
-    recorder = _LogitRecorder(topk)
+    recorder = _LogitRecorder(topk, hold=agree is not None)
     # Host-side state per row (numpy, shape (batch,)): nothing is read back from the device for it.
     state = {"block": -1, "step": 0, "done": None, "settled": None, "steps_used": None}
+    held: list[Exception] = []  # a recording error waiting for the next vote (`agree` only)
+
+    def stop_here() -> None:
+        """Raise GenerationCancelled when the run has to stop (or the held error, voted on first)."""
+        wants = should_stop is not None and should_stop()
+        if agree is not None:
+            wants = agree(wants or bool(held))
+            if held:
+                raise FailedInStep() from held[0]
+        if wants:
+            raise GenerationCancelled()
+
+    def recording(record: Callable[[], None]) -> None:
+        """Run `record`; with `agree`, an error in it is held for the next vote instead of raised."""
+        if agree is None:
+            record()
+            return
+        try:
+            if recorder.error is not None:
+                raise recorder.error
+            if not held:
+                record()
+        except Exception as exc:
+            held.append(exc)
+            recorder.error = None
 
     def prepare_logits_processor(generation_config, logits_processor=None):
         processors = originals["_prepare_logits_processor"](generation_config, logits_processor)
@@ -120,8 +160,7 @@ def capture_steps(
         return processors
 
     def prepare_denoiser_inputs(*args, **kwargs):
-        if should_stop is not None and should_stop():
-            raise GenerationCancelled()
+        stop_here()
         rows = kwargs["batch_size"]
         if state["done"] is None:  # the first block: no row has finished yet
             state["done"] = np.zeros(rows, bool)
@@ -129,10 +168,13 @@ def capture_steps(
         return originals["_prepare_denoiser_inputs"](*args, **kwargs)
 
     def denoising_step(*args, **kwargs):
-        if should_stop is not None and should_stop():
-            raise GenerationCancelled()
+        stop_here()
         started = time.perf_counter()
         out = originals["_denoising_step"](*args, **kwargs)
+        recording(lambda: record_step(out, kwargs, started))
+        return out
+
+    def record_step(out, kwargs, started) -> None:
         next_canvas, argmax, _, finished = out
         sampler = _accepting_sampler(kwargs["sampler"])
         summary = recorder.summary
@@ -170,11 +212,13 @@ def capture_steps(
         state["steps_used"] += active
         state["settled"] |= host["finished"].astype(bool)
         state["step"] += 1
-        return out
 
     def finalize_canvas(*args, **kwargs):
         input_ids, finished = originals["_finalize_canvas"](*args, **kwargs)
-        canvas_length = kwargs["canvas_length"]
+        recording(lambda: record_block(input_ids, finished, kwargs["canvas_length"]))
+        return input_ids, finished
+
+    def record_block(input_ids, finished, canvas_length) -> None:
         host = _to_host({"tokens": input_ids[:, -canvas_length:], "finished": finished})
         for row in np.flatnonzero(~state["done"]):
             on_block(
@@ -187,7 +231,6 @@ def capture_steps(
                 )
             )
         state["done"] = host["finished"].astype(bool)
-        return input_ids, finished
 
     wrappers = {
         "_prepare_logits_processor": prepare_logits_processor,
@@ -199,6 +242,8 @@ def capture_steps(
         for name, wrapper in wrappers.items():
             setattr(model, name, wrapper)
         yield
+        if held:  # the error came after the last vote: every rank has left `generate` by now
+            raise FailedInStep() from held[0]
     finally:
         for name in names:
             vars(model).pop(name, None)

@@ -2,7 +2,7 @@
 
 Launched by torchrun (the code never spawns its own processes); every rank loads its shard and
 runs the same `model.generate` in lockstep; rank 0 records, the followers record nothing (they run
-under the capture only to vote on rank 0's stop, `agreed_stop`):
+under the capture only to vote on rank 0's stop, `agreed`):
 
     torchrun --nproc-per-node 4 -m visualizer record --parallel expert --model M --demo acrostic --out run.json
 
@@ -167,7 +167,12 @@ def spread(model, kind: str, processes: int) -> str:
 
 # ---- lockstep: one request at a time, stopped on every rank at once ------------------------------
 def agreed(flag: bool) -> bool:
-    """True on every rank when any rank's `flag` is true: one tiny all-reduce, called by all ranks alike."""
+    """True on every rank when any rank's `flag` is true: one tiny all-reduce, called by all ranks alike.
+
+    The capture's vote (`capture_steps(agree=agreed)`): it asks at each block's start and before each
+    step, on every rank (followers run it too, recording nothing), so a stop, a closed browser or a
+    recording error on rank 0 ends the run on all ranks between the same two steps, and every rank is
+    ready for the next request."""
     import torch
     import torch.distributed as dist
 
@@ -175,15 +180,6 @@ def agreed(flag: bool) -> bool:
     vote = torch.tensor([int(bool(flag))], device=device)
     dist.all_reduce(vote, op=dist.ReduceOp.MAX)
     return bool(vote.item())
-
-
-def agreed_stop(should_stop):
-    """`should_stop` turned into a decision every rank takes at the same point of the same step.
-
-    The capture asks once at each block's start and once after each step, on every rank (followers
-    run it too, recording nothing), so a stop, an error's cancel or a closed browser on rank 0 ends the
-    run on all ranks between the same two steps, and every rank is ready for the next request."""
-    return lambda: agreed(should_stop())
 
 
 def announce(request) -> None:
@@ -264,8 +260,11 @@ class Leader:
     Every collective of rank 0 (announce, the run's all-reduces, the stop votes, keep-alives) happens
     under one lock, so the ranks always meet in the same sequence whoever asks. A stop (or a closed
     stream) ends a run on every rank between the same two steps; a refused request fails before
-    anything is announced; a run that fails on rank 0 (an error inside its `generate`) leaves the
-    followers inside theirs, so it ends the server's runs too, with the error and "restart torchrun".
+    anything is announced; an error of the capture's own (rank 0 records, the others do not) is held
+    until the next vote and ends the run on every rank at the same step (`capture_steps(agree=...)`),
+    so the server goes on. Any other error inside rank 0's `generate` (one the followers do not meet,
+    e.g. running out of GPU memory on rank 0 alone) leaves the followers inside theirs, so it ends the
+    server's runs too, with the error and "restart torchrun".
     A dead follower: with gloo the run's next collective fails at once (its socket closes), and the
     run ends with "rank 1 of 2 stopped ..." instead of gloo's error; with NCCL it would wait for the
     group's timeout. torchrun notices a dead worker within its monitor interval (0.1 s) and sends
@@ -344,6 +343,8 @@ class Leader:
         """The backend's batches, with a failed run's error replaced by the name of the rank that stopped."""
         from visualizer.records import FINISH_ERROR, RunEnd
 
+        from .base import FailedInStep
+
         for batch in self.backend.generate_batches(prompt, settings, stop):
             end = batch[-1]
             if isinstance(end, RunEnd) and end.finish_reason == FINISH_ERROR:
@@ -351,6 +352,8 @@ class Leader:
                 if lost:
                     self.end(lost)
                     batch = [*batch[:-1], replace(end, error=lost)]
+                elif isinstance(self.backend.last_failure, FailedInStep):
+                    pass  # a recording error, voted on first: every rank stopped at the same step
                 else:  # rank 0 left `generate` mid-way: the others may wait in its next collective for ever
                     self._out_of_step = True
                     self.end(f"{(end.error or 'The run failed').rstrip('.')}. The other ranks may be out of step after it: "

@@ -210,9 +210,9 @@ class TransformersBackend(Backend):
             kwargs["attention_mask"] = attention_mask
         torch.manual_seed(settings.seed)  # once per batch; seeds the CPU and every CUDA device
         topk = min(settings.record_topk, self.info.vocab_size)
-        if self.parallel in sharded.TORCHRUN_KINDS:  # the followers stop where this rank does (backends/sharded.py)
-            should_stop = sharded.agreed_stop(should_stop)
-        with capture_steps(model, emit, emit, should_stop, topk=topk):
+        # sharded: every rank votes at each step, so the followers stop (or fail) where this rank does
+        agree = sharded.agreed if self.parallel in sharded.TORCHRUN_KINDS else None
+        with capture_steps(model, emit, emit, should_stop, topk=topk, agree=agree):
             model.generate(input_ids, **kwargs)
 
     def follow(self, prompt: str, settings: GenerationSettings, *, lockstep: bool = True) -> torch.Tensor:
@@ -229,8 +229,7 @@ class TransformersBackend(Backend):
         resolved = self.resolve(settings)
         torch.manual_seed(resolved.seed)
         ignore = lambda item: None  # noqa: E731
-        never = sharded.agreed_stop(lambda: False)
-        watch = capture_steps(self.model, ignore, ignore, never) if lockstep else contextlib.nullcontext()
+        watch = capture_steps(self.model, ignore, ignore, agree=sharded.agreed) if lockstep else contextlib.nullcontext()
         with watch:
             out = self.model.generate(torch.tensor([ids], device=self.model.device), **self.generate_kwargs(resolved))
         return out.sequences[0, len(ids):].cpu()

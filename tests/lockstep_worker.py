@@ -2,9 +2,10 @@
 
     torchrun --nproc-per-node 2 tests/lockstep_worker.py KIND MODEL OUT_DIR
 
-Rank 0 announces four requests (a whole run, a run stopped after its first step, an empty prompt
-refused before any collective, the first run again) and then None; the followers run each in
-lockstep (backends.sharded.serve). Rank 0 writes result.json; a follower writes how many it served.
+As the app's sharded server does: rank 0 holds a `Leader`, the followers sit in `follow_requests`.
+Rank 0 runs five requests (a whole run, a run stopped after its first step, a run whose recording
+fails on rank 0 alone at its third step, an empty prompt refused before any collective, the first run
+again) and then says goodbye. Rank 0 writes result.json; a follower writes its exit status.
 """
 
 from __future__ import annotations
@@ -16,44 +17,66 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # torchrun runs this file as a script
 
-from backends import BackendError, load_backend, record_trace  # noqa: E402
-from backends.sharded import announce, rank, serve  # noqa: E402
+from backends import BackendError, capture, load_backend  # noqa: E402
+from backends.sharded import Leader, follow_requests, rank  # noqa: E402
 from prompts.demos import demo_prompt  # noqa: E402
 from visualizer.records import StepRecord  # noqa: E402
 from visualizer.settings import GenerationSettings  # noqa: E402
+from visualizer.trace import Trace  # noqa: E402
 
 KIND, MODEL, OUT = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 backend = load_backend(MODEL, parallel=KIND)
 if rank() != 0:
-    (OUT / f"served_{rank()}.json").write_text(json.dumps(serve(backend)))
+    (OUT / f"follower_{rank()}.json").write_text(json.dumps(follow_requests(backend)))
     sys.exit(0)
 
 SETTINGS = GenerationSettings(seed=5, max_new_tokens=64, max_denoising_steps=12)
+leader = Leader(backend, keep_alive_s=0)
 
 
 def lead(prompt: str, *, stop_after_steps: int | None = None):
-    announce((prompt, SETTINGS))
-    stop = threading.Event()
+    trace, stop = Trace(model=backend.info, prompt=prompt), threading.Event()
+    for batch in leader.run_records(prompt, SETTINGS, trace=trace, stop=stop):
+        for record in batch:
+            if stop_after_steps is not None and isinstance(record, StepRecord) and record.step + 1 >= stop_after_steps:
+                stop.set()  # as the app's Stop button does, from outside the generation
+    return trace
 
-    def count(record):
-        if stop_after_steps is not None and isinstance(record, StepRecord) and record.step + 1 >= stop_after_steps:
-            stop.set()  # as the app's Stop button does, from outside the generation
 
-    return record_trace(backend, prompt, SETTINGS, stop=stop, on_record=count)
+def failing_copy(at: int):
+    """capture._to_host failing at its `at`-th call, on this rank only (rank 0 records, the others do not)."""
+    real, calls = capture._to_host, []
+
+    def to_host(tensors):
+        calls.append(1)
+        if len(calls) == at:
+            raise RuntimeError("recording failed on rank 0 (injected)")
+        return real(tensors)
+
+    return to_host
 
 
 first = lead(demo_prompt("story"))
 stopped = lead(demo_prompt("story"), stop_after_steps=1)
+real_copy, capture._to_host = capture._to_host, failing_copy(at=3)
+try:
+    failed = lead(demo_prompt("story"))
+finally:
+    capture._to_host = real_copy
+failed_in_step, problem_after_failure = type(backend.last_failure).__name__, leader.problem()
 try:
     lead("   ")
     refused = None
 except BackendError as exc:
     refused = str(exc)
 again = lead(demo_prompt("story"))
-announce(None)
+said_goodbye = leader.close()
 (OUT / "result.json").write_text(json.dumps({
     "first": [first.end.finish_reason, len(first.steps), first.end.sequence.tolist()],
     "stopped": [stopped.end.finish_reason, len(stopped.steps)],
+    "failed": [failed.end.finish_reason, failed.end.error, len(failed.steps), failed_in_step],
+    "problem_after_failure": problem_after_failure,
     "refused": refused,
     "again": [again.end.finish_reason, len(again.steps), again.end.sequence.tolist()],
+    "said_goodbye": said_goodbye,
 }))

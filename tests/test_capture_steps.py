@@ -27,7 +27,8 @@ import torch
 from transformers import DiffusionGemmaForBlockDiffusion, LogitsProcessorList
 from transformers.models.diffusion_gemma import generation_diffusion_gemma as stock
 
-from backends.base import BackendError, GenerationCancelled
+from backends.base import BackendError, FailedInStep, GenerationCancelled
+from backends import capture
 from backends.capture import _accepting_sampler, _to_host, capture_steps
 from backends.random_model import load_project_tokenizer, set_generation_defaults
 from backends.small_models import small_config
@@ -279,6 +280,106 @@ def test_no_hook_survives_a_failing_consumer_and_nesting_is_refused(model):
         )
         assert sorted(n for n in HOOKS if n in vars(model)) == sorted(HOOKS)  # the refusal left the first capture alone
     assert [n for n in HOOKS if n in vars(model)] == []
+
+
+class Ballot:
+    """A sharded model's vote (`capture_steps(agree=...)`) with one rank: keeps every ballot; `others`
+    says what the other ranks want at each vote (True: one of them stops the run)."""
+
+    def __init__(self, others=lambda vote: False):
+        self.ballots, self.others = [], others
+
+    def __call__(self, wants: bool) -> bool:
+        self.ballots.append(wants)
+        return wants or self.others(len(self.ballots))
+
+
+def counting_steps(model, monkeypatch) -> list:
+    """The stock `_denoising_step`s that ran (the capture's wrapper calls the class's)."""
+    ran = []
+    real = type(model)._denoising_step
+
+    def counting(self, *args, **kwargs):
+        ran.append(kwargs["cur_step"])
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(model), "_denoising_step", counting)
+    return ran
+
+
+def test_with_a_vote_a_recording_error_is_held_until_the_next_vote_then_raised_in_step(model, monkeypatch):
+    """Rank 0 alone records, so an error of its recording must not end its `generate` on the spot
+    (the other ranks would wait in a collective it never joins): the stock step's result goes on,
+    the next vote says stop for every rank, and FailedInStep is raised there from the error."""
+    ran = counting_steps(model, monkeypatch)
+    steps, ballot = [], Ballot()
+
+    def fail_at_second(step):
+        steps.append(step)
+        if len(steps) == 2:
+            raise ValueError("recording failed")
+
+    with pytest.raises(FailedInStep) as failed:
+        with capture_steps(model, fail_at_second, lambda block: None, lambda: False, agree=ballot):
+            generate(model, rows=1)
+    assert isinstance(failed.value.__cause__, ValueError) and str(failed.value.__cause__) == "recording failed"
+    # votes: block 0's start, before step 0, before step 1 (the error; row 0 converges there, its block ends),
+    # then block 1's start, which says stop: block 1 never runs a step
+    assert ballot.ballots == [False, False, False, True]
+    assert len(ran) == 2 and [(s.block, s.step) for s in steps] == [(0, 0), (0, 1)]
+    assert [n for n in HOOKS if n in vars(model)] == []
+
+
+def test_with_a_vote_an_error_after_the_last_vote_is_raised_when_generate_returns(model):
+    """A block record fails at the very end: no vote comes after it, every rank has left `generate`."""
+    blocks, ballot = [], Ballot()
+
+    def fail_at_last(block):
+        blocks.append(block)
+        if len(blocks) == 2:
+            raise ValueError("the last block failed")
+
+    with pytest.raises(FailedInStep) as failed:
+        with capture_steps(model, lambda step: None, fail_at_last, agree=ballot):
+            generate(model, rows=1)
+    assert str(failed.value.__cause__) == "the last block failed" and not any(ballot.ballots)
+    assert [n for n in HOOKS if n in vars(model)] == []
+
+
+def test_with_a_vote_an_error_of_the_logit_summary_is_held_too(model, monkeypatch):
+    """The summary runs inside transformers' sampling (a logits processor): held there, not raised."""
+    calls = []
+    real = capture.summarize_logits
+
+    def summary_failing_at_third(scores, topk):
+        calls.append(topk)
+        if len(calls) == 3:
+            raise RuntimeError("CUDA out of memory (pretend)")
+        return real(scores, topk)
+
+    monkeypatch.setattr(capture, "summarize_logits", summary_failing_at_third)
+    ran = counting_steps(model, monkeypatch)
+    steps, ballot = [], Ballot()
+    with pytest.raises(FailedInStep) as failed:
+        with capture_steps(model, steps.append, lambda block: None, agree=ballot, topk=2):
+            generate(model, rows=1)
+    assert str(failed.value.__cause__) == "CUDA out of memory (pretend)"
+    assert len(steps) == 2 and len(ran) == 3 and ballot.ballots[-1] is True and ballot.ballots.count(True) == 1
+
+    with pytest.raises(RuntimeError, match="pretend"):  # without a vote it is raised at once, as before
+        calls.clear()
+        with capture_steps(model, lambda step: None, lambda block: None, topk=2):
+            generate(model, rows=1)
+
+
+def test_with_a_vote_another_rank_stop_cancels_the_run_here(model):
+    """A follower records nothing and wants nothing: rank 0's stop reaches it through the vote."""
+    steps = []
+    ballot = Ballot(others=lambda vote: vote == 3)  # rank 0 stops at the third vote (before step 1)
+    with pytest.raises(GenerationCancelled):
+        with capture_steps(model, steps.append, lambda block: None, agree=ballot):
+            generate(model, rows=1)
+    assert ballot.ballots == [False, False, False] and len(steps) == 1
 
 
 def test_to_host_copies_every_tensor_and_skips_none():

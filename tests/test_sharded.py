@@ -110,14 +110,19 @@ def test_sharded_record_equals_stock_sharded_generate(tmp_path, kind, port):
     assert result["device"].startswith(f"{kind} parallel over 2 cpu processes")
 
 
-def test_followers_serve_requests_in_lockstep_through_a_stop_and_a_refusal(tmp_path):
-    """A stop on rank 0 ends the run on every rank between the same two steps, and every rank is
-    ready for the next request: the last run equals the first (a hang would fail the timeout)."""
+def test_followers_serve_requests_in_lockstep_through_a_stop_a_recording_error_and_a_refusal(tmp_path):
+    """A stop on rank 0, or an error of rank 0's recording (the followers record nothing), ends the run
+    on every rank between the same two steps, and every rank is ready for the next request: the last
+    run equals the first, and the followers hear the goodbye (a hang would fail the timeout)."""
     result = _torchrun("expert", tmp_path, 29528, worker="lockstep_worker.py")
 
     first_finish, first_steps, first_sequence = result["first"]
     assert first_finish != "error" and first_steps > 1
     assert result["stopped"][0] == "cancelled" and result["stopped"][1] < first_steps
+    finish, error, kept_steps, failure = result["failed"]
+    assert finish == "error" and failure == "FailedInStep" and kept_steps == 2  # the third copy failed
+    assert error == "Generation failed: RuntimeError: recording failed on rank 0 (injected)"  # no "restart torchrun"
+    assert result["problem_after_failure"] is None  # the server goes on
     assert result["refused"].startswith("The prompt is empty")
     assert result["again"] == result["first"]
-    assert json.loads((tmp_path / "served_1.json").read_text()) == 4
+    assert result["said_goodbye"] is True and json.loads((tmp_path / "follower_1.json").read_text()) == 0

@@ -203,6 +203,7 @@ class _Backend:
 
     def __init__(self):
         self.fail = None
+        self.last_failure = None  # what Backend._stream keeps of a failed run (FailedInStep: the ranks are in step)
         self.mid_run = lambda: None  # what happens between the step and the end (a follower dies)
 
     def check(self, prompt, settings):
@@ -266,6 +267,19 @@ def test_a_run_that_fails_on_rank_0_ends_the_servers_runs_without_a_goodbye(lead
     with pytest.raises(BackendError, match="restart torchrun"):
         _run(leader)
     assert leader.close() is False and leader.said == [("hi", "settings")]  # the follower is inside its generate
+
+
+def test_a_recording_error_held_until_every_rank_stopped_leaves_the_server_running(leader):
+    from backends.base import FailedInStep
+
+    leader.backend.fail = "Generation failed: RuntimeError: recording failed"
+    leader.backend.last_failure = FailedInStep()  # the capture raised it at a vote: every rank left generate there
+    end = _run(leader)
+    assert end.error == "Generation failed: RuntimeError: recording failed"  # no "restart torchrun"
+    assert leader.problem() is None
+    leader.backend.fail = None
+    assert _run(leader, "again").finish_reason == "length"
+    assert leader.close() is True and leader.said == [("hi", "settings"), ("again", "settings"), None]
 
 
 def test_a_follower_whose_process_ended_is_named(leader):
