@@ -322,6 +322,7 @@ class Backend(ABC):
         early, the worker stops at its next step and is waited for, so no run outlives its
         generator.  Ctrl-C in the consuming thread stops the run the same way as `stop`.
         """
+        self.last_failure = None
         records: queue.Queue = queue.Queue(maxsize=_QUEUE_SIZE * rows)  # as many steps buffered at any batch size
         halt = threading.Event()  # set when the consumer is gone: the worker must not wait on the queue
 
@@ -372,6 +373,9 @@ class Backend(ABC):
                             record = to_record(item)
                         except Exception as exc:  # a capture that broke the record rules: end the run with it
                             finish, error = FINISH_ERROR, self.failure_message(exc)
+                            # it stops the worker as a Stop does (`halt`, below): on a sharded model at a vote
+                            self.last_failure = FailedInStep()
+                            self.last_failure.__cause__ = exc
                             break
                         if isinstance(record, BlockRecord):
                             blocks[item.row].append(record.tokens)

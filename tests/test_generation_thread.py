@@ -39,3 +39,34 @@ def test_every_run_of_a_backend_is_on_its_one_thread_with_its_own_graph_trees(ra
     thread = backend._thread._thread
     backend.close()
     assert not thread.is_alive()
+
+
+def test_last_failure_says_what_ended_the_latest_run_and_whether_the_worker_stopped_at_a_vote(random_model_dir, monkeypatch):
+    """A sharded server's leader reads `last_failure` to know whether the followers are in step: an error
+    raised inside the worker's generate is out of step (unless the capture held it: FailedInStep); a record
+    that breaks the rules ends the run on the consuming side, which stops the worker as a Stop does."""
+    from backends import base, capture
+    from backends.base import FailedInStep
+
+    backend = TransformersBackend(str(random_model_dir), device="cpu")
+    settings = GenerationSettings(seed=0, max_new_tokens=16, max_denoising_steps=2)
+    real_copy = capture._to_host
+
+    def failing_copy(tensors):
+        raise RuntimeError("copy failed")
+
+    monkeypatch.setattr(capture, "_to_host", failing_copy)
+    trace = record_trace(backend, "Write a haiku about rain", settings)
+    assert trace.end.error == "Generation failed: RuntimeError: copy failed"
+    assert isinstance(backend.last_failure, RuntimeError) and not isinstance(backend.last_failure, FailedInStep)
+
+    monkeypatch.setattr(capture, "_to_host", real_copy)
+    monkeypatch.setattr(base, "step_record", lambda item, pieces: (_ for _ in ()).throw(ValueError("bad record")))
+    trace = record_trace(backend, "Write a haiku about rain", settings)
+    assert trace.end.error == "Generation failed: ValueError: bad record"
+    assert isinstance(backend.last_failure, FailedInStep) and str(backend.last_failure.__cause__) == "bad record"
+
+    monkeypatch.undo()
+    assert record_trace(backend, "Write a haiku about rain", settings).end.error is None
+    assert backend.last_failure is None  # each run starts without one
+    backend.close()
