@@ -441,10 +441,12 @@ def save_trace(session: RunSession):
 LOAD_OUTPUTS = ("live", "final_text", "message", "session")  # and the `/load_trace` API's answer
 
 
-def load_trace_file(path, session: RunSession) -> dict:
+def load_trace_file(path, session: RunSession, request: gr.Request) -> dict:
     """Replay an uploaded (or example) trace in the live view, from the frames a live run would
     have sent.  The session is an output too: Gradio keeps a State's time-to-live only for values
-    a handler returned."""
+    a handler returned.  An API client that only loads traces loads no page and never generates,
+    so it is registered here, to be released when it goes (sessions.py)."""
+    SESSIONS.register(session, request)
     if path is None:
         return {"session": session}
     if session.running:

@@ -9,7 +9,8 @@ State no handler ever returned has no time-to-live at all); a public server with
 visits would hold every trace and download that long.  The registry maps Gradio's session hash
 to the session's state object, so `demo.unload` frees it at once, whatever the tab did: generate,
 load a trace, replay, export, or nothing.  An API client loads no page: its session is
-registered by the first generate request instead (`hosting.generate_validator`).
+registered by its first generate request instead (`hosting.generate_validator`), or by its first
+trace load (`app.load_trace_file`).
 
 The State's value is an instance, never the class: Gradio gives a State whose value is callable a
 page-load event of its own that writes a new value, which raced `register` on the same load (the

@@ -42,3 +42,24 @@ def test_four_clients_two_runs_each_match_their_solo_runs(served):
             break
         time.sleep(0.1)
     assert not list(Path(tmp).glob("dv-session-*"))
+
+
+def test_an_api_client_that_only_loads_a_trace_is_released_when_it_leaves(served):
+    """No page load and no generate: the load itself registers the session, so the trace it holds is
+    dropped when the client closes, not an hour later (Gradio's time-to-live)."""
+    from gradio_client import Client, handle_file
+
+    from visualizer.replay import example_traces
+
+    url, _ = served
+    before = len(app_module.SESSIONS)
+    client = Client(url, verbose=False)
+    _, text, message = client.predict(handle_file(str(next(iter(example_traces())))), api_name="/load_trace")
+    assert message == "" and text
+    assert client.session_hash in app_module.SESSIONS and len(app_module.SESSIONS) == before + 1
+    client.close()
+    for _ in range(300):
+        if client.session_hash not in app_module.SESSIONS:
+            break
+        time.sleep(0.1)
+    assert client.session_hash not in app_module.SESSIONS
