@@ -64,6 +64,8 @@ EQUIVALENT = {
     "backends.capture.x_capture_steps__mutmut_40": "renames the initial \"settled\" key: every block sets \"settled\" (prepare_denoiser_inputs) before a step reads it",
     "backends.capture.x_capture_steps__mutmut_232": "settled = finished instead of settled |= finished: transformers' finished_denoising is itself cumulative within a block (it ORs the stopping rule in), so both give the same mask",
     "backends.capture.x_capture_steps__mutmut_100": "steps_used as float zeros: the counts stay whole numbers and int() gives the same steps_used",
+    "backends.capture.x_capture_steps__mutmut_58": "recording() leaves the recorder's error as \"\" instead of None once it is held: once anything is held nothing more is recorded and only held[0] is raised, so the later recordings only hold a TypeError (raise \"\") after it",
+    "backends.capture.xǁ_LogitRecorderǁ__init____mutmut_1": "hold defaults to True: the one caller, capture_steps, always passes hold= (agree is not None)",
     "backends.logit_summary.x_top_k__mutmut_1": "two_stage defaults to False: the one-stage torch.topk, whose candidates the two-stage search finds too (tests/test_logit_summary.py); only the time changes",
     "visualizer.metrics.stats.x_auroc__mutmut_32": "alternative=\"TWO-SIDED\": the U statistic does not depend on the alternative (only the p-value does), and scipy lowercases it anyway",
     "backends.logit_summary.x_top_k__mutmut_4": "reads the canvas length (shape[-2]) as the vocabulary, which only picks the one-stage path: the same candidates (a canvas of 8,192 or more, past MAX_CANVAS_LENGTH, would fail)",
