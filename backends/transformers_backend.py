@@ -24,7 +24,6 @@ from collections import defaultdict
 from concurrent.futures import Future
 from pathlib import Path
 
-import numpy as np
 import torch
 
 # transformers' sampler calls torch.compiler.cudagraph_mark_step_begin() at every step, and the first

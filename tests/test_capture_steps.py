@@ -238,15 +238,21 @@ def test_a_stop_is_honoured_between_two_steps(model):
     assert [n for n in HOOKS if n in vars(model)] == []
 
 
-def test_a_stop_is_honoured_before_the_next_block_is_prepared(model, monkeypatch):
-    prepared = []
-    real = type(model)._prepare_denoiser_inputs
+def calls_of(model, monkeypatch, method: str, argument: str) -> list:
+    """`argument` of each call of the stock `method` (the capture's wrapper calls the class's)."""
+    calls = []
+    real = getattr(type(model), method)
 
     def counting(self, *args, **kwargs):
-        prepared.append(kwargs["batch_size"])
+        calls.append(kwargs[argument])
         return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(type(model), "_prepare_denoiser_inputs", counting)
+    monkeypatch.setattr(type(model), method, counting)
+    return calls
+
+
+def test_a_stop_is_honoured_before_the_next_block_is_prepared(model, monkeypatch):
+    prepared = calls_of(model, monkeypatch, "_prepare_denoiser_inputs", "batch_size")
     steps, blocks = [], []
     with pytest.raises(GenerationCancelled):
         with capture_steps(model, steps.append, blocks.append, lambda: bool(blocks)):
@@ -294,24 +300,11 @@ class Ballot:
         return wants or self.others(len(self.ballots))
 
 
-def counting_steps(model, monkeypatch) -> list:
-    """The stock `_denoising_step`s that ran (the capture's wrapper calls the class's)."""
-    ran = []
-    real = type(model)._denoising_step
-
-    def counting(self, *args, **kwargs):
-        ran.append(kwargs["cur_step"])
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(type(model), "_denoising_step", counting)
-    return ran
-
-
 def test_with_a_vote_a_recording_error_is_held_until_the_next_vote_then_raised_in_step(model, monkeypatch):
     """Rank 0 alone records, so an error of its recording must not end its `generate` on the spot
     (the other ranks would wait in a collective it never joins): the stock step's result goes on,
     the next vote says stop for every rank, and FailedInStep is raised there from the error."""
-    ran = counting_steps(model, monkeypatch)
+    ran = calls_of(model, monkeypatch, "_denoising_step", "cur_step")
     steps, ballot = [], Ballot()
 
     def fail_at_second(step):
@@ -358,7 +351,7 @@ def test_with_a_vote_an_error_of_the_logit_summary_is_held_too(model, monkeypatc
         return real(scores, topk)
 
     monkeypatch.setattr(capture, "summarize_logits", summary_failing_at_third)
-    ran = counting_steps(model, monkeypatch)
+    ran = calls_of(model, monkeypatch, "_denoising_step", "cur_step")
     steps, ballot = [], Ballot()
     with pytest.raises(FailedInStep) as failed:
         with capture_steps(model, steps.append, lambda block: None, agree=ballot, topk=2):

@@ -26,7 +26,7 @@ from gradio_client import Client
 
 import app as app_module
 from hosting import Hosting
-from tests.app_api import finished_run, run_message, submit_generate
+from tests.app_api import finished_run, submit_generate
 from visualizer.trace import Trace
 
 ROOT = Path(__file__).resolve().parent.parent

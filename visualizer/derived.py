@@ -24,10 +24,6 @@ class Derived:
         self._values: dict = {}
         self._lock = threading.Lock()
 
-    def __reduce__(self):
-        """A trace sent to another process (the probe's writer) arrives with an empty cache: it is recomputable."""
-        return (Derived, ())
-
     def get(self, key, compute: Callable[[], Any], *, version=None):
         """The value for `key` computed at `version`; `compute()` runs when there is none yet or it
         was computed at another version (then it replaces the old one).  `compute` runs outside the
@@ -45,5 +41,5 @@ class Derived:
     def __len__(self) -> int:
         return len(self._values)
 
-    def __reduce__(self):  # a copied or pickled trace starts with an empty cache (a lock cannot be copied)
+    def __reduce__(self):  # a copied or pickled trace (the probe's writer process) starts with an empty cache: a lock cannot be copied
         return (Derived, ())
