@@ -21,6 +21,9 @@ Printed by rank 0: captured == stock (sequences of every rank), median ms per de
 `--compiled` runs every generate with `cache_implementation="static"` (the app's and the CLI's compiled
 path): the first, untimed run compiles; the all-reduce clock is skipped there (a Python wrapper around
 `dist.all_reduce` would only be seen by dynamo as a reason to recompile).
+`--profile` adds one more stock run under torch.profiler and prints where the GPU's time per step went, by
+kind of kernel (all-reduce, experts, attention, other GEMMs, inductor's fused kernels); it works on the
+compiled path too (CUPTI sees the kernels inside CUDA graphs), so it is what gives the all-reduces' cost there.
 """
 
 from __future__ import annotations
@@ -181,6 +184,63 @@ class AllReduceClock:
         return sum(s.elapsed_time(e) for s, e in self.events)
 
 
+# Kinds of GPU kernel, by substrings of their names; the first that matches wins. Inductor's Triton
+# kernels come first: they are named after every op they fused, so one that prepares an all-reduce's
+# input or follows the grouped GEMM would otherwise be counted as the all-reduce or the GEMM itself.
+KERNEL_KINDS = (
+    ("inductor's fused kernels", ("triton",)),
+    ("all-reduce", ("nccl", "allreduce", "all_reduce")),  # on CPU: gloo's c10d::allreduce_, _AllReduceForward
+    ("experts (grouped GEMM)", ("group",)),  # torch._grouped_mm: CUTLASS's "GroupProblemShape"
+    ("attention", ("flash", "fmha", "attention", "sdpa")),
+    ("other GEMM", ("gemm", "nvjet", "cutlass", "xmma", "cublas", "matmul", "splitk")),
+)
+
+
+def kernel_kind(name: str) -> str:
+    lowered = name.lower()
+    return next((kind for kind, parts in KERNEL_KINDS if any(part in lowered for part in parts)), "other")
+
+
+def profile_run(model, prompt, *, device: str, compiled: bool, top: int = 20) -> dict:
+    """One stock run under torch.profiler: its wall time and its kernels' time per step, by kind.
+
+    Kernel time is summed over streams, so where NCCL overlaps compute the kinds can add up to more
+    than the wall time; wall minus the kernels' sum is (at least) the GPU's idle time. On CPU the
+    "kernels" are aten operators (self time), which only checks that the path runs.
+    """
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    on_gpu = device == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
+    with profile(activities=activities) as prof:
+        wall = run(model, prompt, seed=0, captured=False, device=device, compiled=compiled)["ms_per_step"]
+    events = [e for e in prof.key_averages() if (e.device_type == DeviceType.CUDA) == on_gpu]
+
+    def ms(event) -> float:  # per denoising step; profiler times are microseconds
+        return (event.self_device_time_total if on_gpu else event.self_cpu_time_total) / 1e3 / STEPS
+
+    by_kind: dict[str, float] = {}
+    for event in events:
+        by_kind[kernel_kind(event.key)] = by_kind.get(kernel_kind(event.key), 0.0) + ms(event)
+    busiest = sorted(events, key=ms, reverse=True)[:top]
+    return dict(wall_ms=wall, kernel_ms=sum(by_kind.values()), by_kind=dict(sorted(by_kind.items(), key=lambda kv: -kv[1])),
+                top=[dict(name=e.key[:120], kind=kernel_kind(e.key), ms=ms(e), calls=e.count / STEPS) for e in busiest])
+
+
+def describe_profile(profiled: dict) -> str:
+    lines = [f"profiled run: {profiled['wall_ms']:.1f} ms/step wall, {profiled['kernel_ms']:.1f} ms/step in kernels"]
+    lines += [f"  {kind:<26} {ms:7.2f} ms/step" for kind, ms in profiled["by_kind"].items()]
+    lines += ["  busiest:"] + [f"    {k['ms']:6.2f} ms {k['calls']:6.1f}x  [{k['kind']}] {k['name']}" for k in profiled["top"]]
+    return "\n".join(lines)
+
+
+def inductor_deterministic() -> bool:
+    import torch._inductor.config
+
+    return bool(torch._inductor.config.deterministic)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--kind", default="expert", choices=(*sharded.TORCHRUN_KINDS, "none"))
@@ -191,6 +251,7 @@ def main(argv=None) -> int:
     parser.add_argument("--experts", type=int, default=128)
     parser.add_argument("--vocab", type=int, default=262_144, help="smaller only for a dry run")
     parser.add_argument("--compiled", action="store_true", help="torch.compile through the static cache")
+    parser.add_argument("--profile", action="store_true", help="one more stock run under torch.profiler: time by kernel kind")
     parser.add_argument("--json", help="rank 0 appends its row here")
     args = parser.parse_args(argv)
     if args.device == "cpu":
@@ -228,11 +289,15 @@ def main(argv=None) -> int:
         for variant in (("stock", "captured") if rep % 2 == 0 else ("captured", "stock")):
             timed[variant].append(run(model, prompt, seed=rep, captured=variant == "captured" and is_rank0, device=device,
                                       compiled=compiled))
+    pairs = [(stock, mine), *zip(timed["stock"], timed["captured"])]  # each pair: one seed
     reduce_calls = reduce_ms = None
     if not compiled:
         with AllReduceClock(device) as clock:
             run(model, prompt, seed=0, captured=False, device=device)
         reduce_calls, reduce_ms = clock.calls / STEPS, clock.milliseconds() / STEPS
+    profiled = profile_run(model, prompt, device=device, compiled=compiled) if args.profile else None
+    if profiled:
+        say(describe_profile(profiled))
 
     row = dict(
         kind=args.kind, processes=n, path="compiled" if compiled else "eager", first_run_s=round(first_run_s, 1), device=torch.cuda.get_device_name() if device == "cuda" else "cpu",
@@ -242,16 +307,27 @@ def main(argv=None) -> int:
         captured_ms=statistics.median(r["ms_per_step"] for r in timed["captured"]),
         peak_gib=max(r["peak_gib"] for rs in timed.values() for r in rs),
         all_reduces_per_step=reduce_calls, all_reduce_ms_per_step=reduce_ms,
-        identical=torch.equal(stock["sequences"], mine["sequences"]),
+        # rank 0: captured == stock for each seed; the followers: stock == stock, their repeatability
+        same_per_seed=[torch.equal(a["sequences"], b["sequences"]) for a, b in pairs],
+        inductor_deterministic=inductor_deterministic() if compiled else None,
+        profile=profiled,
     )
+    row["identical"] = all(row["same_per_seed"])
     if n > 1:
         import torch.distributed as dist
 
         rows = [None] * n
-        dist.all_gather_object(rows, dict(row, sequence=mine["sequences"].tolist()))
+        sequences = [r["sequences"].tolist() for pair in pairs for r in pair]
+        dist.all_gather_object(rows, dict(row, sequences=sequences))
         row["peak_gib_per_rank"] = [r["peak_gib"] for r in rows]
         row["weights_gib_per_rank"] = [r["weights_gib"] for r in rows]
-        row["identical"] = all(r["identical"] for r in rows) and all(r["sequence"] == rows[0]["sequence"] for r in rows)
+        if profiled:
+            row["profile_by_kind_per_rank"] = [r["profile"]["by_kind"] for r in rows]
+        row["same_per_seed_per_rank"] = [r["same_per_seed"] for r in rows]
+        # every run, every rank: the same tokens as rank 0 (replicated work computed alike everywhere)
+        row["ranks_agree_per_run"] = [all(r["sequences"][i] == rows[0]["sequences"][i] for r in rows)
+                                      for i in range(len(sequences))]
+        row["identical"] = all(r["identical"] for r in rows) and all(row["ranks_agree_per_run"])
     if is_rank0:
         print(json.dumps(row), flush=True)
         if args.json:
