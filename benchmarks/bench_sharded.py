@@ -15,21 +15,25 @@ No hub is reachable, so the model is the published shape with random bf16 weight
    or the whole of a replicated one (`_init_weights`, seeded alike on every rank, so the replicas agree).
 
 Rank 0 runs the project's capture, the followers the stock `generate`, as `record --parallel` does.
-Printed by rank 0: captured == stock (sequences of every rank), median ms per denoising step over
-`--reps` alternating stock/captured runs, peak memory of every GPU, and the all-reduces of one run
-(count per step and their time on the GPU, from CUDA events around each `dist.all_reduce`).
+Printed by rank 0: captured == stock for every seed on every rank (the followers' stock runs against each
+other) and every run's tokens compared across ranks; median ms per denoising step over `--reps`
+alternating stock/captured runs; peak memory of every GPU; and the all-reduces of one run (count per
+step and their time on the GPU, from CUDA events around each `dist.all_reduce`).
 `--compiled` runs every generate with `cache_implementation="static"` (the app's and the CLI's compiled
 path): the first, untimed run compiles; the all-reduce clock is skipped there (a Python wrapper around
 `dist.all_reduce` would only be seen by dynamo as a reason to recompile).
 `--profile` adds one more stock run under torch.profiler and prints where the GPU's time per step went, by
 kind of kernel (all-reduce, experts, attention, other GEMMs, inductor's fused kernels); it works on the
 compiled path too (CUPTI sees the kernels inside CUDA graphs), so it is what gives the all-reduces' cost there.
+`--deterministic` turns on torch's deterministic algorithms, inductor's among them: no timing-based choice
+of kernel configs that could differ between ranks.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -235,10 +239,10 @@ def describe_profile(profiled: dict) -> str:
     return "\n".join(lines)
 
 
-def inductor_deterministic() -> bool:
-    import torch._inductor.config
+def inductor_config():
+    import torch._inductor.config as config  # imported here: it loads inductor, which eager runs never need
 
-    return bool(torch._inductor.config.deterministic)
+    return config
 
 
 def main(argv=None) -> int:
@@ -252,10 +256,18 @@ def main(argv=None) -> int:
     parser.add_argument("--vocab", type=int, default=262_144, help="smaller only for a dry run")
     parser.add_argument("--compiled", action="store_true", help="torch.compile through the static cache")
     parser.add_argument("--profile", action="store_true", help="one more stock run under torch.profiler: time by kernel kind")
+    parser.add_argument("--deterministic", action="store_true",
+                        help="torch.use_deterministic_algorithms(True, warn_only=True): deterministic kernels, and "
+                             "inductor without timing-based choices of reduction configs, so every rank compiles alike")
     parser.add_argument("--json", help="rank 0 appends its row here")
     args = parser.parse_args(argv)
     if args.device == "cpu":
         torch.set_num_threads(1)
+    if args.deterministic:
+        # Not inductor's `deterministic` config nor TORCHINDUCTOR_DETERMINISTIC: dynamo restores the prior
+        # use_deterministic_algorithms mode after compiling each frame, and that call rewrites inductor's flag.
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # cuBLAS's deterministic workspace
+        torch.use_deterministic_algorithms(True, warn_only=True)
     config = full_shape_config(layers=args.layers, experts=args.experts, vocab=args.vocab)
     n = sharded.world_size()
     started = time.perf_counter()
@@ -309,7 +321,8 @@ def main(argv=None) -> int:
         all_reduces_per_step=reduce_calls, all_reduce_ms_per_step=reduce_ms,
         # rank 0: captured == stock for each seed; the followers: stock == stock, their repeatability
         same_per_seed=[torch.equal(a["sequences"], b["sequences"]) for a, b in pairs],
-        inductor_deterministic=inductor_deterministic() if compiled else None,
+        deterministic_algorithms=torch.are_deterministic_algorithms_enabled(),
+        inductor_deterministic=bool(inductor_config().deterministic) if compiled else None,  # read after the compile
         profile=profiled,
     )
     row["identical"] = all(row["same_per_seed"])
