@@ -226,7 +226,8 @@ def profile_run(model, prompt, *, device: str, compiled: bool, top: int = 20) ->
 
     by_kind: dict[str, float] = {}
     for event in events:
-        by_kind[kernel_kind(event.key)] = by_kind.get(kernel_kind(event.key), 0.0) + ms(event)
+        kind = kernel_kind(event.key)
+        by_kind[kind] = by_kind.get(kind, 0.0) + ms(event)
     busiest = sorted(events, key=ms, reverse=True)[:top]
     return dict(wall_ms=wall, kernel_ms=sum(by_kind.values()), by_kind=dict(sorted(by_kind.items(), key=lambda kv: -kv[1])),
                 top=[dict(name=e.key[:120], kind=kernel_kind(e.key), ms=ms(e), calls=e.count / STEPS) for e in busiest])
