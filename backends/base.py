@@ -81,6 +81,13 @@ class FailedInStep(Exception):
     their `generate` at that same point and are ready for the next request."""
 
 
+class RanksDisagree(FailedInStep, BackendError):
+    """The ranks of a sharded model hold different canvases at a step (`backends.sharded.agreed`).
+
+    Raised on every rank at the same vote, so they all leave `generate` there (in step, as
+    FailedInStep says) and the message is shown as is (a BackendError, which the followers expect)."""
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What a backend can do, declared once: the app, the CLI, hosted mode and the traces read this,

@@ -96,7 +96,7 @@ def capture_steps(
     should_stop: Callable[[], bool] | None = None,
     *,
     topk: int = 0,
-    agree: Callable[[bool], bool] | None = None,
+    agree: Callable[[bool, torch.Tensor | None], bool] | None = None,
 ):
     """Install the four recording wrappers on `model` for the duration of the block.
 
@@ -113,8 +113,9 @@ def capture_steps(
     `topk` > 0 also records the k most probable candidates of every position at every step.
 
     `agree` is a sharded model's vote (`backends.sharded.agreed`): every rank runs the capture and
-    calls `agree(wants_to_stop)` at the same points (each block's start, before each step), and the
-    run stops on every rank when any rank wants to. A recording error (only rank 0 records) is held
+    calls `agree(wants_to_stop, canvas)` at the same points (each block's start with no canvas, before
+    each step with the canvas it denoises), and the run stops on every rank when any rank wants to
+    (or raises RanksDisagree on every rank when their canvases differ). A recording error (only rank 0 records) is held
     meanwhile: the stock step's result goes on unchanged, the next vote says stop, and this rank
     raises FailedInStep from the error there, or when `generate` returns if no vote came after it.
     Raised at once, it would leave the other ranks waiting in a collective this rank never joins."""
@@ -130,11 +131,11 @@ def capture_steps(
     state = {"block": -1, "step": 0, "done": None, "settled": None, "steps_used": None}
     held: list[Exception] = []  # a recording error waiting for the next vote (`agree` only)
 
-    def stop_here() -> None:
+    def stop_here(canvas=None) -> None:
         """Raise GenerationCancelled when the run has to stop (or the held error, voted on first)."""
         wants = should_stop is not None and should_stop()
         if agree is not None:
-            wants = agree(wants or bool(held))
+            wants = agree(wants or bool(held), canvas)
             if held:
                 raise FailedInStep() from held[0]
         if wants:
@@ -168,7 +169,7 @@ def capture_steps(
         return originals["_prepare_denoiser_inputs"](*args, **kwargs)
 
     def denoising_step(*args, **kwargs):
-        stop_here()
+        stop_here(kwargs.get("current_canvas"))
         started = time.perf_counter()
         out = originals["_denoising_step"](*args, **kwargs)
         recording(lambda: record_step(out, kwargs, started))

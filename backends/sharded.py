@@ -166,20 +166,48 @@ def spread(model, kind: str, processes: int) -> str:
 
 
 # ---- lockstep: one request at a time, stopped on every rank at once ------------------------------
-def agreed(flag: bool) -> bool:
+RANKS_DISAGREE = (
+    "The ranks' canvases differ: the GPUs computed different numbers for the parts every rank runs whole, so the "
+    "sharded model is no longer one model. The run stopped here; its steps so far are kept. docs/sharded.md "
+    "(\"Ranks that disagree\") says why this can happen."
+)
+
+
+def agreed(flag: bool, canvas=None) -> bool:
     """True on every rank when any rank's `flag` is true: one tiny all-reduce, called by all ranks alike.
 
     The capture's vote (`capture_steps(agree=agreed)`): it asks at each block's start and before each
     step, on every rank (followers run it too, recording nothing), so a stop, a closed browser or a
     recording error on rank 0 ends the run on all ranks between the same two steps, and every rank is
-    ready for the next request."""
+    ready for the next request.
+
+    Before a step it also gets the canvas that step denoises, which every rank must hold alike (each
+    samples it from the same all-reduced logits with the same seed). The same all-reduce carries its
+    fingerprint; where the ranks' fingerprints differ, every rank raises RanksDisagree at this vote."""
     import torch
     import torch.distributed as dist
 
+    from .base import RanksDisagree
+
     device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
-    vote = torch.tensor([int(bool(flag))], device=device)
+    fingerprint = torch.zeros((), dtype=torch.int64, device=device) if canvas is None else canvas_fingerprint(canvas).to(device)
+    # MAX of (flag, f, -f): any rank's stop, and the largest and (negated) smallest fingerprint
+    vote = torch.stack([torch.tensor(int(bool(flag)), device=device), fingerprint, -fingerprint])
     dist.all_reduce(vote, op=dist.ReduceOp.MAX)
-    return bool(vote.item())
+    stop, highest, minus_lowest = vote.tolist()
+    if highest != -minus_lowest:
+        raise RanksDisagree(RANKS_DISAGREE)
+    return bool(stop)
+
+
+def canvas_fingerprint(canvas):
+    """One int64, on the canvas's device (no copy to the host): every token id (+1, so an id of 0
+    counts) times its 1-based position, summed. One changed token always changes it; several could
+    cancel out only by an exact coincidence, and a divergence that did would show at a later step."""
+    import torch
+
+    ids = canvas.reshape(-1).to(torch.int64) + 1
+    return (ids * torch.arange(1, ids.numel() + 1, device=ids.device)).sum()
 
 
 def announce(request) -> None:
@@ -262,7 +290,7 @@ class Leader:
     stream) ends a run on every rank between the same two steps; a refused request fails before
     anything is announced; an error of the capture's own (rank 0 records, the others do not) is held
     until the next vote and ends the run on every rank at the same step (`capture_steps(agree=...)`),
-    so the server goes on. Any other error inside rank 0's `generate` (one the followers do not meet,
+    so the server goes on; so do ranks whose canvases differ (RanksDisagree, raised at a vote). Any other error inside rank 0's `generate` (one the followers do not meet,
     e.g. running out of GPU memory on rank 0 alone) leaves the followers inside theirs, so it ends the
     server's runs too, with the error and "restart torchrun".
     A dead follower: with gloo the run's next collective fails at once (its socket closes), and the

@@ -3,9 +3,10 @@
     torchrun --nproc-per-node 2 tests/lockstep_worker.py KIND MODEL OUT_DIR
 
 As the app's sharded server does: rank 0 holds a `Leader`, the followers sit in `follow_requests`.
-Rank 0 runs five requests (a whole run, a run stopped after its first step, a run whose recording
-fails on rank 0 alone at its third step, an empty prompt refused before any collective, the first run
-again) and then says goodbye. Rank 0 writes result.json; a follower writes its exit status.
+Rank 0 runs six requests (a whole run, a run stopped after its first step, a run whose recording
+fails on rank 0 alone at its third step, a run whose canvas rank 1 alone changes after its first step,
+an empty prompt refused before any collective, the first run again) and then says goodbye. Rank 0
+writes result.json; a follower writes its exit status.
 """
 
 from __future__ import annotations
@@ -25,8 +26,38 @@ from visualizer.settings import GenerationSettings  # noqa: E402
 from visualizer.trace import Trace  # noqa: E402
 
 KIND, MODEL, OUT = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+DIVERGING = demo_prompt("haiku")  # the request whose canvas rank 1 changes
 backend = load_backend(MODEL, parallel=KIND)
+
+
+def diverging_follow(follow):
+    """`backend.follow` where, for DIVERGING only, every step's output canvas gets its first token
+    changed on this rank: the ranks then start the next step from different canvases, as when their
+    replicated layers compute different numbers."""
+
+    def follow_request(prompt, settings, **kwargs):
+        if prompt != DIVERGING:
+            return follow(prompt, settings, **kwargs)
+        model_class = type(backend.model)
+        real_step = model_class._denoising_step
+
+        def step(self, *args, **step_kwargs):
+            canvas, *rest = real_step(self, *args, **step_kwargs)
+            canvas = canvas.clone()
+            canvas[..., 0] += 1
+            return (canvas, *rest)
+
+        model_class._denoising_step = step
+        try:
+            return follow(prompt, settings, **kwargs)
+        finally:
+            model_class._denoising_step = real_step
+
+    return follow_request
+
+
 if rank() != 0:
+    backend.follow = diverging_follow(backend.follow)
     (OUT / f"follower_{rank()}.json").write_text(json.dumps(follow_requests(backend)))
     sys.exit(0)
 
@@ -64,6 +95,8 @@ try:
 finally:
     capture._to_host = real_copy
 failed_in_step, problem_after_failure = type(backend.last_failure).__name__, leader.problem()
+diverged = lead(DIVERGING)
+diverged_failure, problem_after_divergence = type(backend.last_failure).__name__, leader.problem()
 try:
     lead("   ")
     refused = None
@@ -76,6 +109,8 @@ said_goodbye = leader.close()
     "stopped": [stopped.end.finish_reason, len(stopped.steps)],
     "failed": [failed.end.finish_reason, failed.end.error, len(failed.steps), failed_in_step],
     "problem_after_failure": problem_after_failure,
+    "diverged": [diverged.end.finish_reason, diverged.end.error, len(diverged.steps), diverged_failure],
+    "problem_after_divergence": problem_after_divergence,
     "refused": refused,
     "again": [again.end.finish_reason, len(again.steps), again.end.sequence.tolist()],
     "said_goodbye": said_goodbye,

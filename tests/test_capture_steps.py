@@ -289,15 +289,33 @@ def test_no_hook_survives_a_failing_consumer_and_nesting_is_refused(model):
 
 
 class Ballot:
-    """A sharded model's vote (`capture_steps(agree=...)`) with one rank: keeps every ballot; `others`
-    says what the other ranks want at each vote (True: one of them stops the run)."""
+    """A sharded model's vote (`capture_steps(agree=...)`) with one rank: keeps every ballot and the
+    canvas it came with; `others` says what the other ranks want at each vote (True: one of them stops
+    the run)."""
 
     def __init__(self, others=lambda vote: False):
-        self.ballots, self.others = [], others
+        self.ballots, self.canvases, self.others = [], [], others
 
-    def __call__(self, wants: bool) -> bool:
+    def __call__(self, wants: bool, canvas=None) -> bool:
         self.ballots.append(wants)
+        self.canvases.append(None if canvas is None else canvas.clone())
         return wants or self.others(len(self.ballots))
+
+
+def test_with_a_vote_each_step_is_voted_on_with_the_canvas_it_denoises(model):
+    """The canvas goes to the vote so that the ranks can compare theirs (`backends.sharded.agreed`):
+    before each step, the canvas that step starts from (the last step's output); at a block's start, none."""
+    steps, blocks, ballot = [], [], Ballot()
+    with capture_steps(model, steps.append, blocks.append, agree=ballot):
+        generate(model, rows=1)
+    at_block_start = [i for i, canvas in enumerate(ballot.canvases) if canvas is None]
+    assert len(at_block_start) == len(blocks) >= 2
+    before_steps = [canvas for canvas in ballot.canvases if canvas is not None]
+    assert len(before_steps) == len(steps)
+    for block in range(len(blocks)):
+        in_block = [i for i, step in enumerate(steps) if step.block == block]
+        for previous, this in zip(in_block, in_block[1:]):
+            np.testing.assert_array_equal(before_steps[this][0].numpy(), steps[previous].canvas)
 
 
 def test_with_a_vote_a_recording_error_is_held_until_the_next_vote_then_raised_in_step(model, monkeypatch):

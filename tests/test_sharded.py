@@ -111,8 +111,8 @@ def test_sharded_record_equals_stock_sharded_generate(tmp_path, kind, port):
 
 
 def test_followers_serve_requests_in_lockstep_through_a_stop_a_recording_error_and_a_refusal(tmp_path):
-    """A stop on rank 0, or an error of rank 0's recording (the followers record nothing), ends the run
-    on every rank between the same two steps, and every rank is ready for the next request: the last
+    """A stop on rank 0, an error of rank 0's recording (the followers record nothing), or ranks whose
+    canvases differ, ends the run on every rank between the same two steps, and every rank is ready for the next request: the last
     run equals the first, and the followers hear the goodbye (a hang would fail the timeout)."""
     result = _torchrun("expert", tmp_path, 29528, worker="lockstep_worker.py")
 
@@ -123,6 +123,11 @@ def test_followers_serve_requests_in_lockstep_through_a_stop_a_recording_error_a
     assert finish == "error" and failure == "FailedInStep" and kept_steps == 2  # the third copy failed
     assert error == "Generation failed: RuntimeError: recording failed on rank 0 (injected)"  # no "restart torchrun"
     assert result["problem_after_failure"] is None  # the server goes on
+    # rank 1's canvas differs after step 0: the vote before step 1 ends the run on both ranks, rank 0 keeps step 0
+    finish, error, kept_steps, failure = result["diverged"]
+    assert finish == "error" and failure == "RanksDisagree" and kept_steps == 1
+    assert error.startswith("The ranks' canvases differ") and "restart torchrun" not in error
+    assert result["problem_after_divergence"] is None
     assert result["refused"].startswith("The prompt is empty")
     assert result["again"] == result["first"]
     assert result["said_goodbye"] is True and json.loads((tmp_path / "follower_1.json").read_text()) == 0
