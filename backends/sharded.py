@@ -201,12 +201,12 @@ def agreed(flag: bool, canvas=None) -> bool:
 
 
 def canvas_fingerprint(canvas):
-    """One int64, on the canvas's device (no copy to the host): every token id (+1, so an id of 0
-    counts) times its 1-based position, summed. One changed token always changes it; several could
-    cancel out only by an exact coincidence, and a divergence that did would show at a later step."""
+    """One int64, on the canvas's device (no copy to the host): every token id times its 1-based
+    position, summed. One changed token always changes it; several could cancel out only by an exact
+    coincidence, and a divergence that did would show at a later step."""
     import torch
 
-    ids = canvas.reshape(-1).to(torch.int64) + 1
+    ids = canvas.reshape(-1).to(torch.int64)
     return (ids * torch.arange(1, ids.numel() + 1, device=ids.device)).sum()
 
 
@@ -290,9 +290,10 @@ class Leader:
     stream) ends a run on every rank between the same two steps; a refused request fails before
     anything is announced; an error of the capture's own (rank 0 records, the others do not) is held
     until the next vote and ends the run on every rank at the same step (`capture_steps(agree=...)`),
-    so the server goes on; so do ranks whose canvases differ (RanksDisagree, raised at a vote). Any other error inside rank 0's `generate` (one the followers do not meet,
-    e.g. running out of GPU memory on rank 0 alone) leaves the followers inside theirs, so it ends the
-    server's runs too, with the error and "restart torchrun".
+    so the server goes on; so do ranks whose canvases differ (RanksDisagree, raised at a vote). Any
+    other error inside rank 0's `generate` (one the followers do not meet, e.g. running out of GPU
+    memory on rank 0 alone) leaves the followers inside theirs, so it ends the server's runs too, with
+    the error and "restart torchrun".
     A dead follower: with gloo the run's next collective fails at once (its socket closes), and the
     run ends with "rank 1 of 2 stopped ..." instead of gloo's error; with NCCL it would wait for the
     group's timeout. torchrun notices a dead worker within its monitor interval (0.1 s) and sends
