@@ -116,9 +116,10 @@ def capture_steps(
     calls `agree(wants_to_stop, canvas)` at the same points (each block's start with no canvas, before
     each step with the canvas it denoises), and the run stops on every rank when any rank wants to
     (or raises RanksDisagree on every rank when their canvases differ). A recording error (only
-    rank 0 records) is held meanwhile: the stock step's result goes on unchanged, the next vote says stop, and this rank
-    raises FailedInStep from the error there, or when `generate` returns if no vote came after it.
-    Raised at once, it would leave the other ranks waiting in a collective this rank never joins."""
+    rank 0 records) is held meanwhile: the stock step's result goes on unchanged, the next vote says
+    stop, and this rank raises FailedInStep from the error there, or when `generate` returns if no
+    vote came after it. Raised at once, it would leave the other ranks waiting in a collective this
+    rank never joins."""
     names = ("_prepare_logits_processor", "_prepare_denoiser_inputs", "_denoising_step", "_finalize_canvas")
     if any(name in vars(model) for name in names):
         raise BackendError(

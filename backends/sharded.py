@@ -382,7 +382,7 @@ class Leader:
                     self.end(lost)
                     batch = [*batch[:-1], replace(end, error=lost)]
                 elif isinstance(self.backend.last_failure, FailedInStep):
-                    pass  # a recording error, voted on first: every rank stopped at the same step
+                    pass  # raised at a vote (a held recording error, ranks that disagree): every rank stopped there
                 else:  # rank 0 left `generate` mid-way: the others may wait in its next collective for ever
                     self._out_of_step = True
                     self.end(f"{(end.error or 'The run failed').rstrip('.')}. The other ranks may be out of step after it: "

@@ -302,6 +302,18 @@ class Ballot:
         return wants or self.others(len(self.ballots))
 
 
+def keeping_and_failing_at(call: int, kept: list, message: str):
+    """A recording callback that appends what it is given to `kept` and raises ValueError(message) at
+    its `call`-th call (a recording error on rank 0)."""
+
+    def record(item):
+        kept.append(item)
+        if len(kept) == call:
+            raise ValueError(message)
+
+    return record
+
+
 def test_with_a_vote_each_step_is_voted_on_with_the_canvas_it_denoises(model):
     """The canvas goes to the vote so that the ranks can compare theirs (`backends.sharded.agreed`):
     before each step, the canvas that step starts from (the last step's output); at a block's start, none."""
@@ -324,11 +336,7 @@ def test_with_a_vote_a_recording_error_is_held_until_the_next_vote_then_raised_i
     the next vote says stop for every rank, and FailedInStep is raised there from the error."""
     ran = calls_of(model, monkeypatch, "_denoising_step", "cur_step")
     steps, ballot = [], Ballot()
-
-    def fail_at_second(step):
-        steps.append(step)
-        if len(steps) == 2:
-            raise ValueError("recording failed")
+    fail_at_second = keeping_and_failing_at(2, steps, "recording failed")
 
     with pytest.raises(FailedInStep) as failed:
         with capture_steps(model, fail_at_second, lambda block: None, lambda: False, agree=ballot):
@@ -344,11 +352,7 @@ def test_with_a_vote_a_recording_error_is_held_until_the_next_vote_then_raised_i
 def test_with_a_vote_an_error_after_the_last_vote_is_raised_when_generate_returns(model):
     """A block record fails at the very end: no vote comes after it, every rank has left `generate`."""
     blocks, ballot = [], Ballot()
-
-    def fail_at_last(block):
-        blocks.append(block)
-        if len(blocks) == 2:
-            raise ValueError("the last block failed")
+    fail_at_last = keeping_and_failing_at(2, blocks, "the last block failed")
 
     with pytest.raises(FailedInStep) as failed:
         with capture_steps(model, lambda step: None, fail_at_last, agree=ballot):
