@@ -128,6 +128,29 @@ def distributed_config(kind: str, processes: int):
     return DistributedConfig(tp_size=processes, tp_plan=tp_plan)
 
 
+def compile_alike(inductor=None) -> str:
+    """Make every rank's torch.compile pick the same kernels, so the work every rank runs whole (attention,
+    the dense MLP, the head, sampling) gives the same bits everywhere; returns how, for the benchmark.
+
+    Inductor times each reduction kernel's candidate configs in its own process and keeps the fastest.
+    Two ranks can keep different ones, which sum in different orders: their logits then differ in the
+    last bits and their canvases drift apart. On 4 H200s the ranks' tokens differed in every compiled
+    `expert` run (docs/sharded.md, "Ranks that compile alike"). Inductor's filter picks one config by fixed rules instead:
+    30.3 ms a step there, against 28.6 autotuned. `torch.use_deterministic_algorithms` filters them too but
+    also swaps in slower aten kernels and fills new memory (34.7 ms), so it is only the fallback, for a
+    torch without the filter.
+    `inductor`: inductor's config module, by default this torch's (a test passes an older one's)."""
+    import torch
+
+    if inductor is None:
+        import torch._inductor.config as inductor
+    if hasattr(inductor.test_configs, "force_filter_reduction_configs"):  # in torch 2.11 and 2.13
+        inductor.test_configs.force_filter_reduction_configs = True
+        return "filtered reduction configs"
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    return "deterministic algorithms"
+
+
 def _per_layer(text_config, name: str) -> set[int]:
     """Every layer's value of `name`: the real config's sliding and global layers differ (kv heads 8 and 2)."""
     layers = getattr(text_config, "per_layer_config", None)

@@ -104,6 +104,8 @@ class TransformersBackend(Backend):
         # Several processes (torchrun): each loads its shard (backends/sharded.py); "layers" is one process.
         spread = _parallel_kwargs(parallel, str(local) if is_local else source, device)
         self.parallel = parallel
+        if parallel in sharded.TORCHRUN_KINDS:  # before any compile: ranks that compile alike compute alike
+            sharded.compile_alike()
         # A ZeroGPU slice has 70 GB, it cannot be asked before a call; "layers" lets accelerate fit what it can.
         if source == REAL_CHECKPOINT and not zero_gpu and parallel != "layers":
             _check_room_for_real_checkpoint(device, parts=sharded.world_size() if "distributed_config" in spread else 1)

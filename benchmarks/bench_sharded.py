@@ -25,8 +25,10 @@ path): the first, untimed run compiles; the all-reduce clock is skipped there (a
 `--profile` adds one more stock run under torch.profiler and prints where the GPU's time per step went, by
 kind of kernel (all-reduce, experts, attention, other GEMMs, inductor's fused kernels); it works on the
 compiled path too (CUPTI sees the kernels inside CUDA graphs), so it is what gives the all-reduces' cost there.
-`--deterministic` turns on torch's deterministic algorithms, inductor's among them: no timing-based choice
-of kernel configs that could differ between ranks.
+Sharded, every rank first calls `sharded.compile_alike()`, as loading a sharded model in the app or the CLI
+does: inductor picks reduction configs by fixed rules, not by timing them on each rank, so the ranks compute
+alike. `--autotuned-reductions` leaves it out (then the ranks' tokens can differ: 8 of 8 runs on 4 H200s).
+`--deterministic` turns on torch's deterministic algorithms, inductor's filter among them (slower: BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -260,6 +262,9 @@ def main(argv=None) -> int:
     parser.add_argument("--deterministic", action="store_true",
                         help="torch.use_deterministic_algorithms(True, warn_only=True): deterministic kernels, and "
                              "inductor without timing-based choices of reduction configs, so every rank compiles alike")
+    parser.add_argument("--autotuned-reductions", action="store_true",
+                        help="sharded, leave out the product's sharded.compile_alike(): each rank times its own "
+                             "reduction configs (their canvases can differ, docs/sharded.md)")
     parser.add_argument("--json", help="rank 0 appends its row here")
     args = parser.parse_args(argv)
     if args.device == "cpu":
@@ -269,6 +274,8 @@ def main(argv=None) -> int:
         # use_deterministic_algorithms mode after compiling each frame, and that call rewrites inductor's flag.
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # cuBLAS's deterministic workspace
         torch.use_deterministic_algorithms(True, warn_only=True)
+    # as the product loads a sharded model (transformers_backend.py), unless measuring without it
+    alike = sharded.compile_alike() if args.kind != "none" and not args.autotuned_reductions else None
     config = full_shape_config(layers=args.layers, experts=args.experts, vocab=args.vocab)
     n = sharded.world_size()
     started = time.perf_counter()
@@ -324,6 +331,7 @@ def main(argv=None) -> int:
         same_per_seed=[torch.equal(a["sequences"], b["sequences"]) for a, b in pairs],
         deterministic_algorithms=torch.are_deterministic_algorithms_enabled(),
         inductor_deterministic=bool(inductor_config().deterministic) if compiled else None,  # read after the compile
+        compile_alike=alike,
         profile=profiled,
     )
     row["identical"] = all(row["same_per_seed"])

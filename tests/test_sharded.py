@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import pytest
 
 from backends import BUILTIN_MODEL_DIR, BackendError, load_backend
-from backends.sharded import REPLICATED, TEXT_MODELS, check_fits, plans
+from backends.sharded import REPLICATED, TEXT_MODELS, check_fits, compile_alike, plans
 
 ROOT = Path(__file__).resolve().parent.parent
 def _layer(kv_heads):
@@ -51,6 +51,28 @@ def test_which_splits_fit_the_real_model():
         check_fits("tensor", 4, REAL_SHAPE)
     with pytest.raises(ValueError, match="128 experts"):
         check_fits("expert", 3, REAL_SHAPE)
+
+
+def test_compile_alike_filters_inductors_reduction_configs_and_leaves_aten_as_it_is(monkeypatch):
+    import torch
+    import torch._inductor.config as inductor
+
+    monkeypatch.setattr(inductor.test_configs, "force_filter_reduction_configs", False)  # restored after the test
+    assert compile_alike() == "filtered reduction configs"
+    assert inductor.test_configs.force_filter_reduction_configs is True
+    assert not torch.are_deterministic_algorithms_enabled()  # the slower deterministic aten kernels stay off
+
+
+def test_compile_alike_falls_back_to_deterministic_algorithms_where_torch_has_no_filter():
+    import torch
+
+    older_torch = SimpleNamespace(test_configs=SimpleNamespace())  # inductor's config without the filter
+    before = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
+    try:
+        assert compile_alike(older_torch) == "deterministic algorithms"
+        assert torch.are_deterministic_algorithms_enabled() and torch.is_deterministic_algorithms_warn_only_enabled()
+    finally:
+        torch.use_deterministic_algorithms(before[0], warn_only=before[1])
 
 
 def test_parallel_outside_torchrun_is_a_one_line_message(monkeypatch):
@@ -108,6 +130,7 @@ def test_sharded_record_equals_stock_sharded_generate(tmp_path, kind, port):
     assert result["recorded"] == rank0  # the capture on rank 0 changed nothing
     assert result["blocks"] >= 1 and result["steps"] >= 1 and len(rank0) >= 256
     assert result["device"].startswith(f"{kind} parallel over 2 cpu processes")
+    assert result["reductions_filtered"] == [True, True]  # every rank compiles alike (sharded.compile_alike)
 
 
 def test_followers_serve_requests_in_lockstep_through_a_stop_a_recording_error_and_a_refusal(tmp_path):
