@@ -135,10 +135,10 @@ def compile_alike(inductor=None) -> str:
     Inductor times each reduction kernel's candidate configs in its own process and keeps the fastest.
     Two ranks can keep different ones, which sum in different orders: their logits then differ in the
     last bits and their canvases drift apart. On 4 H200s the ranks' tokens differed in every compiled
-    `expert` run (docs/sharded.md, "Ranks that compile alike"). Inductor's filter picks one config by fixed rules instead:
-    30.3 ms a step there, against 28.6 autotuned. `torch.use_deterministic_algorithms` filters them too but
-    also swaps in slower aten kernels and fills new memory (34.7 ms), so it is only the fallback, for a
-    torch without the filter.
+    `expert` run (docs/sharded.md, "Ranks that compile alike"). Inductor's filter picks one config by
+    fixed rules instead: 30.3 ms a step there, against 28.6 autotuned. `torch.use_deterministic_algorithms`
+    filters them too but also swaps in slower aten kernels and fills new memory (34.7 ms), so it is only
+    the fallback, for a torch without the filter.
     `inductor`: inductor's config module, by default this torch's (a test passes an older one's)."""
     import torch
 

@@ -16,6 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # torchrun runs this file as a script
 
 import torch  # noqa: E402
+import torch._inductor.config as inductor  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 from backends import load_backend  # noqa: E402
@@ -66,8 +67,6 @@ stock = backend.follow(demo_prompt("story"), GenerationSettings(seed=SEED, max_n
                lockstep=False)  # the plain stock generate on every rank
 every_rank = [None] * dist.get_world_size()
 dist.all_gather_object(every_rank, stock.tolist())
-import torch._inductor.config as inductor  # noqa: E402
-
 reductions_filtered = [None] * dist.get_world_size()  # set by the load (sharded.compile_alike), on every rank
 dist.all_gather_object(reductions_filtered, inductor.test_configs.force_filter_reduction_configs)
 
@@ -82,7 +81,8 @@ if rank() == 0:
     whole = record_trace(load_backend(MODEL), demo_prompt("story"),
                          GenerationSettings(seed=SEED, max_new_tokens=MAX_NEW, max_denoising_steps=STEPS))
     first_sharded, first_whole = trace.steps[0].entropy_nats, whole.steps[0].entropy_nats
-    result = {"status": status, "wrong_products": wrong, "stock": every_rank, "reductions_filtered": reductions_filtered, "recorded": trace.end.sequence.tolist(),
+    result = {"status": status, "wrong_products": wrong, "stock": every_rank, "reductions_filtered": reductions_filtered,
+              "recorded": trace.end.sequence.tolist(),
               "device": trace.model.device, "blocks": len(trace.blocks), "steps": len(trace.steps),
               "first_step_entropy_gap": float(abs(first_sharded.astype("float64") - first_whole).max())}
     (OUT / "result.json").write_text(json.dumps(result))
