@@ -5,7 +5,8 @@
     python -m visualizer frame run.json --step 5 --out frame.png
 
 Every flag of `record` maps to a field of `GenerationSettings`; a knob left out takes the
-checkpoint's default.  A run that fails or is interrupted (Ctrl-C) still writes what it recorded.
+checkpoint's default.  A run that fails or is interrupted (Ctrl-C, or under torchrun the SIGTERM
+torchrun sends when another rank dies) still writes what it recorded.
 Over several GPUs of one host (docs/sharded.md) every rank runs the model and rank 0 records and writes:
 
     torchrun --nproc-per-node 4 -m visualizer record --parallel expert --model M --demo acrostic --out run.json
@@ -13,7 +14,9 @@ Over several GPUs of one host (docs/sharded.md) every rank runs the model and ra
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from .common import CliError, add_generation_arguments, load_trace, refuse_problems, settings_from_args
@@ -36,7 +39,7 @@ def add_record_command(subparsers) -> None:
 
 def run_record(args) -> int:
     from backends import BackendError, default_model, load_backend, record_trace
-    from backends.sharded import is_follower
+    from backends.sharded import is_follower, under_torchrun
     from prompts.demos import demo_prompt
 
     try:
@@ -55,7 +58,10 @@ def run_record(args) -> int:
         if args.parallel and is_follower():  # the same generation in lockstep, nothing recorded or written
             backend.follow(prompt, settings)
             return 0
-        trace = record_trace(backend, prompt, settings, progress=None if args.quiet else sys.stderr)
+        stop = threading.Event()
+        if under_torchrun():  # torchrun's SIGTERM (a rank died) stops the run, which then writes what it recorded
+            signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+        trace = record_trace(backend, prompt, settings, stop=stop, progress=None if args.quiet else sys.stderr)
     except BackendError as exc:
         raise CliError(str(exc)) from None
     trace.save(out)
@@ -65,6 +71,9 @@ def run_record(args) -> int:
         + (f" ({end.error})" if end.error else ""),
         file=sys.stderr,
     )
+    if stop.is_set():
+        print("torchrun ended the job (SIGTERM: another rank stopped, its report below names it); the steps recorded "
+              "before are kept in the trace.", file=sys.stderr)
     return 1 if end.finish_reason == "error" else 0
 
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -17,6 +19,7 @@ import pytest
 
 from backends import BUILTIN_MODEL_DIR, BackendError, load_backend
 from backends.sharded import REPLICATED, TEXT_MODELS, check_fits, compile_alike, plans
+from visualizer.trace import Trace
 
 ROOT = Path(__file__).resolve().parent.parent
 def _layer(kv_heads):
@@ -154,3 +157,44 @@ def test_followers_serve_requests_in_lockstep_through_a_stop_a_recording_error_a
     assert result["refused"].startswith("The prompt is empty")
     assert result["again"] == result["first"]
     assert result["said_goodbye"] is True and json.loads((tmp_path / "follower_1.json").read_text()) == 0
+
+
+def _pid_of_rank(rank: int, port: int) -> int | None:
+    """The process torchrun started as `rank` of the job on `port` (Linux: read from /proc)."""
+    wanted = {f"RANK={rank}".encode(), f"MASTER_PORT={port}".encode()}
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and wanted <= set((entry / "environ").read_bytes().split(b"\0")):
+                return int(entry.name)
+        except OSError:  # gone meanwhile, or not ours
+            continue
+    return None
+
+
+def test_record_keeps_its_steps_when_a_follower_dies(tmp_path):
+    """torchrun answers a dead rank with SIGTERM to the others: rank 0's record stops the run and writes
+    what it recorded (it used to die of the signal with nothing written)."""
+    port, out = 29529, tmp_path / "run.json"
+    env = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
+    log = (tmp_path / "stderr").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(port),
+         "-m", "visualizer", "record", "--parallel", "expert", "--model", str(BUILTIN_MODEL_DIR), "--demo", "story",
+         "--seed", "3", "--max-new-tokens", "768", "--steps", "48", "--out", str(out)],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while "step 3:" not in (tmp_path / "stderr").read_text():
+            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "stderr").read_text()[-3000:]
+            time.sleep(0.05)
+        os.kill(_pid_of_rank(1, port), signal.SIGKILL)
+        assert proc.wait(timeout=60) != 0  # torchrun reports the dead rank
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        log.close()
+    said = (tmp_path / "stderr").read_text()
+    assert "torchrun ended the job" in said and "wrote " in said
+    recorded = Trace.load(out)
+    assert len(recorded.steps) >= 3 and recorded.end.finish_reason == "error"
