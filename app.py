@@ -32,6 +32,7 @@ from app_run import MODELS, run_live
 from backends import (
     BackendError, Leader, ModelChoice, default_model, follow_requests, is_follower, load_backend, under_torchrun,
 )
+from backends.process_group import end_process
 from gradio_temp import own_gradio_temp_dir
 from hosting import Hosting, generate_validator
 from sessions import RunSession, SessionRegistry
@@ -756,8 +757,8 @@ def main(argv=None) -> None:
             max_file_size=mode.limits.max_file_size,  # Gradio refuses a bigger upload before anything reads it
         )
     finally:
-        if leader is not None and not leader.close():  # the followers leave (announce None) unless one stopped
-            sys.exit(1)
+        if leader is not None:  # the followers leave (announce None) unless one stopped; then the group ends in order
+            sys.exit(end_process(0 if leader.close() else 1, backend=leader.backend))
 
 
 def _refuse(parser: argparse.ArgumentParser, message: str) -> None:
@@ -776,7 +777,7 @@ def _serve_spread(parser, mode: Hosting, choice: ModelChoice, parallel: str):
     except BackendError as exc:  # --parallel without torchrun, a split that does not fit: the backend's own line
         _refuse(parser, str(exc))
     if is_follower():
-        sys.exit(follow_requests(backend))
+        sys.exit(end_process(follow_requests(backend), backend=backend))
     leader = Leader(backend) if under_torchrun() else None
     name = Path(choice.source).name if Path(choice.source).is_dir() else choice.source  # a folder's name, a hub id
     label = f"{name} · {backend.info.device}"

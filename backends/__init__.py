@@ -19,7 +19,7 @@ import platform
 from dataclasses import dataclass
 from pathlib import Path
 
-from .base import Backend, BackendError, BackendUnavailable, Capabilities
+from .base import Backend, BackendError, BackendUnavailable, Capabilities, Stop
 from .known import REAL_CHECKPOINT, REAL_CHECKPOINT_GPU_GB, REAL_CHECKPOINT_MLX
 from .registry import DIFFUSERS_SOURCE_PREFIX, BACKENDS, MLX_INSTALL_HINT, backend_for_source, backend_names, is_mlx_model, mlx_installed
 from .run import record_trace, run_records
@@ -124,6 +124,7 @@ __all__ = [
     "BackendUnavailable",
     "Capabilities",
     "ModelChoice",
+    "Stop",
     "load_backend",
     "record_trace",
     "run_records",

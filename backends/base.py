@@ -61,6 +61,8 @@ log = logging.getLogger(__name__)  # a failed run's traceback, at DEBUG: the UI 
 _QUEUE_SIZE = 64  # captured items buffered per batch row between the model's thread and a slow consumer
 _DONE = object()  # the worker's run returned
 _CANCELLED = object()  # the worker's run stopped between two steps
+# After `Stop.abandon`, how long the model is given to reach its next step before the run ends without it.
+ABANDON_GRACE_S = 3.0
 
 
 class BackendError(RuntimeError):
@@ -73,6 +75,36 @@ class BackendUnavailable(BackendError):
 
 class GenerationCancelled(Exception):
     """Raised inside a backend's step loop, between two steps, when the run has to stop."""
+
+
+class Stop(threading.Event):
+    """A run's stop flag: `set()` ends the run at its next step.
+
+    `abandon(reason)` also says the model may never reach that step: a rank of a sharded model died
+    and, with NCCL, the others wait inside its collective for ever (a GPU kernel spinning on a peer
+    that is gone; no Python runs on that thread again). The run then ends `ABANDON_GRACE_S` later
+    whatever the model does, with `reason` and every record so far, and its worker is left where it
+    is; the process can then only end with `os._exit` (`process_group.abandon_process`)."""
+
+    def __init__(self, linked: threading.Event | None = None):
+        super().__init__()
+        self.linked = linked  # another flag that also stops the run (the caller's, where a Leader makes this one)
+        self.abandon_reason: str | None = None
+        self.abandoned_at: float | None = None
+
+    def is_set(self) -> bool:
+        return super().is_set() or (self.linked is not None and self.linked.is_set())
+
+    def abandon(self, reason: str) -> None:
+        if self.abandon_reason is None:
+            self.abandon_reason, self.abandoned_at = reason, time.monotonic()
+        self.set()
+
+    def given_up(self) -> str | None:
+        """The reason, once the grace after `abandon` has passed; None before."""
+        if self.abandoned_at is None or time.monotonic() - self.abandoned_at < ABANDON_GRACE_S:
+            return None
+        return self.abandon_reason
 
 
 class FailedInStep(Exception):
@@ -352,13 +384,20 @@ class Backend(ABC):
 
         job = self._launch(work)
         blocks: list[list[np.ndarray]] = [[] for _ in range(rows)]
-        finish, error = None, None
+        finish, error, abandoned = None, None, False
         try:
             while finish is None:
                 try:
                     first = records.get(timeout=0.1)
                 except queue.Empty:
                     if job.done() and records.empty():
+                        break
+                    given_up = stop.given_up() if isinstance(stop, Stop) else None
+                    if given_up:  # the model never reached its next step: end the run without it
+                        from .process_group import abandon_process
+
+                        finish, error, abandoned = FINISH_ERROR, given_up, True
+                        abandon_process(given_up)
                         break
                     continue
                 except KeyboardInterrupt:
@@ -393,7 +432,8 @@ class Backend(ABC):
                     yield batch
         finally:
             halt.set()
-            job.exception()  # waits until the worker has left the run
+            if not abandoned:
+                job.exception()  # waits until the worker has left the run
         finish = None if finish == "done" else finish
         yield [(row, run_end(self, blocks[row], finish=finish, error=error, started=started)) for row in range(rows)]
 

@@ -57,12 +57,16 @@ class ModelThread:
         return future
 
     def stop(self) -> None:
-        """Let queued jobs finish, then end the thread (and wait for it, unless called on it)."""
+        """Let queued jobs finish, then end the thread (and wait for it, unless called on it, or unless a
+        run was abandoned inside a collective that never returns: then nobody waits for it, and the
+        process ends with os._exit, `process_group.end_process`)."""
+        from .process_group import stuck_reason
+
         with self._lock:
             if not self._stopped:
                 self._stopped = True
                 self._jobs.put(None)
-        if threading.current_thread() is not self._thread:
+        if threading.current_thread() is not self._thread and stuck_reason() is None:
             self._thread.join()
 
     def _run(self) -> None:

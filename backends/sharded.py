@@ -363,21 +363,24 @@ class Leader:
 
     def end(self, reason: str) -> None:
         """No request runs after this: the run in flight stops at its next step (on every rank, while
-        they all live) and later requests are refused with `reason`."""
+        they all live) and later requests are refused with `reason`. With NCCL a rank that died leaves
+        the others inside its collective for ever, so the run is also abandoned: it ends with `reason`
+        `ABANDON_GRACE_S` later whether or not the model gets there (`base.Stop`)."""
         self._ended = self._ended or reason
         stop = self._stop
         if stop is not None:
-            stop.set()
+            stop.abandon(self._ended)
 
     # ---- running requests ----
     def run_records(self, prompt: str, settings, *, trace, stop: threading.Event) -> Iterator[list]:
         """`backends.run_records` in lockstep: checks the request, announces it to the followers and
         runs it on rank 0, holding the lock until the run's end. Raises BackendError (a bad request, or
         `problem()`) at the first batch, before anything is announced."""
+        from .base import Stop
         from .run import run_records
 
         with self._lock:
-            self._stop = stop
+            self._stop = stop = Stop(linked=stop)  # the caller's stop, and `end`'s abandon
             try:
                 problem = self.problem()
                 if problem:

@@ -50,6 +50,7 @@ from . import sharded
 from .base import COMMON_KNOBS, Backend, BackendError, Capabilities
 from .capture import capture_steps
 from .model_thread import ModelThread, stop_thread
+from .process_group import note_compiled_run
 from .known import REAL_CHECKPOINT, REAL_CHECKPOINT_BF16_GB, load_failure_message, looks_like_path, on_zero_gpu
 
 ENTROPY_BOUND = SamplerSpec(
@@ -191,6 +192,8 @@ class TransformersBackend(Backend):
         from transformers.models.diffusion_gemma.generation_diffusion_gemma import EntropyBoundSamplerConfig
 
         self.capabilities.sampler(settings.sampler)  # anything else is refused with one line
+        if settings.compiled:
+            note_compiled_run()  # an NCCL group can't be destroyed after it (backends/process_group.py)
         return {
             "max_new_tokens": settings.max_new_tokens,
             "max_denoising_steps": settings.max_denoising_steps,
@@ -335,7 +338,24 @@ def _parallel_kwargs(parallel: str | None, source: str, device: str) -> dict:
         sharded.check_fits(parallel, sharded.world_size(), AutoConfig.from_pretrained(source).text_config)
     except (OSError, ValueError) as exc:
         raise BackendError(str(exc)) from None
+    _join_sharded_group(device)
     return {"distributed_config": sharded.distributed_config(parallel, sharded.world_size())}
+
+
+def _join_sharded_group(device: str) -> None:
+    """Open the group transformers would open for a sharded load (NCCL bound to this rank's GPU, or gloo;
+    its 2-hour timeout), but on this torchrun attempt's own keys, so a restarted job loads again
+    (`process_group.join_group`)."""
+    from datetime import timedelta
+
+    from .process_group import join_group
+
+    if device.startswith("cuda"):
+        local = torch.device("cuda", sharded.local_rank())
+        torch.cuda.set_device(local)
+        join_group("nccl", timeout=timedelta(hours=2), device_id=local)
+    else:
+        join_group("gloo", timeout=timedelta(hours=2))
 
 
 def _check_room_for_real_checkpoint(device: str, *, parts: int = 1) -> None:

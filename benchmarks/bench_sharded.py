@@ -47,6 +47,7 @@ import torch  # noqa: E402
 
 from backends import sharded  # noqa: E402
 from backends.capture import capture_steps  # noqa: E402
+from backends.process_group import end_process  # noqa: E402
 from benchmarks.bench_capture_fullshape import build, full_shape_config  # noqa: E402
 
 STEPS = 48  # random weights never converge: every block runs all its steps
@@ -355,11 +356,9 @@ def main(argv=None) -> int:
         if args.json:
             with open(args.json, "a") as f:
                 f.write(json.dumps(row) + "\n")
-    if n > 1 and device != "cuda":
-        # Not with NCCL: after compiled runs (CUDA graphs holding NCCL work) destroy_process_group never
-        # returned on 2 H200s (torch 2.11, seen twice); the process's exit frees the group anyway.
-        torch.distributed.destroy_process_group()
-    return 0 if row["identical"] else 1
+    # The group ends in order where it can (not NCCL after compiled runs: destroy_process_group never
+    # returned on 2 H200s, torch 2.11, seen twice); backends/process_group.py.
+    return end_process(0 if row["identical"] else 1)
 
 
 if __name__ == "__main__":

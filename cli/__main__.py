@@ -2,6 +2,6 @@
 
 import sys
 
-from .main import main
+from .main import run_as_process
 
-sys.exit(main())
+sys.exit(run_as_process())

@@ -101,32 +101,19 @@ def join_cluster() -> Cluster:
         import torch.distributed as dist
 
         if not dist.is_initialized():  # control messages only: gloo on any host
-            dist.init_process_group("gloo", store=_attempt_store(cluster), rank=cluster.rank, world_size=world,
-                                    timeout=_GROUP_TIMEOUT)
+            from backends.process_group import join_group
+
+            join_group("gloo", timeout=_GROUP_TIMEOUT)
     return cluster
 
 
-def _attempt_store(cluster: Cluster):
-    """torchrun's store, with keys of this attempt only.
-
-    torchrun keeps one store (its agent's) across --max-restarts attempts; a process group built on
-    it as is finds the keys of the killed attempt and hangs in init_process_group (seen on torch
-    2.13 with the static and the c10d rendezvous). A prefix per attempt gives each its own keys.
-    """
-    import torch.distributed as dist
-
-    agent_hosts_it = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
-    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), cluster.world_size,
-                          is_master=not agent_hosts_it and cluster.rank == 0, timeout=timedelta(minutes=10))
-    return dist.PrefixStore(f"visualizer-probe-attempt-{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}", store)
-
-
 def leave_cluster(cluster: Cluster) -> None:
+    """End the control group while the interpreter is whole (`backends.process_group` says why a group
+    left to interpreter shutdown aborts a finished run); `cli.main` ends the process after that."""
     if cluster.world_size > 1:
-        import torch.distributed as dist
+        from backends.process_group import end_group
 
-        if dist.is_initialized():
-            dist.destroy_process_group()
+        end_group()
 
 
 def _own_gpu(local_rank: int) -> None:

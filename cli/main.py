@@ -49,5 +49,14 @@ def main(argv=None) -> int:
         return 2
 
 
+def run_as_process(argv=None) -> int:
+    """`main` as a process's entry point (`python -m visualizer`, the console script): under torchrun,
+    every path out then ends the process group in order, so a finished run exits 0
+    (backends/process_group.py); without torchrun that is a no-op."""
+    from backends.process_group import end_process
+
+    return end_process(main(argv))
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_as_process())

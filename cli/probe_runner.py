@@ -268,6 +268,7 @@ def progress_bar(out, plan: Plan, todo: Sequence[Batch], *, every_s: float = 0.5
     """
     from tqdm import tqdm
 
+    tqdm.monitor_interval = 0  # no monitor thread: this bar is redrawn by `poll`, and a finished run leaves no thread
     todo = list(todo)
     stop = threading.Event()
     logged = not sys.stderr.isatty()  # a log file gets a line every 30 s, not a redraw every half second

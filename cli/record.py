@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import signal
 import sys
-import threading
 from pathlib import Path
 
 from .common import CliError, add_generation_arguments, load_trace, refuse_problems, settings_from_args
 
 
 # ---- record ----------------------------------------------------------------------------------
+# torchrun's SIGTERM to rank 0: another rank stopped. With NCCL the run in flight may never reach its
+# next step (the dead rank's collective never completes), so the stop abandons it (`Stop.abandon`).
+TORCHRUN_ENDED = "torchrun ended the job (SIGTERM: another rank stopped, its report below names it)"
 def add_record_command(subparsers) -> None:
     p = subparsers.add_parser("record", help="run the model on a prompt and write its trace (JSON)")
     source = p.add_mutually_exclusive_group(required=True)
@@ -38,7 +40,7 @@ def add_record_command(subparsers) -> None:
 
 
 def run_record(args) -> int:
-    from backends import BackendError, default_model, load_backend, record_trace
+    from backends import BackendError, Stop, default_model, load_backend, record_trace
     from backends.sharded import is_follower, under_torchrun
     from prompts.demos import demo_prompt
 
@@ -58,9 +60,9 @@ def run_record(args) -> int:
         if args.parallel and is_follower():  # the same generation in lockstep, nothing recorded or written
             backend.follow(prompt, settings)
             return 0
-        stop = threading.Event()
+        stop = Stop()
         if under_torchrun():  # torchrun's SIGTERM (a rank died) stops the run, which then writes what it recorded
-            signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+            signal.signal(signal.SIGTERM, lambda signum, frame: stop.abandon(TORCHRUN_ENDED))
         trace = record_trace(backend, prompt, settings, stop=stop, progress=None if args.quiet else sys.stderr)
     except BackendError as exc:
         raise CliError(str(exc)) from None
@@ -72,8 +74,7 @@ def run_record(args) -> int:
         file=sys.stderr,
     )
     if stop.is_set():
-        print("torchrun ended the job (SIGTERM: another rank stopped, its report below names it); the steps recorded "
-              "before are kept in the trace.", file=sys.stderr)
+        print(f"{TORCHRUN_ENDED}; the steps recorded before are kept in the trace.", file=sys.stderr)
     return 1 if end.finish_reason == "error" else 0
 
 

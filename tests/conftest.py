@@ -96,3 +96,44 @@ def build_mlx_models(base):
 @pytest.fixture(scope="session")
 def mlx_models(tmp_path_factory):
     return build_mlx_models(tmp_path_factory.getbasetemp() / "mlx-models")
+
+
+# ---- tests that start processes (torchrun, the app): each ends with nothing of its own left running ----
+PROCESS_TAG_ENV = "VISUALIZER_TEST_PROCESS_TAG"
+
+
+def _tagged(tag: str) -> list:
+    import psutil
+
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.pid != os.getpid() and process.environ().get(PROCESS_TAG_ENV) == tag:
+                found.append(process)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
+
+
+@pytest.fixture
+def no_leftover_processes(monkeypatch, request):
+    """Fails a test that leaves a process it started running, and ends it, so no later test meets it.
+
+    Every process the test starts inherits a tag in its environment (also the ones torchrun starts,
+    and any that outlive their parent and are re-parented), so a leftover is found by the tag, not by
+    the process tree. A process is given 15 s to finish exiting after the test."""
+    import psutil
+
+    tag = f"{request.node.nodeid}:{os.getpid()}"
+    monkeypatch.setenv(PROCESS_TAG_ENV, tag)
+    yield
+    left = _tagged(tag)
+    _, alive = psutil.wait_procs(left, timeout=15)
+    named = []
+    for process in alive:
+        try:
+            named.append(" ".join(process.cmdline()[:8]))
+            process.kill()
+        except psutil.NoSuchProcess:
+            pass
+    assert not named, f"the test left processes running: {named}"

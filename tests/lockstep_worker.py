@@ -19,6 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # torchrun runs this file as a script
 
 from backends import BackendError, capture, load_backend  # noqa: E402
+from backends.process_group import end_process  # noqa: E402
 from backends.sharded import Leader, follow_requests, rank  # noqa: E402
 from prompts.demos import demo_prompt  # noqa: E402
 from visualizer.records import StepRecord  # noqa: E402
@@ -59,7 +60,7 @@ def diverging_follow(follow):
 if rank() != 0:
     backend.follow = diverging_follow(backend.follow)
     (OUT / f"follower_{rank()}.json").write_text(json.dumps(follow_requests(backend)))
-    sys.exit(0)
+    sys.exit(end_process(0, backend=backend))
 
 SETTINGS = GenerationSettings(seed=5, max_new_tokens=64, max_denoising_steps=12)
 leader = Leader(backend, keep_alive_s=0)
@@ -115,3 +116,4 @@ said_goodbye = leader.close()
     "again": [again.end.finish_reason, len(again.steps), again.end.sequence.tolist()],
     "said_goodbye": said_goodbye,
 }))
+sys.exit(end_process(0, backend=backend))

@@ -6,7 +6,7 @@ Every rank writes its process id to OUT_DIR/pid_RANK, runs the stock `model.gene
 (`backend.follow(..., lockstep=False)`: no capture, no app), and rank 0 writes every rank's ids to
 OUT_DIR/stock.json. Then every rank runs `app.main(APP_ARGS)`, as `torchrun ... app.py APP_ARGS` would:
 rank 0 serves the UI, the others follow its requests; idle, rank 0 sends a keep-alive every 0.5 s
-(instead of every minute), and writes how many it sent to OUT_DIR/keep_alives after its app closed.
+(instead of every minute), and writes how many it sent to OUT_DIR/keep_alives as the process ends.
 """
 
 from __future__ import annotations
@@ -39,5 +39,15 @@ dist.all_gather_object(every_rank, stock.tolist())
 if rank() == 0:
     (OUT / "stock.json").write_text(json.dumps(every_rank))
 sharded.KEEP_ALIVE_S = 0.5  # keep-alives between the test's requests, not only after a minute idle
-app.main(APP_ARGS)  # a follower leaves here (sys.exit) when rank 0 says goodbye
-(OUT / "keep_alives").write_text(str(app_run.LEADER.keep_alives))
+end_process = app.end_process
+
+
+def counted_end(status, *, backend=None):
+    """Rank 0, once its app closed and said goodbye: how many keep-alives it sent, then the product's end."""
+    (OUT / "keep_alives").write_text(str(app_run.LEADER.keep_alives))
+    return end_process(status, backend=backend)
+
+
+if rank() == 0:
+    app.end_process = counted_end
+app.main(APP_ARGS)  # every rank leaves here (sys.exit): a follower when rank 0 says goodbye

@@ -20,6 +20,7 @@ import torch._inductor.config as inductor  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 from backends import load_backend  # noqa: E402
+from backends.process_group import end_process  # noqa: E402
 from backends.sharded import rank  # noqa: E402
 from cli.main import main  # noqa: E402
 from prompts.demos import demo_prompt  # noqa: E402
@@ -86,3 +87,4 @@ if rank() == 0:
               "device": trace.model.device, "blocks": len(trace.blocks), "steps": len(trace.steps),
               "first_step_entropy_gap": float(abs(first_sharded.astype("float64") - first_whole).max())}
     (OUT / "result.json").write_text(json.dumps(result))
+sys.exit(end_process(0, backend=backend))  # every rank ends its group in order (backends/process_group.py)

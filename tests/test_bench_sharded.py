@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_sharded import kernel_kind  # noqa: E402
+from tests.torchrun import single_host  # noqa: E402
 
 # Kernel names as torch.profiler reported them for the 26B shape on 2 H200s (truncated as the benchmark keeps them).
 H200_KERNELS = {
@@ -45,7 +46,7 @@ def test_dry_run_under_torchrun_reports_every_rank_and_the_profile(tmp_path):
     rows = tmp_path / "rows.jsonl"
     env = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
     done = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", "29541",
+        [*single_host(2),
          str(ROOT / "benchmarks" / "bench_sharded.py"), "--kind", "expert", "--device", "cpu", "--layers", "2",
          "--experts", "8", "--vocab", "4096", "--reps", "1", "--profile", "--json", str(rows)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,

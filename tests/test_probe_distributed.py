@@ -6,30 +6,22 @@ block) because every process loads torch and the model.
 """
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.torchrun import ROOT, TORCHRUN, free_port, single_host, worker_env
 from visualizer.trace import Trace
 
-ROOT = Path(__file__).resolve().parent.parent
-TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]
 FLAGS = ["--regimes", "math", "factual", "--per-regime", "4", "--seeds", "2", "--steps", "2", "--batch-size", "2",
          "--bootstrap", "20"]
-PORTS = iter(range(29512, 29520))  # this suite's rendezvous ports
-
-
-def _env(**extra):
-    env = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false", PYTHONPATH=str(ROOT), **extra)
-    env.pop("CUDA_VISIBLE_DEVICES", None)
-    return env
+pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
 
 def _run(command, **extra):
-    return subprocess.run(command, cwd=ROOT, env=_env(**extra), capture_output=True, text=True, timeout=600)
+    return subprocess.run(command, cwd=ROOT, env=worker_env(**extra), capture_output=True, text=True, timeout=600)
 
 
 def _probe(out, *launcher, flags=FLAGS, **extra):
@@ -61,7 +53,7 @@ def one_process(tmp_path_factory):
 def test_two_processes_give_the_traces_and_tables_of_one(one_process, tmp_path):
     reference, single = one_process
     out = tmp_path / "probe"
-    done = _probe(out, *TORCHRUN, "--nproc-per-node", "2", "--master-port", str(next(PORTS)))
+    done = _probe(out, *single_host(2))
     assert done.returncode == 0, done.stderr
     assert _traces(out) == _traces(reference)
     assert done.stdout.count("| math |") == single.stdout.count("| math |") >= 1  # rank 0 alone prints the tables
@@ -78,10 +70,16 @@ def test_a_killed_worker_is_restarted_and_redoes_only_unfinished_batches(one_pro
     reference, _ = one_process
     out = tmp_path / "probe"
     # rank 1 kills itself (SIGKILL) after its first batch; torchrun restarts both workers once
-    done = _probe(out, *TORCHRUN, "--nproc-per-node", "2", "--max-restarts", "1", "--master-port", str(next(PORTS)),
-                  VISUALIZER_TEST_KILL_AFTER="1:1")
+    reports = tmp_path / "exit"
+    reports.mkdir()
+    done = _probe(out, *single_host(2, "--max-restarts", "1"), VISUALIZER_TEST_KILL_AFTER="1:1",
+                  VISUALIZER_TEST_EXIT_REPORT=str(reports))
     assert done.returncode == 0, done.stderr
     assert "failed (exitcode: -9) local_rank: 1" in done.stderr  # torchrun saw rank 1 killed
+    # the second attempt's ranks ended their group in order and left no thread behind (backends/process_group.py)
+    ended = {p.name: json.loads(p.read_text()) for p in reports.iterdir()}
+    assert ended == {f"rank{r}-attempt1.json": {"ended": "in order", "threads": [], "group": False} for r in (0, 1)}
+    assert "terminate called" not in done.stderr
     redone = json.loads((out / "probe.json").read_text())["dealt"]["rank_of_batch"]
     assert 0 < len(redone) < 4  # the second attempt dealt only what the first left unfinished
     assert _traces(out) == _traces(reference)
@@ -91,12 +89,11 @@ def test_a_killed_worker_is_restarted_and_redoes_only_unfinished_batches(one_pro
 def test_two_local_nodes_meet_through_torchrun_rendezvous(one_process, tmp_path):
     reference, _ = one_process
     out = tmp_path / "probe"
-    port = next(PORTS)
     node = [*TORCHRUN, "--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
-            "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "probe-test"]
+            "--rdzv-endpoint", f"127.0.0.1:{free_port()}", "--rdzv-id", f"probe-test-{tmp_path.name}"]
     command = [*node, "-m", "visualizer", "probe", "--out", str(out), *FLAGS]
-    nodes = [subprocess.Popen(command, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(2)]
+    nodes = [subprocess.Popen(command, cwd=ROOT, env=worker_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for _ in range(2)]
     outputs = [n.communicate(timeout=600) for n in nodes]
     assert [n.returncode for n in nodes] == [0, 0], outputs
     assert sum("| math |" in stdout for stdout, _ in outputs) == 1  # one rank 0 over both nodes
@@ -105,8 +102,7 @@ def test_two_local_nodes_meet_through_torchrun_rendezvous(one_process, tmp_path)
 
 
 def test_bad_flags_under_torchrun_are_one_line_from_one_process(tmp_path):
-    done = _probe(tmp_path / "probe", *TORCHRUN, "--nproc-per-node", "2", "--master-port", str(next(PORTS)),
-                  flags=["--batch-size", "lots"])
+    done = _probe(tmp_path / "probe", *single_host(2), flags=["--batch-size", "lots"])
     assert done.returncode != 0
     ours = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert ours == ["error: --batch-size must be a whole number of at least 1 or 'auto' (got 'lots')"]

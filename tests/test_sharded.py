@@ -19,6 +19,7 @@ import pytest
 
 from backends import BUILTIN_MODEL_DIR, BackendError, load_backend
 from backends.sharded import REPLICATED, TEXT_MODELS, check_fits, compile_alike, plans
+from tests.torchrun import rank_pid, single_host, worker_env
 from visualizer.trace import Trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -110,20 +111,19 @@ def test_cli_refuses_parallel_outside_torchrun_without_a_traceback(tmp_path):
     assert "Traceback" not in done.stderr
 
 
-def _torchrun(kind: str, out: Path, port: int, worker: str = "sharded_worker.py") -> dict:
-    env = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
+def _torchrun(kind: str, out: Path, worker: str = "sharded_worker.py") -> dict:
     done = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(port),
-         str(ROOT / "tests" / worker), kind, str(BUILTIN_MODEL_DIR), str(out)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        [*single_host(2), str(ROOT / "tests" / worker), kind, str(BUILTIN_MODEL_DIR), str(out)],
+        cwd=ROOT, env=worker_env(), capture_output=True, text=True, timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads((out / "result.json").read_text())
 
 
-@pytest.mark.parametrize("kind, port", [("expert", 29525), ("tensor", 29526), ("tensor+expert", 29527)])
-def test_sharded_record_equals_stock_sharded_generate(tmp_path, kind, port):
-    result = _torchrun(kind, tmp_path, port)
+@pytest.mark.usefixtures("no_leftover_processes")
+@pytest.mark.parametrize("kind", ["expert", "tensor", "tensor+expert"])
+def test_sharded_record_equals_stock_sharded_generate(tmp_path, kind):
+    result = _torchrun(kind, tmp_path)
 
     assert result["status"] == 0
     assert result["wrong_products"] == []  # every hooked layer, the encoder's too, computes its true product
@@ -136,11 +136,12 @@ def test_sharded_record_equals_stock_sharded_generate(tmp_path, kind, port):
     assert result["reductions_filtered"] == [True, True]  # every rank compiles alike (sharded.compile_alike)
 
 
+@pytest.mark.usefixtures("no_leftover_processes")
 def test_followers_serve_requests_in_lockstep_through_a_stop_a_recording_error_and_a_refusal(tmp_path):
     """A stop on rank 0, an error of rank 0's recording (the followers record nothing), or ranks whose
     canvases differ, ends the run on every rank between the same two steps, and every rank is ready for the next request: the last
     run equals the first, and the followers hear the goodbye (a hang would fail the timeout)."""
-    result = _torchrun("expert", tmp_path, 29528, worker="lockstep_worker.py")
+    result = _torchrun("expert", tmp_path, worker="lockstep_worker.py")
 
     first_finish, first_steps, first_sequence = result["first"]
     assert first_finish != "error" and first_steps > 1
@@ -159,37 +160,24 @@ def test_followers_serve_requests_in_lockstep_through_a_stop_a_recording_error_a
     assert result["said_goodbye"] is True and json.loads((tmp_path / "follower_1.json").read_text()) == 0
 
 
-def _pid_of_rank(rank: int, port: int) -> int | None:
-    """The process torchrun started as `rank` of the job on `port` (Linux: read from /proc)."""
-    wanted = {f"RANK={rank}".encode(), f"MASTER_PORT={port}".encode()}
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and wanted <= set((entry / "environ").read_bytes().split(b"\0")):
-                return int(entry.name)
-        except OSError:  # gone meanwhile, or not ours
-            continue
-    return None
-
-
+@pytest.mark.usefixtures("no_leftover_processes")
 def test_record_takes_torchruns_sigterm_as_a_stop_and_keeps_its_steps(tmp_path):
     """torchrun answers a dead rank with SIGTERM to the others. Rank 0's record takes it as a stop and
     writes what it recorded (it used to die of the signal with nothing written). Sent here to rank 0
     while rank 1 lives, so the order is fixed: when a rank really dies, gloo may end the run first."""
-    port, out = 29529, tmp_path / "run.json"
-    env = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
+    out = tmp_path / "run.json"
     log = (tmp_path / "stderr").open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(port),
-         "-m", "visualizer", "record", "--parallel", "expert", "--model", str(BUILTIN_MODEL_DIR), "--demo", "story",
+        [*single_host(2), "-m", "visualizer", "record", "--parallel", "expert", "--model", str(BUILTIN_MODEL_DIR), "--demo", "story",
          "--seed", "3", "--max-new-tokens", "768", "--steps", "48", "--out", str(out)],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        cwd=ROOT, env=worker_env(), stdout=log, stderr=subprocess.STDOUT,
     )
     try:
         deadline = time.monotonic() + 120
         while "step 3:" not in (tmp_path / "stderr").read_text():
             assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "stderr").read_text()[-3000:]
             time.sleep(0.05)
-        os.kill(_pid_of_rank(0, port), signal.SIGTERM)
+        os.kill(rank_pid(proc.pid, 0), signal.SIGTERM)
         proc.wait(timeout=60)  # no rank hangs
     finally:
         if proc.poll() is None:

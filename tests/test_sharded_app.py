@@ -27,6 +27,7 @@ from gradio_client import Client
 import app as app_module
 from hosting import Hosting
 from tests.app_api import finished_run, submit_generate
+from tests.torchrun import free_port, single_host
 from visualizer.trace import Trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,12 +35,6 @@ KNOBS = dict(max_new_tokens=64, max_denoising_steps=6, entropy_bound=0.1, t_min=
 REQUEST = {"prompt": "Write a haiku about rain", "settings": KNOBS}
 LONG = dict(max_new_tokens=1024, steps=64, entropy_bound=0.0001, seed=1)  # many steps: time to stop it or kill a rank
 HANG_GUARD_S = 240
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextmanager
@@ -51,7 +46,7 @@ def sharded_app(out: Path, kind: str = "expert"):
     env.pop("SPACE_ID", None), env.pop("DV_HOSTED", None)
     log = open(out / "torchrun.log", "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(free_port()),
+        [*single_host(2),
          str(ROOT / "tests" / "sharded_app_worker.py"), kind, str(out), json.dumps(REQUEST), "--",
          "--parallel", kind, "--port", str(port)],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -102,6 +97,7 @@ def wait_for_frames(job, count=3):
         time.sleep(0.05)
 
 
+@pytest.mark.usefixtures("no_leftover_processes")
 def test_the_app_runs_each_request_in_lockstep_and_the_followers_leave_with_it(tmp_path):
     with sharded_app(tmp_path) as (proc, url, pids):
         client, other = (Client(url, verbose=False, download_files=str(tmp_path)) for _ in range(2))
@@ -140,6 +136,7 @@ def test_the_app_runs_each_request_in_lockstep_and_the_followers_leave_with_it(t
     assert int((tmp_path / "keep_alives").read_text()) > 0  # idle between requests: they ran in lockstep all the same
 
 
+@pytest.mark.usefixtures("no_leftover_processes")
 def test_a_follower_that_dies_is_named_the_run_keeps_its_steps_and_no_rank_hangs(tmp_path):
     with sharded_app(tmp_path) as (proc, url, pids):
         client = Client(url, verbose=False, download_files=str(tmp_path))

@@ -7,6 +7,6 @@ import-linter contract in pyproject.toml lists it as its only exception.
 
 import sys
 
-from cli import main
+from cli.main import run_as_process
 
-sys.exit(main())
+sys.exit(run_as_process())
