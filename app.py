@@ -21,6 +21,7 @@ import logging
 import math
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -751,6 +752,8 @@ def main(argv=None) -> None:
         app_run.preload_for_zero_gpu(mode.choice_for(model).source if model else mode.choices[0].source)
     else:
         signal.signal(signal.SIGTERM, functools.partial(_end_on_sigterm, demo_app, leader))
+        threading.Thread(target=_restart_when_out_of_step, args=(demo_app, leader), name="sharded-restart",
+                         daemon=True).start()
     try:
         queue_app(demo_app).launch(
             server_name=args.host, server_port=args.port, css=CSS, theme=gr.themes.Soft(),
@@ -793,6 +796,17 @@ def _end_on_sigterm(demo_app: gr.Blocks, leader, signum, frame) -> None:
     problem = lost or "This server is shutting down (torchrun sent SIGTERM)."
     leader.end(problem)
     print(f"error: {problem}" if lost else problem, file=sys.stderr, flush=True)
+    time.sleep(TERM_GRACE_S)
+    demo_app.close()
+
+
+def _restart_when_out_of_step(demo_app: gr.Blocks, leader) -> None:
+    """A run failed on rank 0 alone and torchrun has restarts left (`Leader.restarting`): once open tabs
+    had time to read why, close the app; `main` then exits 1 and torchrun restarts every rank."""
+    while not leader.restarting.wait(0.5):
+        if leader.closing:
+            return
+    print(f"error: {leader.problem()}", file=sys.stderr, flush=True)
     time.sleep(TERM_GRACE_S)
     demo_app.close()
 

@@ -212,7 +212,8 @@ def agreed(flag: bool, canvas=None) -> bool:
 
     from .base import RanksDisagree
 
-    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
+    # this rank's GPU, named: the current device is per thread, and the vote runs on the generation thread
+    device = torch.device("cuda", local_rank()) if dist.get_backend() == "nccl" else torch.device("cpu")
     fingerprint = torch.zeros((), dtype=torch.int64, device=device) if canvas is None else canvas_fingerprint(canvas).to(device)
     # MAX of (flag, f, -f): any rank's stop, and the largest and (negated) smallest fingerprint
     vote = torch.stack([torch.tensor(int(bool(flag)), device=device), fingerprint, -fingerprint])
@@ -336,8 +337,16 @@ class Leader:
         self._stop: threading.Event | None = None  # the run in flight's stop
         self._idle_since = time.monotonic()
         self._closed = threading.Event()
+        # set when a run failed on rank 0 alone and torchrun has restarts left: the server should end now,
+        # so that torchrun restarts the whole group (the app waits on it)
+        self.restarting = threading.Event()
         if keep_alive_s:
             threading.Thread(target=self._keep_alive, args=(keep_alive_s,), name="sharded-keep-alive", daemon=True).start()
+
+    @property
+    def closing(self) -> bool:
+        """`close` was called: the server is on its way out."""
+        return self._closed.is_set()
 
     # ---- what went wrong ----
     def stopped_ranks(self) -> list[int]:
@@ -399,6 +408,7 @@ class Leader:
         from visualizer.records import FINISH_ERROR, RunEnd
 
         from .base import FailedInStep
+        from .process_group import abandon_process
 
         for batch in self.backend.generate_batches(prompt, settings, stop):
             end = batch[-1]
@@ -411,8 +421,11 @@ class Leader:
                     pass  # raised at a vote (a held recording error, ranks that disagree): every rank stopped there
                 else:  # rank 0 left `generate` mid-way: the others may wait in its next collective for ever
                     self._out_of_step = True
-                    self.end(f"{(end.error or 'The run failed').rstrip('.')}. The other ranks may be out of step after it: "
-                             "restart torchrun.")
+                    self.end(out_of_step_message(end.error))
+                    # the followers sit in a collective for good: destroying the group would wait for them
+                    abandon_process("a run failed on rank 0 alone: the other ranks wait in a collective it never joins")
+                    if restarts_left() > 0:
+                        self.restarting.set()  # the app closes, rank 0 exits 1, torchrun restarts every rank
                     batch = [*batch[:-1], replace(end, error=self._ended)]
             yield batch
 
@@ -458,6 +471,20 @@ class Leader:
             self._lock.release()
 
 
+def restarts_left() -> int:
+    """How many more times torchrun restarts this job when a worker fails (its --max-restarts)."""
+    return int(os.environ.get("TORCHELASTIC_MAX_RESTARTS", "0")) - int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+
+
+def out_of_step_message(error: str | None) -> str:
+    """What a visitor reads when a run failed on rank 0 alone (e.g. out of GPU memory there): the other
+    ranks wait in a collective rank 0 never joins, so only a new group can run again."""
+    said = f"{(error or 'The run failed').rstrip('.')}. Rank 0 failed alone, so the other ranks are out of step"
+    if restarts_left() > 0:
+        return f"{said}: the server restarts the sharded model now (torchrun --max-restarts); try again in a minute."
+    return f"{said}: restart torchrun (started with --max-restarts N, it restarts by itself)."
+
+
 def follow_requests(backend) -> int:
     """A follower's life in a sharded server: meet the leader, run every request it announces in
     lockstep (`serve`), leave when it says so. Returns the exit status: 0 when told to leave, 1 when
@@ -466,7 +493,10 @@ def follow_requests(backend) -> int:
     Ctrl-C reaches every rank of a terminal's torchrun: a follower ignores it and leaves when rank 0,
     which shuts down on it, says so. SIGTERM (torchrun ending the job) takes effect when the collective
     it waits in returns (rank 0's goodbye, or the error of its end), so a follower that is still
-    there when rank 0 looks was not the one that stopped."""
+    there when rank 0 looks was not the one that stopped. With NCCL a collective that never completes
+    holds the thread in a host sync without letting go of the interpreter lock (on 2 H100s, with the wait
+    moved to a second thread, the main thread's SIGTERM handler never ran), so torchrun's SIGKILL, 30 s
+    after its SIGTERM, ends such a follower."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _leave)
     meet()

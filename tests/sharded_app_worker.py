@@ -50,4 +50,24 @@ def counted_end(status, *, backend=None):
 
 if rank() == 0:
     app.end_process = counted_end
+
+FAIL_ALONE = "Fail on rank 0 alone"  # a request whose third step raises on rank 0 only, in torchrun's first attempt
+if rank() == 0 and os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0":
+    from transformers import DiffusionGemmaForBlockDiffusion
+
+    from backends.sharded import Leader
+
+    real_step, real_run, armed = DiffusionGemmaForBlockDiffusion._denoising_step, Leader.run_records, []
+
+    def step(self, *args, **kwargs):
+        if armed and len(armed) == 3:
+            raise RuntimeError("out of memory on rank 0 alone (injected)")
+        armed and armed.append(1)
+        return real_step(self, *args, **kwargs)
+
+    def run_records(self, prompt, settings, **kwargs):
+        armed[:] = [1] if prompt == FAIL_ALONE else []
+        yield from real_run(self, prompt, settings, **kwargs)
+
+    DiffusionGemmaForBlockDiffusion._denoising_step, Leader.run_records = step, run_records
 app.main(APP_ARGS)  # every rank leaves here (sys.exit): a follower when rank 0 says goodbye

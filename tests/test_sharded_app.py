@@ -38,15 +38,15 @@ HANG_GUARD_S = 240
 
 
 @contextmanager
-def sharded_app(out: Path, kind: str = "expert"):
-    """torchrun with 2 ranks serving the app; yields (process, url, pids by rank). Everything it
-    started is ended afterwards, also on failure."""
+def sharded_app(out: Path, kind: str = "expert", restarts: int = 0):
+    """torchrun with 2 ranks serving the app (restarted up to `restarts` times when a rank fails);
+    yields (process, url, pids by rank). Everything it started is ended afterwards, also on failure."""
     port = free_port()
     env = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
     env.pop("SPACE_ID", None), env.pop("DV_HOSTED", None)
     log = open(out / "torchrun.log", "w")
     proc = subprocess.Popen(
-        [*single_host(2),
+        [*single_host(2, "--max-restarts", str(restarts)),
          str(ROOT / "tests" / "sharded_app_worker.py"), kind, str(out), json.dumps(REQUEST), "--",
          "--parallel", kind, "--port", str(port)],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -152,6 +152,38 @@ def test_a_follower_that_dies_is_named_the_run_keeps_its_steps_and_no_rank_hangs
     log = (tmp_path / "torchrun.log").read_text()
     assert f"error: {message}" in log
     assert "app.py\", line" not in log and "backends/" not in log  # no traceback of ours (torchrun prints its own)
+
+
+@pytest.mark.usefixtures("no_leftover_processes")
+def test_a_run_that_fails_on_rank_0_alone_restarts_the_group_which_then_serves_the_next_request(tmp_path):
+    """Out of memory on rank 0 alone, say: the followers wait in a collective rank 0 never joins. The visitor
+    reads what happened, the app closes, torchrun (--max-restarts) starts every rank again, and the next
+    request is served, equal to the stock run."""
+    with sharded_app(tmp_path, restarts=1) as (proc, url, pids):
+        client = Client(url, verbose=False, download_files=str(tmp_path))
+        label = model_label(client)
+        _, message = finished_run(client, submit_generate(client, "Fail on rank 0 alone", label, **LONG),
+                                  timeout=HANG_GUARD_S)
+        assert message.startswith("Generation failed: RuntimeError: out of memory on rank 0 alone (injected)")
+        assert "the server restarts the sharded model now" in message
+        assert saved_trace(client).steps  # what was recorded is kept
+        deadline = time.monotonic() + HANG_GUARD_S
+        while int((tmp_path / "pid_0").read_text() or 0) == pids[0]:  # the new attempt's rank 0 writes its pid
+            assert time.monotonic() < deadline and proc.poll() is None, (tmp_path / "torchrun.log").read_text()[-3000:]
+            time.sleep(0.2)
+        while True:  # and serves again, on the same port
+            assert time.monotonic() < deadline and proc.poll() is None, (tmp_path / "torchrun.log").read_text()[-3000:]
+            try:
+                urllib.request.urlopen(url, timeout=5).close()
+                break
+            except OSError:
+                time.sleep(0.5)
+        client = Client(url, verbose=False, download_files=str(tmp_path))
+        settings = dict(max_new_tokens=KNOBS["max_new_tokens"], steps=KNOBS["max_denoising_steps"], seed=KNOBS["seed"])
+        assert finished_run(client, submit_generate(client, REQUEST["prompt"], model_label(client), **settings),
+                            timeout=HANG_GUARD_S)[1] == ""
+        assert saved_trace(client).end.sequence.tolist() == json.loads((tmp_path / "stock.json").read_text())[0]
+    assert f"error: {message}" in (tmp_path / "torchrun.log").read_text()
 
 
 @pytest.mark.parametrize("env, argv, says", [
