@@ -91,7 +91,11 @@ class GenerationSettings:
         return cls(**values)
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """Plain JSON data: the pins and layers as lists, as a trace holds them (so a loaded run equals the live one)."""
+        values = dataclasses.asdict(self)
+        values["pins"] = [list(pin) for pin in self.pins] if isinstance(self.pins, tuple) else self.pins
+        values["layers"] = list(self.layers) if isinstance(self.layers, tuple) else self.layers
+        return values
 
     def replace(self, **changes) -> "GenerationSettings":
         return dataclasses.replace(self, **changes)

@@ -170,7 +170,8 @@ def trace_to_dict(trace) -> dict:
 def settings_of_run(settings: dict) -> GenerationSettings:
     """The settings a trace records. Version 1 predates the candidates, so its settings never name
     record_topk: such a run recorded none (0, not the default of a new run)."""
-    return GenerationSettings.from_dict({"record_topk": 0, **settings})
+    # Before version 4 no run recorded the shift: a settings dict that does not name it recorded none.
+    return GenerationSettings.from_dict({"record_topk": 0, "record_shift": False, **settings})
 
 
 def _optional_step_parts(s: StepRecord) -> dict:
