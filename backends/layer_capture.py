@@ -20,9 +20,12 @@ Pitfalls of the libraries this works around:
 - transformers' `output_hidden_states` holds the embeddings, then layers 0..n-2, then the *final norm's*
   output in place of layer n-1's: a hook on the layer is the only place its own output is seen.
 - torch.compile guards no module hooks by default (`torch._dynamo.config.skip_nnmodule_hook_guards`):
-  a hook added after the decoder was compiled would silently never run. `hook_guards()` turns the guards
-  on for the compiled path, so adding the hooks costs one recompile (cached for the next run with the
-  same layers) and removing them falls back to the stock graph.
+  a hook added after the decoder was compiled would silently never run. Importing this module turns the
+  guards on for the process (the guards are made when a function is compiled, so it has to happen before
+  the decoder's first compile: every backend imports this module), so on the compiled path adding the
+  hooks costs one recompile (cached for the next run with the same layers) and removing them falls back
+  to the stock graph. A decoder compiled before that (outside the project's backends) keeps unguarded
+  graphs: `LayerTaps.take` then says the hooks did not run, never records a wrong value.
 """
 
 from __future__ import annotations
@@ -37,9 +40,12 @@ def decoder_layers(model) -> list:
     return list(model.model.decoder.layers)
 
 
-def hook_guards():
-    """A context in which torch.compile guards module hooks (see the module docstring)."""
-    return torch._dynamo.config.patch(skip_nnmodule_hook_guards=False)
+def guard_hooks() -> None:
+    """Make torch.compile guard module hooks from now on (see the module docstring); idempotent."""
+    torch._dynamo.config.skip_nnmodule_hook_guards = False
+
+
+guard_hooks()
 
 
 class LayerTaps:
@@ -79,7 +85,10 @@ class LayerTaps:
         """The outputs of the last forward, in the order of `layers` ((batch, canvas, hidden) each), then forgotten."""
         missing = [i for i in self.layers if i not in self.outputs]
         if missing:
-            raise RuntimeError(f"the hooks on decoder layer(s) {missing} did not run in this step's forward")
+            raise RuntimeError(
+                f"the hooks on decoder layer(s) {missing} did not run in this step's forward: a decoder compiled "
+                "before module hooks were guarded ignores them (import backends before compiling, or run eager)"
+            )
         taken = [self.outputs[i] for i in self.layers]
         self.outputs.clear()
         return taken

@@ -49,7 +49,7 @@ from visualizer.settings import (
 from . import sharded
 from .base import COMMON_KNOBS, Backend, BackendError, Capabilities
 from .capture import capture_steps
-from .layer_capture import decoder_layers, hook_guards
+from .layer_capture import decoder_layers  # importing it makes torch.compile guard module hooks (its docstring)
 from .model_thread import ModelThread, stop_thread
 from .known import REAL_CHECKPOINT, REAL_CHECKPOINT_BF16_GB, load_failure_message, looks_like_path, on_zero_gpu
 
@@ -220,8 +220,7 @@ class TransformersBackend(Backend):
             model, emit, emit, should_stop, topk=topk, agree=agree, shift=bool(settings.record_shift),
             layers=tuple(settings.layers or ()), pins=self.pinned_ids(settings),
         )
-        # compiled: module hooks guarded, so the layer hooks cost one recompile instead of silently never running
-        with hook_guards() if settings.compiled else contextlib.nullcontext(), watch:
+        with watch:  # compiled: module hooks are guarded (layer_capture), so layer hooks cost one recompile
             model.generate(input_ids, **kwargs)
 
     def follow(self, prompt: str, settings: GenerationSettings, *, lockstep: bool = True) -> torch.Tensor:
