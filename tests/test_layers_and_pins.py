@@ -251,3 +251,37 @@ def test_a_layer_the_model_lacks_is_refused(random_backend):
         random_backend.check(PROMPT, GenerationSettings(layers=(random_backend.info.layers,)))
     resolved = random_backend.resolve(GenerationSettings(layers="all"))
     assert resolved.layers == tuple(range(random_backend.info.layers))
+
+
+def test_compiled_layers_cost_a_recompile_and_change_nothing(no_eos_backend):
+    """The compiled path (static cache, torch.compile): stock first, then a run with layers (the hooks are
+    guarded, so the decoder compiles once more and they run), then stock again on the graph without them."""
+    settings = GenerationSettings(seed=7, max_new_tokens=256, max_denoising_steps=6, compiled=True)
+    stock = _plain(no_eos_backend, settings)
+    records = list(no_eos_backend.generate(PROMPT, settings.replace(layers=(0, 1))))
+    assert records[-1].error is None
+    np.testing.assert_array_equal(records[-1].sequence, stock)
+    steps = [r for r in records if isinstance(r, StepRecord)]
+    assert all(s.layer_rms.shape == (2, 256) and s.layer_rms.min() > 0 for s in steps)
+    assert _hooks_left(no_eos_backend.model) == []
+    np.testing.assert_array_equal(list(no_eos_backend.generate(PROMPT, settings))[-1].sequence, stock)
+
+
+def test_backends_without_the_hooks_refuse_pins_and_layers_in_one_line(random_backend):
+    """A backend declares what its capture can do (`Capabilities.knobs`); diffusers' and MLX's name neither."""
+    import dataclasses
+
+    from backends.base import Capabilities
+
+    class Without(type(random_backend)):
+        capabilities = dataclasses.replace(random_backend.capabilities, knobs=random_backend.capabilities.knobs - {"pins", "layers"})
+
+    backend = object.__new__(Without)
+    backend.__dict__.update(random_backend.__dict__)
+    for settings, what in ((GenerationSettings(pins=((1, "a"),)), "cannot pin tokens"), (GenerationSettings(layers=(0,)), "cannot record layers")):
+        with pytest.raises(BackendError, match=what):
+            backend.check(PROMPT, settings)
+    from backends.diffusers_backend import CAPABILITIES as DIFFUSERS
+    from backends.mlx_backend import CAPABILITIES as MLX
+
+    assert isinstance(DIFFUSERS, Capabilities) and not {"pins", "layers"} & (DIFFUSERS.knobs | MLX.knobs)
