@@ -285,3 +285,27 @@ def test_backends_without_the_hooks_refuse_pins_and_layers_in_one_line(random_ba
     from backends.mlx_backend import CAPABILITIES as MLX
 
     assert isinstance(DIFFUSERS, Capabilities) and not {"pins", "layers"} & (DIFFUSERS.knobs | MLX.knobs)
+
+
+def test_diffusers_records_the_shift_of_the_distribution_it_summarizes(random_model_dir, monkeypatch):
+    """diffusers' pipeline hands its callback the logits: the shift is recorded there too (float64 check),
+    and pins and layers, which its pipeline has no place for, are declared absent (previous test)."""
+    import backends.diffusers_capture as capture_module
+    from backends.diffusers_backend import DiffusersBackend
+
+    seen = []
+    real = capture_module.summarize_logits
+
+    def spy(logits, k):
+        seen.append(logits.detach().clone())
+        return real(logits, k)
+
+    monkeypatch.setattr(capture_module, "summarize_logits", spy)
+    backend = DiffusersBackend(str(random_model_dir), device="cpu")
+    settings = GenerationSettings(seed=2, max_new_tokens=256, max_denoising_steps=4)
+    steps = [r for r in backend.generate("Name three rivers.", settings) if isinstance(r, StepRecord)]
+    assert len(steps) == len(seen) >= 3 and steps[0].kl_nats is None
+    for t in range(1, len(steps)):
+        p = torch.log_softmax(seen[t][0].double(), -1)
+        q = torch.log_softmax(seen[t - 1][0].double(), -1)
+        np.testing.assert_allclose(steps[t].kl_nats, (p.exp() * (p - q)).sum(-1).numpy(), rtol=1e-4, atol=2e-5)
