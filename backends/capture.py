@@ -13,6 +13,12 @@ of one model *instance* (instance attributes win over class methods) and removes
                                all non-blocking with one wait per step; checks the stop flag first
     _finalize_canvas           after each block: the committed tokens (pad after EOS)
 
+Optionally (issue 44, docs/layers-and-pins.md): forward hooks on chosen decoder layers (`layer_capture.py`:
+their RMS and logit lens each step, the lens rank of each committed token at the block's end), the KL of
+each position's distribution from the previous step's (in the same processor as the entropy), and pins:
+a second processor, before the recorder, that holds pinned tokens in the first block (the one
+intervention; without pins it is never installed).
+
 A batched `generate` (several prompts, left-padded: `transformers_backend.batch_inputs`) gives
 one CapturedStep per row still denoising at each step and one CapturedBlock per row still
 generating at each block, each naming its `row` (see `capture_steps`).
@@ -220,8 +226,9 @@ def capture_steps(
         kept.clear()
         canvas, *rest = originals["_prepare_denoiser_inputs"](*args, **kwargs)
         if pinner is not None and state["block"] == 0:  # on the canvas before the first step (after its random draw)
+            where = torch.tensor(pinner.positions, device=canvas.device)
             canvas = canvas.clone()
-            canvas[:, torch.tensor(pinner.positions, device=canvas.device)] = torch.tensor(pinner.ids, device=canvas.device, dtype=canvas.dtype)
+            canvas[:, where] = torch.tensor(pinner.ids, device=canvas.device, dtype=canvas.dtype)
         return (canvas, *rest)
 
     def denoising_step(*args, **kwargs):
