@@ -92,9 +92,10 @@ def _shift(logits: torch.Tensor, previous: torch.Tensor | None) -> tuple[torch.T
     if previous is None:
         return torch.zeros(x.shape[:-1], device=x.device), logp
     p = logp.exp()
-    # p = 0 adds nothing (also where q = 0: 0 * (-inf + inf) would be NaN); p > 0 where q = 0 is +inf, as it should
+    # p = 0 adds nothing (also where q = 0: 0 * (-inf + inf) would be NaN); p > 0 where q = 0 is +inf, kept as the
+    # largest float32 so that a trace (JSON, finite numbers only) can hold it
     kl = torch.where(p == 0, 0.0, p * (logp - previous)).sum(dim=-1)
-    return kl, logp
+    return kl.clamp(max=torch.finfo(torch.float32).max), logp
 
 
 _compiled_shift = None

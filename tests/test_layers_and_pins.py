@@ -265,6 +265,13 @@ def test_compiled_layers_cost_a_recompile_and_change_nothing(no_eos_backend):
     assert all(s.layer_rms.shape == (2, 256) and s.layer_rms.min() > 0 for s in steps)
     assert _hooks_left(no_eos_backend.model) == []
     np.testing.assert_array_equal(list(no_eos_backend.generate(PROMPT, settings))[-1].sequence, stock)
+    # pins on the compiled path: held at every step, and the run replays
+    pinned = settings.replace(pins=((5, "sea"),))
+    first, again = (list(no_eos_backend.generate(PROMPT, pinned)) for _ in range(2))
+    np.testing.assert_array_equal(first[-1].sequence, again[-1].sequence)
+    (position, token), = first[0].pins
+    assert all(s.accepted[position] and s.canvas[position] == token for s in first if isinstance(s, StepRecord))
+    assert first[-1].sequence[position] == token
 
 
 def test_backends_without_the_hooks_refuse_pins_and_layers_in_one_line(random_backend):
