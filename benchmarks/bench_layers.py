@@ -2,6 +2,7 @@
 
     python benchmarks/bench_layers.py                                  # the real 26B shape, random bf16 weights, one GPU
     python benchmarks/bench_layers.py --paths compiled --reps 5 --layers 0,9,19,29
+    python benchmarks/bench_layers.py --paths compiled --no-hook-guards   # what guarding module hooks costs (compare stock)
     python benchmarks/bench_layers.py --dry-run                        # a tiny model on the CPU (CI runs this)
 
 The model is built at the published shape exactly as `bench_capture_fullshape.py` builds it (meta device,
@@ -22,7 +23,9 @@ never converge early, so every block runs all its steps.
 On the compiled path every variant (stock included) runs with module hooks guarded
 (`layer_capture.guard_hooks`, set when the backends are imported): the run that adds the layer hooks
 compiles the decoder once more (the first call of captured+layers in the warm-up: its time is printed)
-and later runs with the same layers reuse it; the guard's own cost is inside every compiled figure.
+and later runs with the same layers reuse it; the guard's own cost is inside every compiled figure. To see it,
+run once more with `--no-hook-guards` (torch's default: no +layers variants then) on the same warm machine and
+compare the two stock rows.
 """
 
 from __future__ import annotations
@@ -100,7 +103,6 @@ def run(model, prompt, *, seed: int, compiled: bool, variant: str, device: str, 
             shift=variant in ("captured+shift", "captured+both"),
         )
     started = time.perf_counter()
-    guard_hooks()  # as importing the backends does: set before the first compile
     with watch:
         out = model.generate(prompt, **kwargs)
     if device.startswith("cuda"):
@@ -139,10 +141,19 @@ def main(argv=None) -> int:
     parser.add_argument("--layers", default="0,9,19,29", help="the recorded layers of the +layers variants")
     parser.add_argument("--model-layers", type=int, default=30, help="decoder layers of the built model (30: the real one)")
     parser.add_argument("--steps", type=int, default=48, help="denoising steps per block (all of them run)")
+    parser.add_argument("--no-hook-guards", action="store_true",
+                        help="leave torch.compile's module-hook guards off (its default) and skip the +layers variants: "
+                        "run once with and once without on the same machine to see what the guards cost the compiled path")
     parser.add_argument("--dry-run", action="store_true",
                         help="the project's tiny test model on the CPU, 4 steps, 1 repetition, eager: checks the script end to end")
     args = parser.parse_args(argv)
     args.vocab = 3072
+    variants = VARIANTS
+    if args.no_hook_guards:  # importing the backends turned them on; before anything compiles, off again
+        torch._dynamo.config.skip_nnmodule_hook_guards = True
+        variants = tuple(v for v in VARIANTS if v not in ("captured+layers", "captured+both"))
+    else:
+        guard_hooks()  # as importing the backends does (said here, since the compiled figures depend on it)
     if args.dry_run:
         args.device, args.steps, args.reps, args.prompt_length = "cpu", 4, 1, 16
         args.paths = "eager" if args.paths == parser.get_default("paths") else args.paths
@@ -165,18 +176,18 @@ def main(argv=None) -> int:
         common = dict(compiled=compiled, device=args.device, layers=layers, steps=args.steps)
         reference = run(model, prompt, seed=11, variant="stock", **common)
         checked = {}
-        for variant in VARIANTS[1:]:
+        for variant in variants[1:]:
             warm = time.perf_counter()
             checked[variant] = run(model, prompt, seed=11, variant=variant, **common)
             same = torch.equal(reference["sequences"], checked[variant]["sequences"])
             identical &= same
             print(f"{path}: {variant} identical to stock: {same} (first run {time.perf_counter() - warm:.1f} s)", flush=True)
-        runs = {v: [] for v in VARIANTS}
+        runs = {v: [] for v in variants}
         for rep in range(args.reps):
-            for variant in VARIANTS if rep % 2 == 0 else VARIANTS[::-1]:  # alternate: drift hits every variant alike
+            for variant in variants if rep % 2 == 0 else variants[::-1]:  # alternate: drift hits every variant alike
                 runs[variant].append(run(model, prompt, seed=rep, variant=variant, **common))
         stock = statistics.median(r["seconds"] for r in runs["stock"]) / args.steps * 1e3
-        for variant in VARIANTS:
+        for variant in variants:
             per_step = [r["seconds"] / args.steps * 1e3 for r in runs[variant]]
             median = statistics.median(per_step)
             has_layers, has_shift = variant in ("captured+layers", "captured+both"), variant in ("captured+shift", "captured+both")
@@ -190,6 +201,7 @@ def main(argv=None) -> int:
     for path, variant, median, low, high, ratio, peak, nbytes in rows:
         print(f"| {path} | {variant} | {median:.2f} ({low:.2f}-{high:.2f}) | {ratio:.3f} | {peak:.1f} | "
               f"{'–' if variant == 'stock' else f'{nbytes:,.0f}'} |")
+    print(f"module-hook guards: {'off (torch default)' if args.no_hook_guards else 'on (as the backends run)'}")
     print(f"\nall captured runs bit-identical to stock: {identical}")
     return 0 if identical else 1
 

@@ -27,7 +27,10 @@ PROMPT = "Write a six-line poem about the ocean."
 
 
 def _hooks_left(model) -> list[int]:
-    return [i for i, layer in enumerate(decoder_layers(model)) if layer._forward_hooks]
+    """Decoder layers that still hold one of the capture's hooks. Only ours: the first forward with
+    `output_hidden_states` makes transformers install its own inactive recording hooks for good."""
+    return [i for i, layer in enumerate(decoder_layers(model))
+            if any(getattr(hook, "_layer_tap", False) for hook in layer._forward_hooks.values())]
 
 
 def _wrappers_left(model) -> list[str]:
