@@ -49,10 +49,11 @@ from visualizer.records import (
     RunStart,
     StepRecord,
     frozen_array,
+    frozen_cube,
     frozen_matrix,
 )
 from visualizer.samplers import SamplerSpec
-from visualizer.settings import GenerationSettings
+from visualizer.settings import LAYERS_ALL, GenerationSettings
 
 from .captured import CapturedBlock, CapturedStep
 from .text import PieceDecoder, PieceTable
@@ -219,6 +220,7 @@ class Backend(ABC):
             )
         rows_ids = [self._check_row(prompt, settings, row, len(prompts)) for row, prompt in enumerate(prompts)]
         settings = self.resolve(settings)
+        pins = self.pinned_ids(settings)
         sampler = self.capabilities.sampler(settings.sampler)
         stop = stop or threading.Event()
         started = time.perf_counter()
@@ -233,7 +235,8 @@ class Backend(ABC):
                     max_blocks=math.ceil(settings.max_new_tokens / self.info.canvas_length),
                     sampler_rule=sampler.rule.to_dict(),
                     batch=None if len(prompts) == 1 else {"size": len(prompts), "row": row},
-                    new_pieces=tables[row].new(ids),
+                    pins=pins,
+                    new_pieces=tables[row].new(ids + [token for _, token in pins]),
                 ),
             )
             for row, ids in enumerate(rows_ids)
@@ -298,7 +301,33 @@ class Backend(ABC):
             else:
                 filled[key] = value if value is not None else getattr(defaults, key)
         filled["seed"] = settings.seed
+        if filled.get("layers") == LAYERS_ALL:
+            filled["layers"] = tuple(range(self.info.layers))
         return GenerationSettings(**filled)
+
+    def pinned_ids(self, settings: GenerationSettings) -> tuple[tuple[int, int], ...]:
+        """settings.pins tokenized: ((position, token id), ...) sorted, each text on consecutive positions of
+        the first block from its position. A pin outside the canvas, an empty text, tokens that run past the
+        canvas or two pins on one position: BackendError with one line."""
+        canvas, placed = self.info.canvas_length, {}
+        for position, text in settings.pins or ():
+            if not 0 <= position < canvas:
+                raise BackendError(f"pin position {position} is outside the canvas (positions 0 to {canvas - 1})")
+            if not text:
+                raise BackendError(f"the pin at position {position} has an empty text")
+            ids = self.tokenizer.encode(text, add_special_tokens=False)
+            if not ids:
+                raise BackendError(f"the pin at position {position} ({text!r}) tokenizes to nothing")
+            if position + len(ids) > canvas:
+                raise BackendError(
+                    f"the pin at position {position} is {len(ids)} tokens ({text!r}): more than the "
+                    f"{canvas - position} position(s) left in the canvas of {canvas}"
+                )
+            for offset, token in enumerate(ids):
+                if position + offset in placed:
+                    raise BackendError(f"two pins cover position {position + offset}: pins must not overlap")
+                placed[position + offset] = int(token)
+        return tuple(sorted(placed.items()))
 
     def _check_row(self, prompt: str, settings: GenerationSettings, row: int, rows: int) -> list[int]:
         """`check` for one prompt of a batch; the message names the prompt when there are several."""
@@ -317,6 +346,14 @@ class Backend(ABC):
         if problems:
             raise BackendError("; ".join(problems))
         self.capabilities.sampler(settings.sampler)  # a sampler this backend cannot run: one line
+        for knob, what in (("pins", "pin tokens (--pin)"), ("layers", "record layers (--layers)")):
+            if getattr(settings, knob) and knob not in self.capabilities.knobs:
+                raise BackendError(f"the {self.name} backend cannot {what}: its capture has no such hook")
+        if settings.layers and settings.layers != LAYERS_ALL and max(settings.layers) >= self.info.layers:
+            raise BackendError(
+                f"layer {max(settings.layers)} does not exist: this model's decoder has layers 0 to {self.info.layers - 1}"
+            )
+        self.pinned_ids(settings)  # a pin that does not fit: one line, before any work
         ids = self.prompt_ids(prompt, thinking=bool(settings.thinking))
         problems = self.resolve(settings).problems(
             max_context=self.info.max_context, prompt_tokens=len(ids), canvas_length=self.info.canvas_length
@@ -488,6 +525,8 @@ def step_record(item: CapturedStep, pieces) -> StepRecord:
     """A StepRecord from a captured step, with the pieces of ids not sent before."""
     topk_ids, topk_probs, sample_probability = item.topk_ids, item.topk_probs, item.sample_probability
     shown = [item.argmax, item.canvas[item.accepted]] + ([topk_ids.reshape(-1)] if topk_ids is not None else [])
+    shown += [item.lens_top_ids.reshape(-1)] if item.lens_top_ids is not None else []
+    canvas = item.canvas.shape[-1]
     return StepRecord(
         block=item.block,
         step=item.step,
@@ -501,6 +540,10 @@ def step_record(item: CapturedStep, pieces) -> StepRecord:
         topk_ids=None if topk_ids is None else frozen_matrix(topk_ids, np.int32, topk_ids.shape[-1]),
         topk_probs=None if topk_probs is None else frozen_matrix(topk_probs, np.float16, topk_probs.shape[-1]),
         sample_probability=None if sample_probability is None else frozen_array(sample_probability, np.float32),
+        kl_nats=None if item.kl_nats is None else frozen_array(item.kl_nats, np.float32),
+        layer_rms=None if item.layer_rms is None else frozen_matrix(item.layer_rms, np.float32, canvas),
+        lens_top_ids=None if item.lens_top_ids is None else frozen_matrix(item.lens_top_ids, np.int32, canvas),
+        lens_top_probs=None if item.lens_top_probs is None else frozen_matrix(item.lens_top_probs, np.float16, canvas),
     )
 
 
@@ -514,4 +557,5 @@ def block_record(item: CapturedBlock, pieces, eos_token_ids) -> BlockRecord:
         stop_reason=STOP_CONVERGED if item.converged else STOP_OUT_OF_STEPS,
         steps_used=item.steps_used,
         new_pieces=pieces.new(item.tokens),
+        lens_ranks=None if item.lens_ranks is None else frozen_cube(item.lens_ranks, np.int32, item.lens_ranks.shape[1:]),
     )

@@ -13,6 +13,12 @@ of one model *instance* (instance attributes win over class methods) and removes
                                all non-blocking with one wait per step; checks the stop flag first
     _finalize_canvas           after each block: the committed tokens (pad after EOS)
 
+Optionally (issue 44, docs/layers-and-pins.md): forward hooks on chosen decoder layers (`layer_capture.py`:
+their RMS and logit lens each step, the lens rank of each committed token at the block's end), the KL of
+each position's distribution from the previous step's (in the same processor as the entropy), and pins:
+a second processor, before the recorder, that holds pinned tokens in the first block (the one
+intervention; without pins it is never installed).
+
 A batched `generate` (several prompts, left-padded: `transformers_backend.batch_inputs`) gives
 one CapturedStep per row still denoising at each step and one CapturedBlock per row still
 generating at each block, each naming its `row` (see `capture_steps`).
@@ -45,26 +51,63 @@ import torch
 
 from .base import BackendError, FailedInStep, GenerationCancelled
 from .captured import CapturedBlock, CapturedStep
-from .logit_summary import LogitSummary, summarize_logits
+from .layer_capture import LayerTaps, layer_summary, lens_ranks, no_taps
+from .logit_summary import LogitSummary, shift_nats, summarize_logits
 
 
 class _LogitRecorder:
     """Pass-through logits processor: keeps the summary of the logits it is given, never the logits.
+    With `shift`, also the KL from the previous step's distribution, whose log p it keeps (one float32
+    distribution per row: `logit_summary.shift_nats`); `reset()` forgets it at a block's start.
     With `hold`, an error of its own is kept in `error` instead of raised inside the model's sampling."""
 
-    def __init__(self, topk: int, *, hold: bool = False):
-        self.topk, self.hold = topk, hold
+    def __init__(self, topk: int, *, hold: bool = False, shift: bool = False):
+        self.topk, self.hold, self.shift = topk, hold, shift
         self.summary: LogitSummary | None = None
+        self.kl: torch.Tensor | None = None  # (batch, canvas) float32; None at a block's first step
+        self.previous: torch.Tensor | None = None
         self.error: Exception | None = None
+
+    def reset(self) -> None:
+        self.kl = self.previous = None
 
     def __call__(self, input_ids, scores, cur_step):  # LogitsProcessorList passes cur_step by name
         try:
             self.summary = summarize_logits(scores, self.topk)
+            if self.shift:
+                first = self.previous is None
+                kl, self.previous = shift_nats(scores, self.previous)
+                self.kl = None if first else kl
         except Exception as exc:
             if not self.hold:
                 raise
             self.error = exc
         return scores
+
+
+class _PinProcessor:
+    """The pins, as a logits processor placed before the recorder: at each pinned position of the first
+    block, every logit but the pinned token's becomes -inf, so the stock sampler samples it (probability 1),
+    takes it as the argmax, and accepts it first (entropy 0 spends none of the bound). Other positions'
+    logits pass unchanged; a run without pins never installs it."""
+
+    def __init__(self, pins: tuple[tuple[int, int], ...], state: dict):
+        self.positions = [p for p, _ in pins]
+        self.ids = [t for _, t in pins]
+        self.state = state
+        self._rows = None  # (pins, vocab): 0 at the pinned token, -inf elsewhere
+
+    def __call__(self, input_ids, scores, cur_step):
+        if self.state["block"] != 0:
+            return scores
+        if self._rows is None or self._rows.device != scores.device or self._rows.dtype != scores.dtype:
+            rows = torch.full((len(self.ids), scores.shape[-1]), float("-inf"), dtype=scores.dtype, device=scores.device)
+            rows[torch.arange(len(self.ids)), torch.tensor(self.ids)] = 0.0
+            self._rows = rows
+            self._where = torch.tensor(self.positions, device=scores.device)
+        pinned = scores.clone()  # out of place: the model's own tensor is never written
+        pinned[:, self._where] = self._rows
+        return pinned
 
 
 def _accepting_sampler(sampler):
@@ -97,6 +140,9 @@ def capture_steps(
     *,
     topk: int = 0,
     agree: Callable[[bool, torch.Tensor | None], bool] | None = None,
+    shift: bool = False,
+    layers: tuple[int, ...] = (),
+    pins: tuple[tuple[int, int], ...] = (),
 ):
     """Install the four recording wrappers on `model` for the duration of the block.
 
@@ -111,6 +157,11 @@ def capture_steps(
       generation is over, so it gets no further step or block records.
 
     `topk` > 0 also records the k most probable candidates of every position at every step.
+    `shift` records the KL of each position's distribution from the previous step's (`logit_summary.shift_nats`).
+    `layers` records those decoder layers' output per step (`layer_capture`): RMS and logit lens, and at
+    the block's end the lens rank of each committed token; hooks removed in `finally` like the rest.
+    `pins` ((position, id), ...) is the one intervention: those tokens are placed on the first block's
+    canvas before its first step and kept accepted at every step (`_PinProcessor`); () changes nothing.
 
     `agree` is a sharded model's vote (`backends.sharded.agreed`): every rank runs the capture and
     calls `agree(wants_to_stop, canvas)` at the same points (each block's start with no canvas, before
@@ -127,9 +178,11 @@ def capture_steps(
             "capture (one generate call, of any batch size) runs at a time; wait for it, or load a second model"
         )
     originals = {name: getattr(model, name) for name in names}
-    recorder = _LogitRecorder(topk, hold=agree is not None)
+    recorder = _LogitRecorder(topk, hold=agree is not None, shift=shift)
     # Host-side state per row (numpy, shape (batch,)): nothing is read back from the device for it.
     state = {"block": -1, "step": 0, "done": None, "settled": None, "steps_used": None}
+    pinner = _PinProcessor(pins, state) if pins else None
+    kept: list[tuple[list[torch.Tensor], np.ndarray]] = []  # this block's layer outputs per step, and its active rows
     held: list[Exception] = []  # a recording error waiting for the next vote (`agree` only)
 
     def stop_here(canvas=None) -> None:
@@ -158,6 +211,8 @@ def capture_steps(
 
     def prepare_logits_processor(generation_config, logits_processor=None):
         processors = originals["_prepare_logits_processor"](generation_config, logits_processor)
+        if pinner is not None:
+            processors.append(pinner)
         processors.append(recorder)
         return processors
 
@@ -167,7 +222,14 @@ def capture_steps(
         if state["done"] is None:  # the first block: no row has finished yet
             state["done"] = np.zeros(rows, bool)
         state.update(block=state["block"] + 1, step=0, settled=np.zeros(rows, bool), steps_used=np.zeros(rows, int))
-        return originals["_prepare_denoiser_inputs"](*args, **kwargs)
+        recorder.reset()
+        kept.clear()
+        canvas, *rest = originals["_prepare_denoiser_inputs"](*args, **kwargs)
+        if pinner is not None and state["block"] == 0:  # on the canvas before the first step (after its random draw)
+            where = torch.tensor(pinner.positions, device=canvas.device)
+            canvas = canvas.clone()
+            canvas[:, where] = torch.tensor(pinner.ids, device=canvas.device, dtype=canvas.dtype)
+        return (canvas, *rest)
 
     def denoising_step(*args, **kwargs):
         stop_here(kwargs.get("current_canvas"))
@@ -180,6 +242,12 @@ def capture_steps(
         next_canvas, argmax, _, finished = out
         sampler = _accepting_sampler(kwargs["sampler"])
         summary = recorder.summary
+        active = ~(state["done"] | state["settled"])  # rows still denoising before this step
+        inside = {}
+        if taps is not None:
+            hiddens = taps.take()
+            inside = dict(zip(("layer_rms", "lens_ids", "lens_probs"), layer_summary(model, hiddens)))
+            kept.append(([h.clone() for h in hiddens], active.copy()))  # a compiled step's outputs are overwritten next step
         host = _to_host(
             {
                 "accepted": sampler.accepted_token_mask,
@@ -189,11 +257,13 @@ def capture_steps(
                 "finished": finished,
                 "topk_ids": summary.topk_ids,
                 "topk_probs": summary.topk_probs,
+                "kl": recorder.kl,
+                **inside,
             }
         )
         wall_time_s = time.perf_counter() - started  # after the copies: device work included
         topk_ids, topk_probs = host.get("topk_ids"), host.get("topk_probs")
-        active = ~(state["done"] | state["settled"])  # rows still denoising before this step
+        kl, rms, lens_ids, lens_probs = (host.get(k) for k in ("kl", "layer_rms", "lens_ids", "lens_probs"))
         for row in np.flatnonzero(active):
             on_step(
                 CapturedStep(
@@ -209,6 +279,10 @@ def capture_steps(
                     topk_ids=None if topk_ids is None else topk_ids[row],
                     topk_probs=None if topk_probs is None else topk_probs[row],
                     row=int(row),
+                    kl_nats=None if kl is None else kl[row],
+                    layer_rms=None if rms is None else rms[row],
+                    lens_top_ids=None if lens_ids is None else lens_ids[row],
+                    lens_top_probs=None if lens_probs is None else lens_probs[row],
                 )
             )
         state["steps_used"] += active
@@ -221,7 +295,13 @@ def capture_steps(
         return input_ids, finished
 
     def record_block(input_ids, finished, canvas_length) -> None:
-        host = _to_host({"tokens": input_ids[:, -canvas_length:], "finished": finished})
+        tokens = input_ids[:, -canvas_length:]
+        ranks = None
+        if kept:  # (steps, batch, layers, canvas): the lens rank of each committed token
+            ranks = torch.stack([lens_ranks(model, hiddens, tokens) for hiddens, _ in kept])
+        host = _to_host({"tokens": tokens, "finished": finished, "ranks": ranks})
+        was_active = np.stack([active for _, active in kept]) if kept else None
+        kept.clear()
         for row in np.flatnonzero(~state["done"]):
             on_block(
                 CapturedBlock(
@@ -230,6 +310,7 @@ def capture_steps(
                     steps_used=int(state["steps_used"][row]),
                     converged=bool(state["settled"][row]),
                     row=int(row),
+                    lens_ranks=None if ranks is None else host["ranks"][was_active[:, row], row],
                 )
             )
         state["done"] = host["finished"].astype(bool)
@@ -240,13 +321,16 @@ def capture_steps(
         "_denoising_step": denoising_step,
         "_finalize_canvas": finalize_canvas,
     }
+    taps = None
     try:
         for name, wrapper in wrappers.items():
             setattr(model, name, wrapper)
-        yield
+        with (LayerTaps(model, layers) if layers else no_taps()) as taps:
+            yield
         if held:  # the error came after the last vote: every rank has left `generate` by now
             raise FailedInStep() from held[0]
     finally:
+        kept.clear()  # the layer outputs kept on the device for the ranks
         for name in names:
             vars(model).pop(name, None)
 

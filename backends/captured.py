@@ -27,6 +27,10 @@ class CapturedStep:
     topk_probs: np.ndarray | None = None  # (canvas, k) float16
     sample_probability: np.ndarray | None = None  # (canvas,) float32: a confidence sampler's compared value
     row: int = 0  # the batch row (prompt) this step belongs to
+    kl_nats: np.ndarray | None = None  # (canvas,) float32: KL from the previous step's distribution
+    layer_rms: np.ndarray | None = None  # (layers, canvas) float32
+    lens_top_ids: np.ndarray | None = None  # (layers, canvas) int32
+    lens_top_probs: np.ndarray | None = None  # (layers, canvas) float16
 
 
 @dataclass
@@ -36,3 +40,4 @@ class CapturedBlock:
     steps_used: int
     converged: bool  # the block ended before its last step
     row: int = 0  # the batch row (prompt) this block belongs to
+    lens_ranks: np.ndarray | None = None  # (steps_used, layers, canvas) int32

@@ -74,7 +74,7 @@ SAMPLER_KNOBS = {
     SAMPLER_BLOCK_REFINEMENT: {"temperature", "refine_threshold", "editing_threshold"},
 }
 CAPABILITIES = Capabilities(
-    knobs=COMMON_KNOBS | {"sampler"} | set().union(*SAMPLER_KNOBS.values()),
+    knobs=COMMON_KNOBS | {"sampler", "record_shift"} | set().union(*SAMPLER_KNOBS.values()),
     samplers=SAMPLERS,
 )
 
@@ -178,6 +178,7 @@ class DiffusersBackend(TransformersBackend):
             eos_ids=self.info.eos_token_ids,
             pad_id=self.info.pad_token_id,
             confidence_sampler=spec.name == SAMPLER_BLOCK_REFINEMENT,
+            shift=bool(settings.record_shift),
         ) as capture:
             out = pipe(prompt="", callback_on_step_end=capture.callback,
                        callback_on_step_end_tensor_inputs=CALLBACK_TENSORS, **self.call_kwargs(settings))

@@ -39,7 +39,7 @@ import torch
 
 from .base import GenerationCancelled
 from .captured import CapturedBlock, CapturedStep
-from .logit_summary import summarize_logits
+from .logit_summary import shift_nats, summarize_logits
 
 CALLBACK_TENSORS = ["canvas", "logits"]  # all the pipeline hands its callback (`_callback_tensor_inputs`)
 
@@ -69,8 +69,11 @@ class PipelineCapture:
     """The state of one captured pipeline call: the block and step it is at, the last scheduler output."""
 
     def __init__(self, on_step, on_block, should_stop, *, topk: int, scaled_entropy: bool,
-                 canvas_length: int, eos_ids: tuple[int, ...], pad_id: int | None, confidence_sampler: bool):
+                 canvas_length: int, eos_ids: tuple[int, ...], pad_id: int | None, confidence_sampler: bool,
+                 shift: bool = False):
         self.on_step, self.on_block, self.should_stop = on_step, on_block, should_stop
+        self.shift = shift  # the KL of each position's distribution from the previous step's (logit_summary.shift_nats)
+        self.previous: torch.Tensor | None = None  # the previous step's log p (one float32 distribution a row)
         self.topk, self.scaled_entropy = topk, scaled_entropy
         self.num_steps = 0  # the block's predictor steps, read from the scheduler at the first step
         self.canvas_length, self.eos_ids, self.pad_id = canvas_length, eos_ids, pad_id
@@ -91,7 +94,7 @@ class PipelineCapture:
         self._check_stop()
         if self.block >= 0:
             self._close_block(kwargs["input_ids"][:, -self.canvas_length:])
-        self.block, self.steps, self.accepted = self.block + 1, 0, None
+        self.block, self.steps, self.accepted, self.previous = self.block + 1, 0, None, None
         self.clock = time.perf_counter()
 
     def scheduler_step(self, original, *args, **kwargs):
@@ -109,6 +112,11 @@ class PipelineCapture:
         self.accepted = accepted_set(out, canvas, self.accepted)
         logits = out.pred_logits if self.scaled_entropy else tensors["logits"]
         summary = summarize_logits(logits, self.topk)
+        kl = None
+        if self.shift:  # of the distribution the summary describes; none at a block's first step
+            first = self.previous is None
+            kl, self.previous = shift_nats(logits, self.previous)
+            kl = None if first else kl
         step = CapturedStep(
             block=self.block,
             step=step_idx,
@@ -121,6 +129,7 @@ class PipelineCapture:
             topk_ids=_host(summary.topk_ids),
             topk_probs=_host(summary.topk_probs),
             sample_probability=_host(out.sampled_probs).astype(np.float32) if self.confidence_sampler else None,
+            kl_nats=None if kl is None else _host(kl).astype(np.float32, copy=False),
         )
         now = time.perf_counter()
         step.wall_time_s, self.clock = now - self.clock, now  # since the previous step ended: the forward included
@@ -148,7 +157,7 @@ class PipelineCapture:
 @contextlib.contextmanager
 def capture_pipeline(pipe, on_step: Callable[[CapturedStep], None], on_block: Callable[[CapturedBlock], None],
                      should_stop: Callable[[], bool] | None = None, *, topk: int, scaled_entropy: bool,
-                     eos_ids: tuple[int, ...], pad_id: int | None, confidence_sampler: bool = False):
+                     eos_ids: tuple[int, ...], pad_id: int | None, confidence_sampler: bool = False, shift: bool = False):
     """Install the scheduler wrap and the encoder hook for the duration of the block; always undone."""
     scheduler = pipe.scheduler
     if "step" in vars(scheduler):
@@ -156,7 +165,7 @@ def capture_pipeline(pipe, on_step: Callable[[CapturedStep], None], on_block: Ca
     capture = PipelineCapture(
         on_step, on_block, should_stop, topk=topk, scaled_entropy=scaled_entropy,
         canvas_length=int(pipe.model.config.canvas_length), eos_ids=eos_ids, pad_id=pad_id,
-        confidence_sampler=confidence_sampler,
+        confidence_sampler=confidence_sampler, shift=shift,
     )
     original = scheduler.step
     handle = None
@@ -167,6 +176,7 @@ def capture_pipeline(pipe, on_step: Callable[[CapturedStep], None], on_block: Ca
         handle = pipe.model.model.encoder.register_forward_pre_hook(capture.block_starts, with_kwargs=True)
         yield capture
     finally:
+        capture.previous = None  # the kept distribution, freed with the run
         vars(scheduler).pop("step", None)
         if handle is not None:
             handle.remove()

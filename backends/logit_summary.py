@@ -85,6 +85,40 @@ def _summarize(logits: torch.Tensor, k: int, two_stage: bool = True) -> LogitSum
     return LogitSummary(entropy, ids.to(torch.int32), probs.to(torch.float16))
 
 
+def _shift(logits: torch.Tensor, previous: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(KL(p || q) per position in nats, log p) for p = softmax(logits), q = exp(previous); KL is 0 without q."""
+    x = logits.float()
+    logp = x - torch.logsumexp(x, dim=-1, keepdim=True)
+    if previous is None:
+        return torch.zeros(x.shape[:-1], device=x.device), logp
+    p = logp.exp()
+    # p = 0 adds nothing (also where q = 0: 0 * (-inf + inf) would be NaN); p > 0 where q = 0 is +inf, kept as the
+    # largest float32 so that a trace (JSON, finite numbers only) can hold it
+    kl = torch.where(p == 0, 0.0, p * (logp - previous)).sum(dim=-1)
+    return kl.clamp(max=torch.finfo(torch.float32).max), logp
+
+
+_compiled_shift = None
+
+
+def shift_nats(logits: torch.Tensor, previous: torch.Tensor | None, *, compiled: bool | None = None):
+    """The step-to-step shift: (KL(p_t || p_t-1) of every position in float32 nats, log p_t to keep for the next step).
+
+    `previous` is the log p of the step before (what this returned last), None at a block's first
+    step. The kept log p is one float32 distribution per position: batch x canvas x vocab x 4 bytes
+    (256 MiB a row at the real 256 x 262,144). Compiled on CUDA (Inductor fuses the passes) whatever
+    the summary path, the Triton one included: the kernels there read the logits for entropy and top-k,
+    this reads them once more with the previous step's log p."""
+    global _compiled_shift
+    if compiled is None:
+        compiled = logits.is_cuda
+    if not compiled:
+        return _shift(logits, previous)
+    if _compiled_shift is None:
+        _compiled_shift = torch.compile(_shift, dynamic=False)
+    return _compiled_shift(logits, previous)
+
+
 _compiled_summarize = None
 _triton_summarize = None  # logit_summary_triton.summarize_triton once imported and launched once
 _triton_state = "untried"  # "untried", "ok", or "off" (not installed, or its first launch failed)

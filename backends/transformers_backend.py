@@ -49,6 +49,7 @@ from visualizer.settings import (
 from . import sharded
 from .base import COMMON_KNOBS, Backend, BackendError, Capabilities
 from .capture import capture_steps
+from .layer_capture import decoder_layers  # importing it makes torch.compile guard module hooks (its docstring)
 from .model_thread import ModelThread, stop_thread
 from .process_group import note_compiled_run
 from .known import REAL_CHECKPOINT, REAL_CHECKPOINT_BF16_GB, load_failure_message, looks_like_path, on_zero_gpu
@@ -61,7 +62,7 @@ ENTROPY_BOUND = SamplerSpec(
     AcceptRule(renoises=True, last_step_samples=True, budget=BUDGET_ENTROPY_BOUND),
 )
 CAPABILITIES = Capabilities(
-    knobs=COMMON_KNOBS | {"entropy_bound", "t_min", "t_max", "sampler", "compiled"},
+    knobs=COMMON_KNOBS | {"entropy_bound", "t_min", "t_max", "sampler", "compiled", "pins", "layers", "record_shift"},
     samplers=(ENTROPY_BOUND,),
     max_batch=None,  # as many prompts as the GPU's memory holds
 )
@@ -145,6 +146,7 @@ class TransformersBackend(Backend):
             max_context=int(text_config.max_position_embeddings),
             builtin=builtin,
             parameters=sum(p.numel() for p in {id(p): p for p in self.model.parameters()}.values()),
+            layers=len(decoder_layers(self.model)),
         )
 
     # ---- the interface ---------------------------------------------------------------------
@@ -182,6 +184,7 @@ class TransformersBackend(Backend):
             temperature=None,
             compiled=False,
             record_topk=DEFAULT_RECORD_TOPK,
+            record_shift=True,
         )
 
     def prompt_ids(self, prompt: str, *, thinking: bool = False) -> list[int]:
@@ -216,7 +219,11 @@ class TransformersBackend(Backend):
         topk = min(settings.record_topk, self.info.vocab_size)
         # sharded: every rank votes at each step, so the followers stop (or fail) where this rank does
         agree = sharded.agreed if self.parallel in sharded.TORCHRUN_KINDS else None
-        with capture_steps(model, emit, emit, should_stop, topk=topk, agree=agree):
+        watch = capture_steps(
+            model, emit, emit, should_stop, topk=topk, agree=agree, shift=bool(settings.record_shift),
+            layers=tuple(settings.layers or ()), pins=self.pinned_ids(settings),
+        )
+        with watch:  # compiled: module hooks are guarded (layer_capture), so layer hooks cost one recompile
             model.generate(input_ids, **kwargs)
 
     def follow(self, prompt: str, settings: GenerationSettings, *, lockstep: bool = True) -> torch.Tensor:
@@ -233,10 +240,18 @@ class TransformersBackend(Backend):
         resolved = self.resolve(settings)
         torch.manual_seed(resolved.seed)
         ignore = lambda item: None  # noqa: E731
-        watch = capture_steps(self.model, ignore, ignore, agree=sharded.agreed) if lockstep else contextlib.nullcontext()
+        pins = self.pinned_ids(resolved)  # the leader pins these too: every rank samples the same canvas
+        watch = capture_steps(self.model, ignore, ignore, agree=sharded.agreed, pins=pins) if lockstep else contextlib.nullcontext()
         with watch:
             out = self.model.generate(torch.tensor([ids], device=self.model.device), **self.generate_kwargs(resolved))
         return out.sequences[0, len(ids):].cpu()
+
+    def check(self, prompt: str, settings: GenerationSettings) -> list[int]:
+        ids = super().check(prompt, settings)
+        if settings.layers and self.parallel in sharded.TORCHRUN_KINDS:
+            # the lens runs the head on rank 0 alone, and a sharded head gathers over every rank
+            raise BackendError("--layers records one whole model: it is not available with --parallel under torchrun")
+        return ids
 
     def failure_message(self, exc: BaseException) -> str:
         if isinstance(exc, torch.cuda.OutOfMemoryError):

@@ -3,6 +3,7 @@
     python -m visualizer alternatives run.json --position 17              # at its block's last step
     python -m visualizer alternatives run.json --position 17 --step 5     # at step 5 (counted from 1)
     python -m visualizer budget run.json --step 5 [--block 2] [--svg budget.svg]
+    python -m visualizer layers run.json --out-dir views [--block 1] [--position 14]
 
 `--position` counts over the whole output from 0 (position 300 of a 256-token canvas is position
 44 of block 2); steps count from 1 within the block, as the app's captions do.
@@ -82,4 +83,40 @@ def run_budget(args) -> int:
             raise CliError(f"folder {out.parent} does not exist")
         out.write_text(accept_budget_svg(trace, frame), encoding="utf-8")
         print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+def add_layers_command(subparsers) -> None:
+    p = subparsers.add_parser("layers", help="write the inside-the-network views of a trace as SVG: per-layer RMS, "
+                              "the step-to-step shift, a position's lens ranks")
+    p.add_argument("trace", help="a trace recorded with --layers (and the shift, on by default)")
+    p.add_argument("--out-dir", required=True, help="folder to write layer_rms.svg, shift.svg and lens_rank.svg into")
+    p.add_argument("--block", type=int, default=1, help="block, from 1 (default 1)")
+    p.add_argument("--position", type=int, help="position within the block, from 0, for the lens-rank grid "
+                   "(default: the first pinned position, else 0)")
+    p.set_defaults(run=run_layers)
+
+
+def run_layers(args) -> int:
+    from visualizer.layer_charts import kl_heatmap_svg, layer_rms_svg, lens_rank_svg, recorded_layers
+
+    trace = load_trace(args.trace)
+    started = len({s.block for s in trace.steps})
+    if not 1 <= args.block <= max(started, 1):
+        raise CliError(f"--block must be from 1 to {max(started, 1)}")
+    block = args.block - 1
+    pins = trace.start.pins if trace.start and block == 0 else ()
+    position = args.position if args.position is not None else (pins[0][0] if pins else 0)
+    if not 0 <= position < trace.canvas_length:
+        raise CliError(f"--position must be from 0 to {trace.canvas_length - 1}")
+    out = Path(args.out_dir)
+    if not out.is_dir():
+        raise CliError(f"folder {out} does not exist")
+    views = {"layer_rms.svg": layer_rms_svg(trace, block), "shift.svg": kl_heatmap_svg(trace, block),
+             "lens_rank.svg": lens_rank_svg(trace, block, position)}
+    for name, svg in views.items():
+        (out / name).write_text(svg, encoding="utf-8")
+    layers = recorded_layers(trace)
+    print(f"wrote {', '.join(views)} to {out} (block {args.block}, lens position {position}; "
+          f"layers {', '.join(map(str, layers)) if layers else 'none recorded'})", file=sys.stderr)
     return 0

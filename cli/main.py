@@ -9,6 +9,7 @@
     python -m visualizer probe --seeds 2 --out probe
     python -m visualizer alternatives run.json --position 17 --step 5
     python -m visualizer budget run.json --step 5 --svg budget.svg
+    python -m visualizer layers run.json --out-dir views --position 14
 
 One module per command group; this one only assembles them.  Bad input ends with a one-line
 `error: ...` and exit status 2, never a traceback.
@@ -21,7 +22,7 @@ import sys
 
 from .common import CliError
 from .export import add_compare_command, add_demos_command, add_export_command
-from .insight import add_alternatives_command, add_budget_command
+from .insight import add_alternatives_command, add_budget_command, add_layers_command
 from .metrics import add_metrics_command
 from .probe import add_probe_command
 from .record import add_frame_command, add_record_command
@@ -29,6 +30,7 @@ from .record import add_frame_command, add_record_command
 COMMANDS = (
     add_record_command, add_frame_command, add_metrics_command, add_probe_command,
     add_export_command, add_demos_command, add_compare_command, add_alternatives_command, add_budget_command,
+    add_layers_command,
 )
 
 

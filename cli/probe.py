@@ -68,6 +68,9 @@ def add_probe_command(subparsers) -> None:
                         help="run the same generations under each of these samplers (or 'all': every one the backend runs), "
                         "each into OUT/<sampler>/ with its own tables, and write OUT/samplers.md side by side")
     parser.add_argument("--bootstrap", type=int, default=N_RESAMPLES, help=f"bootstrap resamples (default {N_RESAMPLES})")
+    parser.add_argument("--no-shift", action="store_false", dest="record_shift",
+                        help="do not record the step-to-step KL: saves one step's float32 distribution per batch row on "
+                        "the device (256 MiB a row at the real 262,144-token vocabulary)")
     parser.set_defaults(run=probe_command)
 
 
@@ -214,7 +217,8 @@ def _probes_from_args(args):
         raise CliError("--per-regime draws prompts from the project's task families; --prompts brings your own: use one")
     if not args.prompts and (args.columns or args.regime):
         raise CliError("--columns and --regime describe a --prompts file: give one with --prompts")
-    settings = GenerationSettings(max_new_tokens=args.max_new_tokens, max_denoising_steps=args.max_denoising_steps)
+    settings = GenerationSettings(max_new_tokens=args.max_new_tokens, max_denoising_steps=args.max_denoising_steps,
+                                  record_shift=getattr(args, "record_shift", True))
     refuse_problems(settings.problems())
     if args.prompts:
         columns = dict(item.split("=", 1) for item in args.columns or () if "=" in item)

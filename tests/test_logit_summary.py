@@ -228,3 +228,25 @@ def test_on_the_cpu_nothing_is_compiled_unless_asked(monkeypatch):
     logits = real_like_logits(3, 64)[None]
     summary = module.summarize_logits(logits, 2)
     assert torch.equal(summary.topk_ids[0].long(), torch.topk(logits[0], 2).indices)
+
+
+def test_shift_equals_float64_kl_with_masked_tokens():
+    """`shift_nats`: KL(p || q) per position against float64, with -inf logits in p, in q and in both."""
+    from backends.logit_summary import shift_nats
+
+    torch.manual_seed(0)
+    before, now = torch.randn(3, 7, 50) * 3, torch.randn(3, 7, 50) * 3
+    before[0, 0, :10] = float("-inf")  # q = 0 where p = 0 too: adds nothing
+    now[0, 0, :10] = float("-inf")
+    now[1, 1, 5:] = float("-inf")  # p = 0 on most tokens
+    first, logq = shift_nats(before, None, compiled=False)
+    assert torch.equal(first, torch.zeros(3, 7))
+    kl, logp = shift_nats(now, logq, compiled=False)
+    p, q = torch.log_softmax(now.double(), -1), torch.log_softmax(before.double(), -1)
+    expected = torch.where(p.exp() == 0, 0.0, p.exp() * (p - q)).sum(-1)
+    torch.testing.assert_close(kl.double(), expected, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(logp, torch.log_softmax(now, -1), rtol=1e-6, atol=1e-6)  # what the next step compares with
+    before[2, 3, 0] = float("-inf")  # p > 0 where q = 0: infinite, kept as float32's largest (a trace holds finite numbers)
+    _, logq = shift_nats(before, None, compiled=False)
+    kl, _ = shift_nats(now, logq, compiled=False)
+    assert kl[2, 3] == torch.finfo(torch.float32).max and torch.isfinite(kl).all()

@@ -33,7 +33,7 @@ from .metrics import (
     tau_series,
 )
 from .metrics.commits import step_budget
-from .metrics.measured import measured_positions
+from .metrics.measured import measured_positions, pinned_row
 from .readout import fmt, position_tooltip, render_readout_html, token_details
 from .states import frame_refs
 from .svg import (
@@ -60,6 +60,7 @@ from .trace import Trace
 
 __all__ = ["tau_over_steps_svg", "entropy_heatmap_svg", "commits_per_step_svg", "commit_panel_html", "token_details"]
 
+PIN_COLOR = "#f59e0b"  # amber: pinned positions (record --pin), an intervention rather than a sampler state
 MAX_FIXED_ROWS = 128  # heatmaps keep one row per budgeted step up to this budget, so they never jump
 ENTROPY_FLOOR_NATS = 1e-3  # the colour scale is logarithmic from here to ln(vocab)
 
@@ -141,6 +142,10 @@ def entropy_heatmap_svg(trace: Trace, block: int, *, frame: int | None = None, r
         record = trace.blocks[block]
         note = f"stopped after {len(steps)} of {n_rows} steps ({record.stop_reason.replace('_', ' ')})"
         parts.append(svg_text(plot.x0 + plot.w / 2, plot.y0 + (len(steps) + n_rows) / 2 * cell_h, note, anchor="middle", size=10))
+    pinned = np.flatnonzero(pinned_row(trace, block))
+    if pinned.size:  # record --pin: the intervention's positions, marked above their columns
+        marks = "".join(f"M{plot.x0 + (p + 0.5) * cell_w - 3:.1f} {plot.y0 - 5:.1f}h6l-3 5z" for p in pinned)
+        parts.append(f'<path d="{marks}" fill="{PIN_COLOR}"><title>pinned: {", ".join(map(str, pinned))}</title></path>')
     if commits.content_length < canvas:
         bx = plot.x0 + commits.content_length * cell_w
         parts.append(f'<line x1="{bx:.1f}" x2="{bx:.1f}" y1="{plot.y0 - 4}" y2="{plot.y1}" stroke="currentColor" stroke-dasharray="3 2"/>')

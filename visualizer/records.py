@@ -58,6 +58,13 @@ def frozen_matrix(values, dtype, columns: int) -> np.ndarray:
     return array
 
 
+def frozen_cube(values, dtype, shape: tuple[int, int]) -> np.ndarray:
+    """A read-only (n, *shape) numpy copy of `values` with the given dtype (the lens ranks of a block)."""
+    array = np.array(values, dtype=dtype).reshape(-1, *shape)
+    array.flags.writeable = False
+    return array
+
+
 class _ArrayRecord:
     """Equality for frozen dataclasses whose fields may be numpy arrays."""
 
@@ -96,6 +103,7 @@ class ModelInfo(_ArrayRecord):
     max_context: int  # longest prompt + output the model accepts, in tokens
     builtin: bool = False  # True for the small models shipped in assets/, never the 26B one
     parameters: int = 0  # number of distinct parameters, 0 if unknown
+    layers: int = 0  # decoder layers (what `settings.layers` may name), 0 if unknown or not recordable
 
 
 @dataclass(frozen=True, eq=False)
@@ -113,6 +121,9 @@ class RunStart(_ArrayRecord):
     # batch (one seed per batch, batched kernels), so reproducing it needs the same batch, in the
     # same order. None: generated alone (a batch of one).
     batch: dict | None = None
+    # Pinned tokens (settings.pins, tokenized): ((position in the first block, token id), ...), sorted by
+    # position; placed on the canvas before the first step and kept accepted at every step. (): none.
+    pins: tuple = ()
     new_pieces: dict = field(default_factory=dict, compare=False)  # {token id: text} for prompt ids
 
 
@@ -136,6 +147,13 @@ class StepRecord(_ArrayRecord):
     # MLX confidence-threshold sampler only: the probability of the token sampled at each position,
     # the value it compares with its threshold (None for the entropy-bound sampler).
     sample_probability: np.ndarray | None = None  # (canvas,) float32
+    # The shift (settings.record_shift): KL(p_t || p_t-1) of each position's sampling distribution (the
+    # processed logits the sampler sees) from the previous step's, in nats. None at a block's first step.
+    kl_nats: np.ndarray | None = None  # (canvas,) float32
+    # Inside the network (settings.layers: the recorded layers, in that order, are `RunStart.settings["layers"]`):
+    layer_rms: np.ndarray | None = None  # (layers, canvas) float32: RMS over the hidden size of each layer's output
+    lens_top_ids: np.ndarray | None = None  # (layers, canvas) int32: top token of the logit lens (final norm + head)
+    lens_top_probs: np.ndarray | None = None  # (layers, canvas) float16: its probability (softmax at temperature 1)
 
     @property
     def topk(self) -> int:
@@ -153,6 +171,9 @@ class BlockRecord(_ArrayRecord):
     stop_reason: str  # one of BLOCK_STOP_REASONS
     steps_used: int  # denoising steps this block ran
     new_pieces: dict = field(default_factory=dict, compare=False)
+    # With settings.layers: the rank of each position's committed token under the logit lens of each
+    # recorded layer at each step (0: the lens's top token). Known only once the block is committed.
+    lens_ranks: np.ndarray | None = None  # (steps_used, layers, canvas) int32
 
 
 @dataclass(frozen=True, eq=False)

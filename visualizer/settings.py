@@ -36,7 +36,10 @@ MAX_DENOISING_STEPS_LIMIT = 1024
 MAX_SEED = 2**32 - 1
 DEFAULT_RECORD_TOPK = 5  # candidates recorded per position and step (the alternatives view)
 MAX_RECORD_TOPK = 32
-MAX_CORRECTOR_STEPS = 16  # discrete-ddim: more sweeps than this leave almost no predictor steps
+MAX_CORRECTOR_STEPS = 16
+LAYERS_ALL = "all"  # `layers`: every decoder layer of the model
+MAX_LAYERS = 1024  # far above any DiffusionGemma (the 26B model has 30)
+MAX_PINS = 4096  # pins per run (a canvas has at most this many positions in a trace)  # discrete-ddim: more sweeps than this leave almost no predictor steps
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,21 @@ class GenerationSettings:
     #                                        step's even share of the block (default 0.95)
     editing_threshold: float | None = None  # block-refinement: a committed token is replaced by a different sample
     #                                         this probable; None: never (the default)
+    # Inside the network and a hand on the canvas (docs/layers-and-pins.md). Declared by the backends that
+    # read them (`Capabilities.knobs`); a backend without them refuses pins and layers in one line.
+    pins: tuple = ()  # ((position, text), ...): text tokenized onto consecutive positions of the first block's
+    #                   canvas before its first step and kept accepted at every step; (): the stock run, unchanged
+    layers: tuple | str | None = None  # decoder layers whose output is recorded every step (RMS, logit lens):
+    #                                    (0, 9, 19, 29), "all" (resolved to every layer), None: off (the default)
+    record_shift: bool = True  # the KL of each position's distribution from the previous step's (keeps one
+    #                            step's float32 distribution per row on the device: 256 MiB at the real shape)
+
+    def __post_init__(self):
+        # A trace's JSON gives lists; the settings keep tuples, so a loaded run equals the live one.
+        if isinstance(self.pins, list):
+            object.__setattr__(self, "pins", tuple(tuple(p) if isinstance(p, list) else p for p in self.pins))
+        if isinstance(self.layers, list):
+            object.__setattr__(self, "layers", tuple(self.layers))
 
     @classmethod
     def from_dict(cls, values: dict) -> "GenerationSettings":
@@ -73,7 +91,11 @@ class GenerationSettings:
         return cls(**values)
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """Plain JSON data: the pins and layers as lists, as a trace holds them (so a loaded run equals the live one)."""
+        values = dataclasses.asdict(self)
+        values["pins"] = [list(pin) for pin in self.pins] if isinstance(self.pins, tuple) else self.pins
+        values["layers"] = list(self.layers) if isinstance(self.layers, tuple) else self.layers
+        return values
 
     def replace(self, **changes) -> "GenerationSettings":
         return dataclasses.replace(self, **changes)
@@ -127,6 +149,14 @@ class GenerationSettings:
             value = getattr(self, name)
             if value is not None and (not is_number(value) or not 0 < value <= 1):
                 out.append(f"{name.replace('_', ' ')} must be a probability above 0 and at most 1 (got {value!r})")
+        out.extend(pin_problems(self.pins))
+        if self.layers is not None and self.layers != LAYERS_ALL and not (
+            isinstance(self.layers, tuple) and self.layers and all(is_int(i) and 0 <= i < MAX_LAYERS for i in self.layers)
+            and len(set(self.layers)) == len(self.layers)
+        ):
+            out.append(f"layers must be distinct layer numbers from 0, or {LAYERS_ALL!r} (got {self.layers!r})")
+        if self.record_shift is not None and not isinstance(self.record_shift, bool):
+            out.append(f"record shift must be true or false (got {self.record_shift!r})")
         if self.sampler is not None and not is_sampler_name(self.sampler):
             out.append(f"sampler must be a sampler's name such as {SAMPLER_ENTROPY_BOUND!r} (got {self.sampler!r})")
         if max_context is not None and prompt_tokens is not None:
@@ -143,3 +173,21 @@ class GenerationSettings:
                     f"model's context of {max_context} tokens; lower max new tokens or shorten the prompt"
                 )
         return out
+
+
+def pin_problems(pins) -> list[str]:
+    """What is wrong with `pins` as given ((position, text), ...), before any tokenizer sees it; [] when fine.
+    Positions inside the canvas and tokens that fit are checked by the backend, which knows both."""
+    if pins is None:
+        return []
+    if not isinstance(pins, tuple) or len(pins) > MAX_PINS:
+        return [f"pins must be a list of (position, text) pairs, at most {MAX_PINS} (got {pins!r:.80})"]
+    for pin in pins:
+        if not (isinstance(pin, tuple) and len(pin) == 2 and isinstance(pin[0], int) and not isinstance(pin[0], bool)
+                and isinstance(pin[1], str)):
+            return [f"a pin is a (position, text) pair (got {pin!r:.80})"]
+        if pin[0] < 0:
+            return [f"pin position {pin[0]} is outside the canvas: positions count from 0"]
+        if not pin[1]:
+            return [f"the pin at position {pin[0]} has an empty text: give the text to place there"]
+    return []

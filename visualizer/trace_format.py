@@ -24,14 +24,25 @@ JSON format (version 3), documented for people who read or write traces by hand:
                    "entropy_nats": [float32 x canvas], "wall_time_s",
                    "topk_ids": [[id x k] x canvas],          # optional: when settings.record_topk = k > 0
                    "topk_probs": [[float16 x k] x canvas],    #   the k most probable candidates, best first
-                   "sample_probability": [float32 x canvas]  # optional: MLX confidence-threshold, block-refinement
+                   "sample_probability": [float32 x canvas], # optional: MLX confidence-threshold, block-refinement
+                   "kl_nats": [float32 x canvas],            # optional (v4): settings.record_shift, from a block's 2nd step
+                   "layer_rms": [[float32 x canvas] x L],    # optional (v4): settings.layers = L layers, in that order
+                   "lens_top_ids": [[id x canvas] x L],      #   the logit lens's top token at each layer
+                   "lens_top_probs": [[float16 x canvas] x L] #   and its probability
                   }, ...],
       "blocks":  [{"block", "tokens": [id x canvas], "eos_position": int|null,
-                   "stop_reason": "converged"|"out_of_steps", "steps_used"}, ...],
+                   "stop_reason": "converged"|"out_of_steps", "steps_used",
+                   "lens_ranks": [[[int x canvas] x L] x steps_used]  # optional (v4): with settings.layers
+                  }, ...],
+      "pins":    [[position, id], ...],                      # optional (v4): tokens pinned in the first block
       "end":     {"finish_reason": "eos"|"length"|"cancelled"|"error", "sequence": [id, ...],
                   "text": "...", "wall_time_s", "error": str|null} | null
     }
 
+Version 4 added what the network does inside and the pins (docs/layers-and-pins.md): the settings
+`pins`, `layers` and `record_shift`, `model.layers`, the tokenized `pins`, a step's `kl_nats` and
+per-layer `layer_rms`, `lens_top_ids`, `lens_top_probs`, and a block's `lens_ranks`. Older files load
+unchanged, as runs without them (`record_shift` false, no layers, no pins).
 Version 3 added `sampler_rule`, so that a trace says how its sampler accepts and the library
 needs no backend's name: any well-formed sampler name loads when its rule is recorded. A version-2
 file, which recorded none, still loads when its (backend, sampler) pair is one a version-2 writer
@@ -47,6 +58,7 @@ executes anything, and no field is ever evaluated.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -58,6 +70,7 @@ import numpy as np
 
 from .records import (
     BLOCK_STOP_REASONS,
+    frozen_cube,
     FINISH_REASONS,
     BlockRecord,
     ModelInfo,
@@ -71,7 +84,7 @@ from .samplers import SAMPLER_ENTROPY_BOUND, AcceptRule, legacy_rule
 from .settings import GenerationSettings
 
 TRACE_FORMAT = "diffusion-visualizer-trace"
-TRACE_VERSION = 3
+TRACE_VERSION = 4
 
 # Size limits for loading untrusted files: generous for real runs, small enough to stay safe.
 MAX_TRACE_BYTES = 256 * 1024 * 1024
@@ -115,6 +128,7 @@ def trace_to_dict(trace) -> dict:
         "max_blocks": trace.start.max_blocks if trace.start else 0,
         "sampler_rule": trace.sampler_rule.to_dict() if trace.start else None,
         **({"batch": dict(trace.start.batch)} if trace.start and trace.start.batch else {}),
+        **({"pins": [[int(p), int(t)] for p, t in trace.start.pins]} if trace.start and trace.start.pins else {}),
         "pieces": {str(k): v for k, v in sorted(trace.pieces.items())},
         "steps": [
             {
@@ -137,6 +151,7 @@ def trace_to_dict(trace) -> dict:
                 "eos_position": b.eos_position,
                 "stop_reason": b.stop_reason,
                 "steps_used": b.steps_used,
+                **({"lens_ranks": np.asarray(b.lens_ranks).astype(np.int64).tolist()} if b.lens_ranks is not None else {}),
             }
             for b in trace.blocks
         ],
@@ -155,7 +170,8 @@ def trace_to_dict(trace) -> dict:
 def settings_of_run(settings: dict) -> GenerationSettings:
     """The settings a trace records. Version 1 predates the candidates, so its settings never name
     record_topk: such a run recorded none (0, not the default of a new run)."""
-    return GenerationSettings.from_dict({"record_topk": 0, **settings})
+    # Before version 4 no run recorded the shift: a settings dict that does not name it recorded none.
+    return GenerationSettings.from_dict({"record_topk": 0, "record_shift": False, **settings})
 
 
 def _optional_step_parts(s: StepRecord) -> dict:
@@ -166,17 +182,26 @@ def _optional_step_parts(s: StepRecord) -> dict:
         parts["topk_probs"] = _float16_decimals(s.topk_probs).tolist()
     if s.sample_probability is not None:
         parts["sample_probability"] = [float(str(p)) for p in s.sample_probability]
+    if s.kl_nats is not None:
+        parts["kl_nats"] = [float(str(p)) for p in s.kl_nats]
+    if s.layer_rms is not None:
+        parts["layer_rms"] = [[float(str(v)) for v in row] for row in s.layer_rms]
+        parts["lens_top_ids"] = np.asarray(s.lens_top_ids).astype(np.int64).tolist()
+        parts["lens_top_probs"] = _float16_decimals(s.lens_top_probs).tolist()
     return parts
 
 
 def displayed_ids(start: RunStart | None, steps, blocks) -> set[int]:
     """Every id the renderers may show: these must all have a piece."""
     ids = set(_ints(start.prompt_ids)) if start else set()
+    ids.update(int(token) for _, token in (start.pins if start else ()))
     for s in steps:
         ids.update(np.unique(s.argmax).tolist())
         ids.update(np.unique(s.canvas[s.accepted]).tolist())
         if s.topk_ids is not None:
             ids.update(np.unique(s.topk_ids).tolist())
+        if s.lens_top_ids is not None:
+            ids.update(np.unique(s.lens_top_ids).tolist())
     for b in blocks:
         ids.update(np.unique(b.tokens).tolist())
     return ids
@@ -235,7 +260,7 @@ def parse_trace(data) -> TraceParts:
         raise TraceError(f"trace version {version} was written by a newer tool; this one reads up to {TRACE_VERSION}")
     if version < 1:
         raise TraceError(f"unknown trace version {version}")
-    known = {"format", "version", "created", "model", "prompt", "settings", "max_blocks", "sampler_rule", "batch", "pieces", "steps", "blocks", "end"}
+    known = {"format", "version", "created", "model", "prompt", "settings", "max_blocks", "sampler_rule", "batch", "pins", "pieces", "steps", "blocks", "end"}
     _no_unknown(data, known, "trace")
 
     model = _parse_model(_get(data, "model", dict, "trace"))
@@ -272,19 +297,25 @@ def parse_trace(data) -> TraceParts:
     if not isinstance(created, str) or len(created) > 64:
         raise TraceError('"created" must be a date string')
     batch = _parse_batch(data.get("batch"))
-    start = RunStart(prompt_ids=prompt_ids, settings=dict(settings), max_blocks=max_blocks, sampler_rule=rule, batch=batch)
+    pins = _parse_pins(data.get("pins"), canvas, vocab)
+    run = settings_of_run(settings)
+    if bool(pins) != bool(run.pins):
+        raise TraceError("pins and settings.pins come together: both present or both absent")
+    layers = _recorded_layers(run.layers, model)
+    start = RunStart(prompt_ids=prompt_ids, settings=dict(settings), max_blocks=max_blocks, sampler_rule=rule, batch=batch, pins=pins)
     steps, blocks, end = [], [], None
 
     raw_steps = _get(data, "steps", list, "trace")
     if len(raw_steps) > MAX_STEPS:
         raise TraceError(f"{len(raw_steps)} steps is more than the limit of {MAX_STEPS}")
     for i, raw in enumerate(raw_steps):
-        steps.append(_parse_step(raw, i, canvas, vocab, max_blocks, settings_of_run(settings).record_topk))
+        step = _parse_step(raw, i, canvas, vocab, max_blocks, run.record_topk)
+        steps.append(_check_inside(raw, step, f"steps[{i}]", canvas, vocab, layers, bool(run.record_shift)))
     raw_blocks = _get(data, "blocks", list, "trace")
     if len(raw_blocks) > max_blocks:
         raise TraceError(f"{len(raw_blocks)} blocks recorded but max_blocks is {max_blocks}")
     for i, raw in enumerate(raw_blocks):
-        blocks.append(_parse_block(raw, i, canvas, vocab, model))
+        blocks.append(_parse_block(raw, i, canvas, vocab, model, layers))
     raw_end = data.get("end")
     if raw_end is not None:
         end = _parse_end(raw_end, vocab)
@@ -296,6 +327,83 @@ def parse_trace(data) -> TraceParts:
         shown = ", ".join(map(str, missing[:8])) + (" ..." if len(missing) > 8 else "")
         raise TraceError(f"{len(missing)} displayed token id(s) have no piece in 'pieces': {shown}")
     return parts
+
+
+def _parse_pins(raw, canvas: int, vocab: int) -> tuple:
+    """The pinned (position, id) pairs, sorted by position and distinct; () when absent."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or len(raw) > canvas:
+        raise TraceError(f'"pins" must be a list of at most {canvas} [position, id] pairs')
+    pairs = []
+    for pair in raw:
+        if not (isinstance(pair, list) and len(pair) == 2 and all(_is_int(v) for v in pair)):
+            raise TraceError('"pins" must hold [position, id] pairs of integers')
+        if not 0 <= pair[0] < canvas or not 0 <= pair[1] < vocab:
+            raise TraceError(f"pin {pair} must have a position from 0 to {canvas - 1} and an id below {vocab}")
+        pairs.append((pair[0], pair[1]))
+    if [p for p, _ in pairs] != sorted({p for p, _ in pairs}):
+        raise TraceError('"pins" must be sorted by position, each position once')
+    return tuple(pairs)
+
+
+def _recorded_layers(layers, model: ModelInfo) -> int:
+    """How many layers each step records (0: none): settings.layers resolved to layer numbers of the model."""
+    if layers is None or layers == ():
+        return 0
+    if isinstance(layers, str):
+        raise TraceError('settings.layers must list the recorded layers (a run resolves "all")')
+    if model.layers and max(layers) >= model.layers:
+        raise TraceError(f"settings.layers names layer {max(layers)} but model.layers is {model.layers}")
+    return len(layers)
+
+
+def _float_rows(values, where: str, rows: int, canvas: int, dtype) -> np.ndarray:
+    if not (isinstance(values, list) and len(values) == rows and all(isinstance(r, list) and len(r) == canvas for r in values)):
+        raise TraceError(f"{where} must be {rows} lists of {canvas} numbers")
+    flat = [v for r in values for v in r]
+    if not all(_is_number(v) for v in flat):
+        raise TraceError(f"{where} must hold numbers")
+    array = frozen_matrix(flat, dtype, canvas)
+    if not np.all(np.isfinite(array)) or array.min() < 0:
+        raise TraceError(f"{where} must hold finite numbers of at least 0")
+    return array
+
+
+def _check_inside(raw: dict, step: StepRecord, where: str, canvas: int, vocab: int, layers: int, shift: bool) -> StepRecord:
+    """The step with version 4's optional parts parsed into it."""
+    parts = {}
+    if "kl_nats" in raw:
+        if not shift:
+            raise TraceError(f"{where} has kl_nats though settings.record_shift is off")
+        kl = _get(raw, "kl_nats", list, where)
+        if len(kl) != canvas or not all(_is_number(v) for v in kl):
+            raise TraceError(f"{where}.kl_nats must be {canvas} numbers")
+        array = frozen_array(kl, np.float32)
+        if not np.all(np.isfinite(array)) or array.min() < -1e-3:  # float32 rounding makes a KL of 0 about -1e-9
+            raise TraceError(f"{where}.kl_nats must be finite numbers of at least 0")
+        parts["kl_nats"] = array
+    elif shift and step.step > 0:
+        raise TraceError(f"{where} has no kl_nats though settings.record_shift is on")
+    names = ("layer_rms", "lens_top_ids", "lens_top_probs")
+    present = [n for n in names if n in raw]
+    if present and (len(present) < 3 or not layers):
+        raise TraceError(f"{where}: layer_rms, lens_top_ids and lens_top_probs come together, with settings.layers")
+    if layers and not present:
+        raise TraceError(f"{where} has no layer_rms though settings.layers records {layers} layer(s)")
+    if present:
+        parts["layer_rms"] = _float_rows(raw["layer_rms"], f"{where}.layer_rms", layers, canvas, np.float32)
+        probs = _float_rows(raw["lens_top_probs"], f"{where}.lens_top_probs", layers, canvas, np.float16)
+        if probs.max() > 1:
+            raise TraceError(f"{where}.lens_top_probs must be probabilities from 0 to 1")
+        parts["lens_top_probs"] = probs
+        ids = raw["lens_top_ids"]
+        if not (isinstance(ids, list) and len(ids) == layers and all(isinstance(r, list) for r in ids)):
+            raise TraceError(f"{where}.lens_top_ids must be {layers} lists of {canvas} ids")
+        parts["lens_top_ids"] = frozen_matrix(
+            np.stack([_id_array(r, vocab, f"{where}.lens_top_ids", exact_len=canvas) for r in ids]), np.int32, canvas
+        )
+    return dataclasses.replace(step, **parts) if parts else step
 
 
 def _parse_batch(raw) -> dict | None:
@@ -334,11 +442,11 @@ def _parse_model(raw: dict) -> ModelInfo:
     _no_unknown(raw, names, "model")
     types = {
         "name": str, "source": str, "backend": str, "device": str, "dtype": str, "canvas_length": int,
-        "vocab_size": int, "eos_token_ids": list, "max_context": int, "builtin": bool, "parameters": int,
+        "vocab_size": int, "eos_token_ids": list, "max_context": int, "builtin": bool, "parameters": int, "layers": int,
     }
     values = {}
     for name, kind in types.items():
-        if name in ("builtin", "parameters") and name not in raw:
+        if name in ("builtin", "parameters", "layers") and name not in raw:
             continue
         values[name] = _get(raw, name, kind, "model")
     pad = raw.get("pad_token_id")
@@ -353,12 +461,14 @@ def _parse_model(raw: dict) -> ModelInfo:
         raise TraceError("model.eos_token_ids must be token ids inside the vocabulary")
     if pad is not None and not 0 <= pad < values["vocab_size"]:
         raise TraceError("model.pad_token_id must be inside the vocabulary")
+    if not 0 <= values.get("layers", 0) <= 1024:
+        raise TraceError("model.layers must be from 0 to 1024")
     values["eos_token_ids"] = tuple(eos)
     return ModelInfo(pad_token_id=pad, **values)
 
 
 STEP_FIELDS = {"block", "step", "steps_remaining", "accepted", "canvas", "argmax", "entropy_nats", "wall_time_s"}
-OPTIONAL_STEP_FIELDS = {"topk_ids", "topk_probs", "sample_probability"}
+OPTIONAL_STEP_FIELDS = {"topk_ids", "topk_probs", "sample_probability", "kl_nats", "layer_rms", "lens_top_ids", "lens_top_probs"}
 
 
 def _parse_step(raw, i: int, canvas: int, vocab: int, max_blocks: int, topk: int) -> StepRecord:
@@ -436,11 +546,30 @@ def _parse_probabilities(raw: dict, where: str, canvas: int):
     return array
 
 
-def _parse_block(raw, i: int, canvas: int, vocab: int, model: ModelInfo) -> BlockRecord:
+def _parse_lens_ranks(raw: dict, where: str, steps_used: int, layers: int, canvas: int, vocab: int):
+    if "lens_ranks" not in raw:
+        if layers and steps_used:
+            raise TraceError(f"{where} has no lens_ranks though settings.layers records {layers} layer(s)")
+        return None
+    if not layers:
+        raise TraceError(f"{where} has lens_ranks though settings.layers is off")
+    ranks = raw["lens_ranks"]
+    shape_ok = isinstance(ranks, list) and len(ranks) == steps_used and all(
+        isinstance(s, list) and len(s) == layers and all(isinstance(r, list) and len(r) == canvas for r in s) for s in ranks
+    )
+    if not shape_ok:
+        raise TraceError(f"{where}.lens_ranks must be {steps_used} steps of {layers} lists of {canvas} ranks")
+    flat = [v for s in ranks for r in s for v in r]
+    if not all(_is_int(v) and 0 <= v < vocab for v in flat):
+        raise TraceError(f"{where}.lens_ranks must hold ranks from 0 to {vocab - 1}")
+    return frozen_cube(flat, np.int32, (layers, canvas))
+
+
+def _parse_block(raw, i: int, canvas: int, vocab: int, model: ModelInfo, layers: int = 0) -> BlockRecord:
     where = f"blocks[{i}]"
     if not isinstance(raw, dict):
         raise TraceError(f"{where} must be an object")
-    _no_unknown(raw, {"block", "tokens", "eos_position", "stop_reason", "steps_used"}, where)
+    _no_unknown(raw, {"block", "tokens", "eos_position", "stop_reason", "steps_used", "lens_ranks"}, where)
     tokens = _id_array(_get(raw, "tokens", list, where), vocab, f"{where}.tokens", exact_len=canvas)
     eos = raw.get("eos_position")
     if eos is not None and not (_is_int(eos) and 0 <= eos < canvas):
@@ -454,12 +583,14 @@ def _parse_block(raw, i: int, canvas: int, vocab: int, model: ModelInfo) -> Bloc
     reason = _get(raw, "stop_reason", str, where)
     if reason not in BLOCK_STOP_REASONS:
         raise TraceError(f"{where}.stop_reason must be one of {', '.join(BLOCK_STOP_REASONS)}")
+    steps_used = _get(raw, "steps_used", int, where)
     return BlockRecord(
         block=_get(raw, "block", int, where),
         tokens=tokens,
         eos_position=eos,
         stop_reason=reason,
-        steps_used=_get(raw, "steps_used", int, where),
+        steps_used=steps_used,
+        lens_ranks=_parse_lens_ranks(raw, where, steps_used, layers, canvas, vocab) if 0 <= steps_used <= MAX_STEPS else None,
     )
 
 

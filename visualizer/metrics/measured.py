@@ -9,6 +9,11 @@ control are taken over the measured positions.
 
     measured = measured_positions(trace, block, tokens, content_length)
     commit = commit_step[:content_length][measured.keep]
+
+Pinned positions (`record --pin`, `RunStart.pins`) are never measured: the run placed them before the
+first step and held them accepted, so their commit step is the intervention's, not the model's. They
+are left out like thought tokens (the other positions keep their order), always, and the label says
+how many ("(3 pinned tokens excluded)").
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ class Measured:
     keep: np.ndarray  # (content_length,) bool: the content positions measured
     thought_tokens: int  # content positions in the thinking channel (measured or not)
     include_thought: bool
+    pinned_tokens: int = 0  # content positions pinned by the run (never measured)
 
     @property
     def positions(self) -> np.ndarray:
@@ -40,18 +46,28 @@ class Measured:
 
     @property
     def label(self) -> str:
-        return measured_label(self.include_thought, self.thought_tokens)
+        return measured_label(self.include_thought, self.thought_tokens, self.pinned_tokens)
+
+
+def pinned_row(trace: Trace, block: int) -> np.ndarray:
+    """(canvas,) bool: the positions of `block` the run pinned (only the first block holds pins)."""
+    row = np.zeros(trace.canvas_length, dtype=bool)
+    if block == 0 and trace.start is not None and trace.start.pins:
+        row[[position for position, _ in trace.start.pins]] = True
+    return row
 
 
 def measured_positions(trace: Trace, block: int, tokens, content_length: int, *, include_thought: bool = False) -> Measured:
     """The content positions of `block` (holding `tokens`) that the figures measure."""
     thought = block_thought_row(trace, block, tokens)[:content_length]
+    pinned = pinned_row(trace, block)[:content_length]
     keep = np.ones(content_length, dtype=bool) if include_thought else ~thought
-    return Measured(keep, int(np.count_nonzero(thought)), include_thought)
+    return Measured(keep & ~pinned, int(np.count_nonzero(thought)), include_thought, int(np.count_nonzero(pinned)))
 
 
-def measured_label(include_thought: bool, thought_tokens: int) -> str:
+def measured_label(include_thought: bool, thought_tokens: int, pinned_tokens: int = 0) -> str:
     """What was measured, in words: "answer tokens only (12 thought tokens excluded)"."""
+    pins = f" ({pinned_tokens} pinned tokens excluded)" if pinned_tokens else ""
     if include_thought:
-        return WITH_THOUGHTS + (f" ({thought_tokens} thought)" if thought_tokens else "")
-    return ANSWER_ONLY + (f" ({thought_tokens} thought tokens excluded)" if thought_tokens else "")
+        return WITH_THOUGHTS + (f" ({thought_tokens} thought)" if thought_tokens else "") + pins
+    return ANSWER_ONLY + (f" ({thought_tokens} thought tokens excluded)" if thought_tokens else "") + pins

@@ -48,7 +48,7 @@ from scipy.stats import bootstrap
 from ..thinking import thought_mask
 from ..trace import Trace
 from .commits import block_commits
-from .measured import ANSWER_ONLY, WITH_THOUGHTS
+from .measured import ANSWER_ONLY, WITH_THOUGHTS, pinned_row
 from .order import Undefined
 from .stats import CI_LEVEL, N_RESAMPLES, auroc
 
@@ -150,6 +150,7 @@ def structure_first(trace: Trace, *, family: str | None = None, include_thought:
         keep = commits.content & (classes[b] >= 0)
         if not include_thought:
             keep &= ~thoughts[b]
+        keep &= ~pinned_row(trace, b)  # pinned positions (record --pin) are never measured
         blocks.append(_block_figures(b, commits.commit_step[keep], classes[b][keep] == 1))
     return StructureFirst(
         family=family,

@@ -44,7 +44,8 @@ DEFINITIONS = {
     "content": "positions before the block's first EOS, trailing pad cut; EOS and pad are excluded",
     "measured": "the content positions the order figures use: the answer only by default; thinking-channel tokens "
     "(<|channel>thought ... <channel|>) only with include_thought (CLI: --include-thought); answer positions keep their "
-    "order, bins and the control are taken over the measured positions",
+    "order, bins and the control are taken over the measured positions; pinned positions (record --pin) are never "
+    "measured, their commit being the intervention's (pinned_tokens counts them)",
     "tau_b": "scipy kendalltau variant b between commit step and position within the block, measured content "
     "positions only; "
     "per block, then the mean over blocks (never pooled across blocks)",
@@ -89,6 +90,7 @@ class BlockMetrics:
     commit_step: list  # per position of the canvas (content_length tells which are content)
     settle_step: list
     commit_entropy_nats: list
+    pinned_tokens: int = 0  # content positions the run pinned (record --pin): never measured
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,7 @@ class RunMetrics:
     remask_events: int
     monotone: bool
     mean_commit_entropy_nats: Value  # over every content position of the run
+    pinned_tokens: int = 0  # content positions the run pinned (record --pin): never measured
 
 
 def block_metrics(trace: Trace, block: int, *, include_thought: bool = False) -> BlockMetrics:
@@ -156,6 +159,7 @@ def block_metrics(trace: Trace, block: int, *, include_thought: bool = False) ->
         commit_step=commits.commit_step.tolist(),
         settle_step=commits.settle_step.tolist(),
         commit_entropy_nats=[float(str(e)) for e in commits.commit_entropy_nats],  # shortest exact float32
+        pinned_tokens=measured.pinned_tokens,
     )
 
 
@@ -172,12 +176,13 @@ def run_metrics(trace: Trace, *, include_thought: bool = False) -> RunMetrics:
         entropies.extend(m.commit_entropy_nats[p] for p in m.measured_positions)
     measured_tokens = sum(len(m.measured_positions) for m in blocks)
     thought_tokens = sum(m.thought_tokens for m in blocks)
+    pinned_tokens = sum(m.pinned_tokens for m in blocks)
     accepted = measured_tokens - sum(m.committed_at_finalize for m in blocks)
     accept_steps = sum(m.accept_steps for m in blocks)
     return RunMetrics(
         blocks=blocks,
         unfinished_blocks=max(0, started - len(trace.blocks)),
-        measured=measured_label(include_thought, thought_tokens),
+        measured=measured_label(include_thought, thought_tokens, pinned_tokens),
         content_tokens=sum(m.content_length for m in blocks),
         thought_tokens=thought_tokens,
         measured_tokens=measured_tokens,
@@ -201,6 +206,7 @@ def run_metrics(trace: Trace, *, include_thought: bool = False) -> RunMetrics:
         remask_events=sum(m.remask_events for m in blocks),
         monotone=all(m.remask_events == 0 for m in blocks),
         mean_commit_entropy_nats=float(np.mean(entropies)) if entropies else Undefined("no content positions"),
+        pinned_tokens=pinned_tokens,
     )
 
 

@@ -1,0 +1,210 @@
+"""What looking inside the network costs per step: per-layer capture with the logit lens, and the shift (KL).
+
+    python benchmarks/bench_layers.py                                  # the real 26B shape, random bf16 weights, one GPU
+    python benchmarks/bench_layers.py --paths compiled --reps 5 --layers 0,9,19,29
+    python benchmarks/bench_layers.py --paths compiled --no-hook-guards   # what guarding module hooks costs (compare stock)
+    python benchmarks/bench_layers.py --dry-run                        # a tiny model on the CPU (CI runs this)
+
+The model is built at the published shape exactly as `bench_capture_fullshape.py` builds it (meta device,
+tied, one allocation per distinct tensor, random bf16 weights; 25.4 B parameters, ~47.5 GiB). For each path
+(eager; static cache + torch.compile) it times, in one process and alternating `--reps` times:
+
+    stock             plain `model.generate`
+    captured          the project's capture as recorded by default before issue 44 (entropy, top-5), no shift
+    captured+layers   that plus `--layers` (RMS of each layer's output, logit lens top-1, lens ranks at block end)
+    captured+shift    that plus the KL of each position's distribution from the previous step's
+    captured+both     layers and shift together
+
+checks that every variant gives the stock sequence bit for bit first, and prints the median ms per step
+with min-max, the ratio to stock's median (same run), peak GPU memory, and the trace bytes per step each
+variant writes (JSON, as `Trace.save` writes it; a block's lens ranks counted per step). Random weights
+never converge early, so every block runs all its steps.
+
+On the compiled path every variant (stock included) runs with module hooks guarded
+(`layer_capture.guard_hooks`, set when the backends are imported): the run that adds the layer hooks
+compiles the decoder once more (the first call of captured+layers in the warm-up: its time is printed)
+and later runs with the same layers reuse it; the guard's own cost is inside every compiled figure. To see it,
+run once more with `--no-hook-guards` (torch's default: no +layers variants then) on the same warm machine and
+compare the two stock rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from backends.base import step_record  # noqa: E402
+from backends.capture import capture_steps  # noqa: E402
+from backends.layer_capture import guard_hooks  # noqa: E402
+from visualizer.records import ModelInfo, RunStart, frozen_array  # noqa: E402
+from visualizer.trace import Trace  # noqa: E402
+
+VARIANTS = ("stock", "captured", "captured+layers", "captured+shift", "captured+both")
+TOPK = 5  # the capture's default candidates (visualizer.settings.DEFAULT_RECORD_TOPK)
+
+
+class _NoPieces:
+    """The piece table of a benchmark run: no tokenizer, so no text (the bytes counted are the arrays')."""
+
+    def new(self, ids) -> dict:
+        return {}
+
+
+def build_model(args):
+    """(model, parameters, what): the real shape on the GPU, or the project's tiny test model (--dry-run)."""
+    if args.dry_run:
+        from transformers import DiffusionGemmaForBlockDiffusion
+
+        from backends.random_model import set_generation_defaults
+        from backends.small_models import small_config
+
+        torch.manual_seed(0)
+        model = DiffusionGemmaForBlockDiffusion(small_config(args.vocab, "test")).eval()
+
+        class _Ids:  # set_generation_defaults reads these from a tokenizer
+            eos_token_id, pad_token_id, bos_token_id = 1, 0, 2
+
+            def convert_tokens_to_ids(self, token):
+                return 106
+
+        set_generation_defaults(model, _Ids())
+        with torch.no_grad():
+            model.get_output_embeddings().weight[[1, 106]] = 0  # no EOS: every block stays full
+        return model, sum(p.numel() for p in {id(p): p for p in model.parameters()}.values()), "tiny test model"
+    from bench_capture_fullshape import build, full_shape_config
+
+    model, params = build(full_shape_config(layers=args.model_layers, experts=128, vocab=262_144), args.device)
+    return model, params, "real 26B-A4B shape, random bf16 weights"
+
+
+def run(model, prompt, *, seed: int, compiled: bool, variant: str, device: str, layers: tuple, steps: int) -> dict:
+    """One generation: sequences, seconds, peak memory, and the captured items (for the trace bytes)."""
+    items, blocks = [], []
+    kwargs = dict(max_new_tokens=256, max_denoising_steps=steps, cache_implementation="static" if compiled else None)
+    torch.manual_seed(seed)
+    if device.startswith("cuda"):
+        torch.cuda.reset_peak_memory_stats()
+        torch.cuda.synchronize()
+    watch = contextlib.nullcontext()
+    if variant != "stock":
+        watch = capture_steps(
+            model, items.append, blocks.append, topk=TOPK,
+            layers=layers if variant in ("captured+layers", "captured+both") else (),
+            shift=variant in ("captured+shift", "captured+both"),
+        )
+    started = time.perf_counter()
+    with watch:
+        out = model.generate(prompt, **kwargs)
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - started
+    peak = torch.cuda.max_memory_allocated() / 2**30 if device.startswith("cuda") else float("nan")
+    return dict(sequences=out.sequences.cpu(), seconds=seconds, peak=peak, items=items, blocks=blocks)
+
+
+def trace_bytes_per_step(model, result: dict, layers: tuple, shift: bool) -> float:
+    """JSON bytes per step of a trace holding this run's steps (and its blocks' lens ranks), as saved."""
+    canvas, vocab = model.config.canvas_length, model.config.text_config.vocab_size
+    info = ModelInfo(name="bench", source="bench", backend="transformers", device="-", dtype="-", canvas_length=canvas,
+                     vocab_size=vocab, eos_token_ids=(1,), pad_token_id=0, max_context=10**6, layers=len(model.model.decoder.layers))
+
+    def size(n_steps: int) -> int:
+        settings = {"max_new_tokens": 256, "record_topk": TOPK, "record_shift": shift, "layers": list(layers) or None}
+        trace = Trace(model=info, prompt="bench")
+        trace.append(RunStart(prompt_ids=frozen_array([2], np.int32), settings=settings, max_blocks=1))
+        for item in result["items"][:n_steps]:
+            trace.append(step_record(item, _NoPieces()))
+        return len(trace.to_json().encode())
+
+    n = len(result["items"])
+    ranks = sum(len(np.asarray(b.lens_ranks).astype(np.int64).tolist().__repr__()) for b in result["blocks"]
+                if b.lens_ranks is not None)  # a block's ranks, in about the bytes JSON writes them
+    return (size(n) - size(0) + ranks) / max(n, 1)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--paths", default="eager,compiled")
+    parser.add_argument("--prompt-length", type=int, default=64)
+    parser.add_argument("--reps", type=int, default=5, help="timed runs of each variant, alternating")
+    parser.add_argument("--layers", default="0,9,19,29", help="the recorded layers of the +layers variants")
+    parser.add_argument("--model-layers", type=int, default=30, help="decoder layers of the built model (30: the real one)")
+    parser.add_argument("--steps", type=int, default=48, help="denoising steps per block (all of them run)")
+    parser.add_argument("--no-hook-guards", action="store_true",
+                        help="leave torch.compile's module-hook guards off (its default) and skip the +layers variants: "
+                        "run once with and once without on the same machine to see what the guards cost the compiled path")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="the project's tiny test model on the CPU, 4 steps, 1 repetition, eager: checks the script end to end")
+    args = parser.parse_args(argv)
+    args.vocab = 3072
+    variants = VARIANTS
+    if args.no_hook_guards:  # importing the backends turned them on; before anything compiles, off again
+        torch._dynamo.config.skip_nnmodule_hook_guards = True
+        variants = tuple(v for v in VARIANTS if v not in ("captured+layers", "captured+both"))
+    else:
+        guard_hooks()  # as importing the backends does (said here, since the compiled figures depend on it)
+    if args.dry_run:
+        args.device, args.steps, args.reps, args.prompt_length = "cpu", 4, 1, 16
+        args.paths = "eager" if args.paths == parser.get_default("paths") else args.paths
+    import transformers
+
+    name = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else "cpu"
+    print(f"device: {name}, torch {torch.__version__}, transformers {transformers.__version__}", flush=True)
+    started = time.perf_counter()
+    model, params, what = build_model(args)
+    n_layers = len(model.model.decoder.layers)
+    layers = tuple(i for i in (int(x) for x in args.layers.split(",")) if i < n_layers)
+    layers = (0, n_layers - 1) if args.dry_run else layers or (n_layers - 1,)
+    vocab = model.config.text_config.vocab_size
+    print(f"built {what}: {params / 1e9:.3f} B distinct parameters, {n_layers} layers, in {time.perf_counter() - started:.1f} s; "
+          f"recording layers {layers}; the shift keeps {256 * vocab * 4 / 2**20:.0f} MiB a row", flush=True)
+    rows, identical = [], True
+    for path in args.paths.split(","):
+        compiled = path == "compiled"
+        prompt = torch.randint(107, vocab, (1, args.prompt_length), generator=torch.Generator().manual_seed(1)).to(args.device)
+        common = dict(compiled=compiled, device=args.device, layers=layers, steps=args.steps)
+        reference = run(model, prompt, seed=11, variant="stock", **common)
+        checked = {}
+        for variant in variants[1:]:
+            warm = time.perf_counter()
+            checked[variant] = run(model, prompt, seed=11, variant=variant, **common)
+            same = torch.equal(reference["sequences"], checked[variant]["sequences"])
+            identical &= same
+            print(f"{path}: {variant} identical to stock: {same} (first run {time.perf_counter() - warm:.1f} s)", flush=True)
+        runs = {v: [] for v in variants}
+        for rep in range(args.reps):
+            for variant in variants if rep % 2 == 0 else variants[::-1]:  # alternate: drift hits every variant alike
+                runs[variant].append(run(model, prompt, seed=rep, variant=variant, **common))
+        stock = statistics.median(r["seconds"] for r in runs["stock"]) / args.steps * 1e3
+        for variant in variants:
+            per_step = [r["seconds"] / args.steps * 1e3 for r in runs[variant]]
+            median = statistics.median(per_step)
+            has_layers, has_shift = variant in ("captured+layers", "captured+both"), variant in ("captured+shift", "captured+both")
+            nbytes = trace_bytes_per_step(model, checked[variant], layers if has_layers else (), has_shift) if variant != "stock" else 0
+            rows.append((path, variant, median, min(per_step), max(per_step), median / stock,
+                         max(r["peak"] for r in runs[variant]), nbytes))
+    print(f"\n{what}, {name}, prompt {args.prompt_length}, canvas 256, {args.steps} steps, {args.reps} alternating repetitions, "
+          f"layers {','.join(map(str, layers))}, top-{TOPK} candidates in every captured variant\n")
+    print("| path | variant | ms/step median (min-max) | ratio to stock | peak GiB | trace bytes/step |")
+    print("|---|---|---|---|---|---|")
+    for path, variant, median, low, high, ratio, peak, nbytes in rows:
+        print(f"| {path} | {variant} | {median:.2f} ({low:.2f}-{high:.2f}) | {ratio:.3f} | {peak:.1f} | "
+              f"{'–' if variant == 'stock' else f'{nbytes:,.0f}'} |")
+    print(f"module-hook guards: {'off (torch default)' if args.no_hook_guards else 'on (as the backends run)'}")
+    print(f"\nall captured runs bit-identical to stock: {identical}")
+    return 0 if identical else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,23 @@
+"""benchmarks/bench_layers.py runs end to end on the CPU (--dry-run: the tiny test model, 4 steps), so the
+GPU run is not its first; every variant (layers, shift) must give the stock sequence."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+
+def test_bench_layers_dry_run(capsys):
+    import bench_layers
+
+    assert bench_layers.main(["--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "all captured runs bit-identical to stock: True" in out
+    rows = [line for line in out.splitlines() if line.startswith("| eager |")]
+    assert [row.split("|")[2].strip() for row in rows] == list(bench_layers.VARIANTS)
+    sizes = {row.split("|")[2].strip(): int(row.split("|")[-2].strip().replace(",", "")) for row in rows[1:]}
+    # the shift adds one float32 a position, layers two values a layer and position and their ranks: all show
+    assert sizes["captured+both"] > sizes["captured+layers"] > sizes["captured"]
+    assert sizes["captured+shift"] > sizes["captured"]

@@ -1,0 +1,161 @@
+"""The library side of layers, the shift and pins, without a model: trace format v4, validation, the metrics
+leaving pins out, the SVG views and the CLI (`record --pin/--layers` refusals, the `layers` command)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from cli.main import main
+from tests.trace_factory import trace_from_commit_steps
+from visualizer.layer_charts import kl_heatmap_svg, layer_rms_svg, lens_rank_svg
+from visualizer.metrics import run_metrics
+from visualizer.records import frozen_array, frozen_cube, frozen_matrix
+from visualizer.settings import GenerationSettings
+from visualizer.trace import Trace, TraceError
+
+COMMITS = [[0, 1, 1, 2, 3, 3, 4, 5]]  # one block of 8 positions, 6 steps, no EOS
+
+
+def inside_trace(*, pins=((2, 30),), layers=(0, 3), shift=True) -> Trace:
+    """A hand-built trace with every version-4 part: pins, per-layer RMS and lens, the shift, lens ranks."""
+    base = trace_from_commit_steps(COMMITS, n_steps=6)
+    settings = {**base.start.settings, "record_shift": shift, "layers": list(layers) if layers else None,
+                "pins": [[p, "x"] for p, _ in pins]}
+    trace = Trace(model=dataclasses.replace(base.model, layers=4), prompt=base.prompt)
+    trace.append(dataclasses.replace(base.start, settings=settings, pins=tuple(pins), sampler_rule=base.sampler_rule.to_dict()))
+    rng = np.random.default_rng(0)
+    n = len(layers or ())
+    for s in base.steps:
+        extra = {}
+        if shift and s.step > 0:
+            extra["kl_nats"] = frozen_array(rng.random(8) * (1 + s.step), np.float32)
+        if n:
+            extra["layer_rms"] = frozen_matrix(rng.random((n, 8)) * 10 + 0.5, np.float32, 8)
+            extra["lens_top_ids"] = frozen_matrix(rng.integers(10, 20, (n, 8)), np.int32, 8)
+            extra["lens_top_probs"] = frozen_matrix(rng.random((n, 8)), np.float16, 8)
+        trace.append(dataclasses.replace(s, **extra))
+    block = base.blocks[0]
+    ranks = frozen_cube(rng.integers(0, 50, (block.steps_used, n, 8)), np.int32, (n, 8)) if n else None
+    trace.append(dataclasses.replace(block, lens_ranks=ranks))
+    trace.append(base.end)
+    trace.pieces.update(base.pieces)
+    return trace
+
+
+def test_version_4_round_trips_exactly():
+    trace = inside_trace()
+    again = Trace.from_json(trace.to_json())
+    assert again == trace and again.to_json() == trace.to_json()
+    assert again.start.pins == ((2, 30),) and again.settings.pins == ((2, "x"),) and again.settings.layers == (0, 3)
+    assert again.steps[0].kl_nats is None and again.steps[1].kl_nats.dtype == np.float32
+    assert again.steps[2].layer_rms.shape == (2, 8) and again.steps[2].lens_top_probs.dtype == np.float16
+    assert again.blocks[0].lens_ranks.shape == (6, 2, 8) and not again.blocks[0].lens_ranks.flags.writeable
+
+
+def test_an_older_trace_loads_as_a_run_without_them():
+    data = json.loads(trace_from_commit_steps(COMMITS, n_steps=6).to_json())
+    data["version"] = 3
+    trace = Trace.from_dict(data)
+    assert trace.settings.record_shift is False and trace.settings.pins == () and trace.settings.layers is None
+    assert "no shift" in kl_heatmap_svg(trace, 0) and "recorded no layers" in layer_rms_svg(trace, 0)
+
+
+def _bad(change) -> str:
+    data = json.loads(inside_trace().to_json())
+    change(data)
+    return json.dumps(data)
+
+
+BAD = {
+    "kl missing": (lambda d: d["steps"][3].pop("kl_nats"), "no kl_nats"),
+    "kl negative": (lambda d: d["steps"][3]["kl_nats"].__setitem__(0, -0.5), "at least 0"),
+    "kl without the setting": (lambda d: d["settings"].update(record_shift=False), "record_shift is off"),
+    "rms alone": (lambda d: d["steps"][1].pop("lens_top_ids"), "come together"),
+    "rms wrong layer count": (lambda d: d["steps"][1]["layer_rms"].pop(), "2 lists of 8"),
+    "lens id out of vocab": (lambda d: d["steps"][1]["lens_top_ids"][0].__setitem__(0, 10**6), "token ids"),
+    "lens prob above 1": (lambda d: d["steps"][1]["lens_top_probs"][0].__setitem__(0, 2.0), "from 0 to 1"),
+    "ranks short": (lambda d: d["blocks"][0]["lens_ranks"].pop(), "lens_ranks must be 6 steps"),
+    "ranks without layers": (lambda d: [s.pop(k) for s in d["steps"] for k in ("layer_rms", "lens_top_ids", "lens_top_probs")]
+                             and d["settings"].update(layers=None), "settings.layers is off"),
+    "layer beyond the model": (lambda d: d["settings"].update(layers=[0, 9]), "model.layers is 4"),
+    "pins unsorted": (lambda d: d.update(pins=[[5, 30], [2, 30]]) or d["settings"].update(pins=[[5, "x"], [2, "y"]]), "sorted"),
+    "pin outside canvas": (lambda d: d.update(pins=[[8, 30]]), "position from 0 to 7"),
+    "pins without settings": (lambda d: d["settings"].update(pins=[]), "come together"),
+    "pin text empty": (lambda d: d["settings"].update(pins=[[2, ""]]), "empty text"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_version_4_parts_are_refused_in_one_line(case):
+    change, message = BAD[case]
+    with pytest.raises(TraceError, match=message) as info:
+        Trace.from_json(_bad(change))
+    assert "\n" not in str(info.value)
+
+
+def test_metrics_leave_pinned_positions_out_and_say_so():
+    pinned = inside_trace(pins=((0, 30), (7, 31)))
+    plain = inside_trace(pins=())
+    m, p = run_metrics(pinned), run_metrics(plain)
+    assert m.pinned_tokens == 2 and p.pinned_tokens == 0
+    assert m.measured_tokens == p.measured_tokens - 2
+    assert "2 pinned tokens excluded" in m.measured and "pinned" not in p.measured
+    assert m.blocks[0].measured_positions == list(range(1, 7))
+    # tau_b of the six unpinned positions, in their order: the hand-made commit steps 1, 1, 2, 3, 3, 4
+    from scipy.stats import kendalltau
+
+    assert m.tau_b_mean == pytest.approx(kendalltau(np.arange(6), [1, 1, 2, 3, 3, 4], variant="b").statistic)
+
+
+def test_views_are_pure_and_mark_the_pins():
+    trace = inside_trace()
+    rms = layer_rms_svg(trace, 0)
+    assert rms == layer_rms_svg(Trace.from_json(trace.to_json()), 0)  # replayed = live
+    assert rms.count("<image") == 3  # one panel per layer + the shared legend
+    assert ">L0<" in rms and ">L3<" in rms and "pinned position 2" in rms
+    kl = kl_heatmap_svg(trace, 0)
+    assert "pinned position 2" in kl and "step 1: no step before it" in kl
+    grid = lens_rank_svg(trace, 0, 2)
+    assert "rank of the committed token" in grid and "pinned position" in grid
+    assert grid.count("<rect") == 6 * 2  # a hover cell per layer and step
+    assert "recorded no layers" in lens_rank_svg(inside_trace(layers=()), 0, 2)
+
+
+# ---- the command line -----------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--pin", "5"], "POS=TEXT"),
+        (["--pin", "x=sea"], "POS=TEXT"),
+        (["--pin", "5="], "empty text"),
+        (["--layers", "0,a"], "layer numbers"),
+        (["--layers", "1,1"], "distinct"),
+    ],
+)
+def test_record_refuses_bad_pins_and_layers_in_one_line(argv, message, capsys, tmp_path):
+    code = main(["record", "--prompt", "hi", "--out", str(tmp_path / "x.json"), *argv])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: ") and message in err and err.count("\n") == 1
+
+
+def test_layers_command_writes_the_three_views(tmp_path, capsys):
+    path = inside_trace().save(tmp_path / "run.json")
+    assert main(["layers", str(path), "--out-dir", str(tmp_path)]) == 0
+    for name in ("layer_rms.svg", "shift.svg", "lens_rank.svg"):
+        assert (tmp_path / name).read_text().startswith("<svg")
+    assert "lens position 2" in capsys.readouterr().err  # the first pinned position by default
+    assert main(["layers", str(path), "--out-dir", str(tmp_path), "--position", "99"]) == 2
+    assert "--position must be from 0 to 7" in capsys.readouterr().err
+
+
+def test_settings_round_trip_pins_and_layers_as_json():
+    settings = GenerationSettings(pins=((3, "sea"), (9, "}")), layers=(0, 29))
+    data = json.loads(json.dumps(settings.to_dict()))
+    assert GenerationSettings.from_dict(data) == settings and settings.problems() == []
+    assert "empty text" in GenerationSettings(pins=((1, ""),)).problems()[0]
+    assert "outside the canvas" in GenerationSettings(pins=((-2, "a"),)).problems()[0]
+    assert "distinct layer numbers" in GenerationSettings(layers=(3, 3)).problems()[0]
