@@ -70,6 +70,10 @@ def test_an_abandoned_run_ends_after_the_grace_with_its_records_and_leaves_its_w
         records = []
         while sum(isinstance(r, StepRecord) for r in records) < 2:
             records += next(batches)
+        deadline = time.monotonic() + 60
+        while len(calls) < 3:  # the worker is inside the third step, where it stays
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
         abandoned = time.monotonic()
         stop.abandon("rank 1 of 2 stopped")
         for batch in batches:
