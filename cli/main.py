@@ -42,12 +42,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# The commands that run under torchrun, and what they do there; any other is refused in one line before it loads
+# anything (N processes would each write the same files).
+UNDER_TORCHRUN = {"record": "shards one model over the processes (--parallel, default expert)",
+                  "probe": "deals its generations over the processes"}
+
+
 def main(argv=None) -> int:
+    from backends.sharded import is_follower, under_torchrun
+
     args = build_parser().parse_args(argv)
     try:
+        if under_torchrun() and args.command not in UNDER_TORCHRUN:
+            said = "; ".join(f"{name} {what}" for name, what in UNDER_TORCHRUN.items())
+            raise CliError(f"{args.command} runs in one process: start it with python -m visualizer, not torchrun "
+                           f"(under torchrun, {said})")
         return args.run(args)
     except CliError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        if not is_follower():  # under torchrun every rank meets the same error: rank 0 alone says it
+            print(f"error: {exc}", file=sys.stderr)
         return 2
 
 

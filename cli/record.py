@@ -22,6 +22,8 @@ import signal
 import sys
 from pathlib import Path
 
+from backends.sharded import PARALLEL_KINDS
+
 from .common import CliError, add_generation_arguments, load_trace, refuse_problems, settings_from_args
 
 
@@ -29,6 +31,11 @@ from .common import CliError, add_generation_arguments, load_trace, refuse_probl
 # torchrun's SIGTERM to rank 0: another rank stopped. With NCCL the run in flight may never reach its
 # next step (the dead rank's collective never completes), so the stop abandons it (`Stop.abandon`).
 TORCHRUN_ENDED = "torchrun ended the job (SIGTERM: another rank stopped, its report below names it)"
+# Under torchrun without --parallel, record shards the model this way: one model over the processes, rank 0
+# writes. (N whole copies would each write the same file.)
+TORCHRUN_DEFAULT_PARALLEL = "expert"
+
+
 def add_record_command(subparsers) -> None:
     p = subparsers.add_parser("record", help="run the model on a prompt and write its trace (JSON)")
     source = p.add_mutually_exclusive_group(required=True)
@@ -36,9 +43,10 @@ def add_record_command(subparsers) -> None:
     source.add_argument("--demo", help="one of the demo prompts: acrostic, sky, palindrome, planets, story, haiku")
     p.add_argument("--out", required=True, help="trace file to write (.json)")
     add_generation_arguments(p)
-    p.add_argument("--parallel", choices=("expert", "tensor", "tensor+expert", "layers"),
+    p.add_argument("--parallel", choices=PARALLEL_KINDS,
                    help="transformers: spread the model over several GPUs; expert/tensor/tensor+expert under "
-                        "torchrun --nproc-per-node N, layers (device_map auto) in one process (docs/sharded.md)")
+                        f"torchrun --nproc-per-node N (default there: {TORCHRUN_DEFAULT_PARALLEL}), layers "
+                        "(device_map auto) in one process (docs/sharded.md)")
     p.add_argument("--layers", help="record these decoder layers every step (RMS of the output, logit lens): "
                    "comma-separated numbers from 0, or 'all' (default: none)")
     p.add_argument("--pin", action="append", default=[], metavar="POS=TEXT",
@@ -98,9 +106,14 @@ def run_record(args) -> int:
     out = Path(args.out)
     if not out.parent.exists():
         raise CliError(f"folder {out.parent} does not exist")
+    parallel = args.parallel
+    if parallel is None and under_torchrun():  # one model over the processes, never N copies writing one file
+        parallel = TORCHRUN_DEFAULT_PARALLEL
+        if not is_follower():
+            print(f"record under torchrun: --parallel {parallel} (the default there; rank 0 writes {out})", file=sys.stderr)
     try:
-        backend = load_backend(args.model or default_model(), backend=args.backend, device=args.device, parallel=args.parallel)
-        if args.parallel and is_follower():  # the same generation in lockstep, nothing recorded or written
+        backend = load_backend(args.model or default_model(), backend=args.backend, device=args.device, parallel=parallel)
+        if parallel and is_follower():  # the same generation in lockstep, nothing recorded or written
             backend.follow(prompt, settings)
             return 0
         stop = Stop()
