@@ -73,6 +73,7 @@ def _dtype_name(dtype: torch.dtype) -> str:
 class TransformersBackend(Backend):
     name = "transformers"
     capabilities = CAPABILITIES
+    runs_in_order = True  # every run on the one model thread (`_launch`)
     parallel: str | None = None  # how the model is spread (backends/sharded.py); None: whole, in this process
 
     def __init__(
