@@ -66,6 +66,9 @@ CAPABILITIES = Capabilities(
 )
 
 
+_LAUNCH_LOCK = threading.Lock()
+
+
 def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).replace("torch.", "")
 
@@ -158,11 +161,12 @@ class TransformersBackend(Backend):
         The thread holds its own trees as Python thread-locals (`_own_cuda_graph_trees`), which
         go with the thread; nothing is stashed in C++ thread-locals, whose clean-up at exit once
         aborted the process (see the import at the top)."""
-        if getattr(self, "_thread_pid", None) != os.getpid():  # none yet, or made before a fork (ZeroGPU's worker)
-            self._thread, self._thread_pid = ModelThread(f"{self.name}-generate"), os.getpid()
-            self._stop_thread = weakref.finalize(self, stop_thread, self._thread)
-            self._thread.submit(_own_cuda_graph_trees)
-        return self._thread.submit(work)
+        with _LAUNCH_LOCK:  # two first runs started at once (the probe starts the next batch early) share one thread
+            if getattr(self, "_thread_pid", None) != os.getpid():  # none yet, or made before a fork (ZeroGPU's worker)
+                self._thread, self._thread_pid = ModelThread(f"{self.name}-generate"), os.getpid()
+                self._stop_thread = weakref.finalize(self, stop_thread, self._thread)
+                self._thread.submit(_own_cuda_graph_trees)
+            return self._thread.submit(work)
 
     def default_settings(self) -> GenerationSettings:
         g = self.model.generation_config
