@@ -238,5 +238,6 @@ def test_probe_command_runs_the_real_suite_on_a_small_model_end_to_end(tmp_path,
     data = json.loads((out / "table.json").read_text())
     assert [r["regime"] for r in data["regimes"]] == ["factual", "json"]
     assert all(g["correct"] in (True, False) for g in data["generations"])  # both regimes have checkers
+    assert all((out / name).exists() for name in ("reliability.svg", "tau_b.svg", "tau_b.png", "tokens_per_step.svg"))
     assert main(args) == 0  # resumes: nothing left to generate
     assert "probe: 100%" in capsys.readouterr().err

@@ -88,6 +88,7 @@ def _regime_row(regime: str, rows: list[ProbeResult], n_resamples: int) -> dict:
         return float(np.mean(defined)) if defined else Undefined("undefined in every generation")
 
     tau, tau_ci = mean_with_ci([r.tau_b for r in rows])
+    _, tokens_ci = mean_with_ci([r.tokens_per_accept_step for r in rows])  # the figure's whisker
     scored = [r for r in rows if r.correct is not None and is_defined(r.mean_commit_entropy_nats)]
     if any(r.correct is not None for r in rows):
         accuracy = float(np.mean([r.correct for r in rows if r.correct is not None]))
@@ -116,6 +117,7 @@ def _regime_row(regime: str, rows: list[ProbeResult], n_resamples: int) -> dict:
         "tau_b_ci": tau_ci,
         "tau_b_undefined_generations": sum(not is_defined(r.tau_b) for r in rows),
         **{c.regime_mean: mean([getattr(r, c.name) for r in rows]) for c in COLUMNS if c.regime_mean},
+        "tokens_per_accept_step_ci": tokens_ci,
         "accuracy": accuracy,
         "unscored_generations": sum(r.correct is None for r in rows),
         "auroc_low_entropy_correct": area,
