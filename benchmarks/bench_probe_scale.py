@@ -154,12 +154,10 @@ def capture_vs_stock(backend, probes, settings, *, batch: int, reps: int) -> dic
     import torch
 
     from backends.run import record_batch
-    from backends.transformers_backend import batch_inputs
-
     prompts = [p.prompt for p in probes[:batch]]
     resolved = backend.resolve(settings)
     rows = [backend.prompt_ids(p) for p in prompts]
-    input_ids, mask = batch_inputs(rows, backend.info.pad_token_id, backend.model.device)
+    input_ids, mask = backend.model_inputs(rows, resolved, backend.model.device)  # compiled: the bucket's padding
     kwargs = backend.generate_kwargs(resolved)
     if mask is not None:
         kwargs["attention_mask"] = mask
@@ -200,7 +198,6 @@ def stock_over_plan(backend, probes, settings, *, seeds: int, items: int, batch:
     same padding, same seeds): the runner's own cost is its time over this one."""
     import torch
 
-    from backends.transformers_backend import batch_inputs
     from cli.probe_runner import item_of, probe_items
     from visualizer.plan import make_plan
 
@@ -209,7 +206,7 @@ def stock_over_plan(backend, probes, settings, *, seeds: int, items: int, batch:
     total = 0.0
     for planned in make_plan(probe_items(probes, seeds)[:items], batch_size=batch).batches:
         ids = [backend.prompt_ids(by_item[item].prompt) for item in planned.items]
-        input_ids, mask = batch_inputs(ids, backend.info.pad_token_id, backend.model.device)
+        input_ids, mask = backend.model_inputs(ids, backend.resolve(settings), backend.model.device)
 
         def run():
             torch.manual_seed(planned.seed)
@@ -227,13 +224,11 @@ def try_rows(backend, probes, settings, rows_list) -> list[dict]:
     """Stock batched generate at each row count: peak memory, or the out-of-memory error."""
     import torch
 
-    from backends.transformers_backend import batch_inputs
-
     out = []
     for rows in rows_list:
         prompts = [probes[i % len(probes)].prompt for i in range(rows)]
         ids = [backend.prompt_ids(p) for p in prompts]
-        input_ids, mask = batch_inputs(ids, backend.info.pad_token_id, backend.model.device)
+        input_ids, mask = backend.model_inputs(ids, backend.resolve(settings), backend.model.device)
         kwargs = backend.generate_kwargs(backend.resolve(settings))
         if mask is not None:
             kwargs["attention_mask"] = mask

@@ -66,6 +66,9 @@ def add_probe_command(subparsers) -> None:
     parser.add_argument("--backend", choices=backend_names(), default=None, help="default: picked from the model")
     parser.add_argument("--max-new-tokens", type=int, default=None, help="output budget (default: the model's)")
     parser.add_argument("--steps", type=int, dest="max_denoising_steps", help="max denoising steps per block (default: the model's)")
+    parser.add_argument("--compiled", action="store_true",
+                        help="static cache + torch.compile (transformers): prompts padded to a few length buckets, one "
+                        "compile per shape and host, cached per torch build (docs/study-at-scale.md)")
     parser.add_argument("--samplers", nargs="+", default=None,
                         help="run the same generations under each of these samplers (or 'all': every one the backend runs), "
                         "each into OUT/<sampler>/ with its own tables, and write OUT/samplers.md side by side")
@@ -225,7 +228,8 @@ def _probes_from_args(args):
         raise CliError("--per-regime draws prompts from the project's task families; --prompts brings your own: use one")
     if not args.prompts and (args.columns or args.regime):
         raise CliError("--columns and --regime describe a --prompts file: give one with --prompts")
-    settings = GenerationSettings(max_new_tokens=args.max_new_tokens, max_denoising_steps=args.max_denoising_steps)
+    settings = GenerationSettings(max_new_tokens=args.max_new_tokens, max_denoising_steps=args.max_denoising_steps,
+                                  compiled=args.compiled)
     refuse_problems(settings.problems())
     if args.prompts:
         columns = dict(item.split("=", 1) for item in args.columns or () if "=" in item)
