@@ -212,8 +212,7 @@ def _generated(backend, batches: Sequence[Batch], probes: dict, settings: Genera
     ahead: deque = deque()
     with ThreadPoolExecutor(max_workers=BATCHES_AHEAD + 1, thread_name_prefix="probe-batch") as pool:
         def results():
-            todo = iter(batches)
-            for batch in todo:
+            for batch in batches:
                 ahead.append(pool.submit(record, batch))
                 if len(ahead) > BATCHES_AHEAD:
                     yield ahead.popleft().result()
