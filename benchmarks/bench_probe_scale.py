@@ -5,6 +5,8 @@
     python benchmarks/bench_probe_scale.py report /tmp/bench                          # the markdown tables
     python benchmarks/bench_probe_scale.py single --device cpu --layers 2 --experts 8 --vocab 8192 --batch 2 \\
         --batch1-items 2 --items 4 --try-rows 0 --steps 4 --out /tmp/dry                # dry run on a CPU
+    python benchmarks/bench_probe_scale.py single --device cpu --model assets/models/diffusiongemma-tiny-demo \\
+        --batch 8 --items 48 --try-rows "" --out /tmp/tiny                               # the runner on a CPU
 
 The model is the real 26B-A4B shape with random bf16 weights, built per process without holding two
 copies (benchmarks/bench_capture_fullshape.py); random weights never converge and its EOS logits
@@ -41,9 +43,14 @@ BUILTIN = ROOT / "assets" / "models" / "diffusiongemma-tiny-demo"
 
 
 def full_shape_backend(args):
-    """The transformers backend around the full-shape random model, built on this process's GPU."""
+    """The transformers backend around the full-shape random model, built on this process's GPU
+    (or, with --model, a saved model folder loaded as the probe loads it)."""
     import torch
 
+    if args.model:
+        from backends.transformers_backend import TransformersBackend
+
+        return TransformersBackend(args.model, device=args.device)
     from backends.transformers_backend import TransformersBackend, _load_tokenizer
     from bench_capture_fullshape import build, full_shape_config
     from visualizer.records import ModelInfo
@@ -357,6 +364,8 @@ def main(argv=None) -> int:
     parser.add_argument("mode", choices=("single", "slice", "report"))
     parser.add_argument("--out", required=True)
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--model", default=None, help="a saved model folder instead of the full-shape random model "
+                        "(e.g. assets/models/diffusiongemma-tiny-demo, to measure the runner on a CPU)")
     parser.add_argument("--layers", type=int, default=30)
     parser.add_argument("--experts", type=int, default=128)
     parser.add_argument("--vocab", type=int, default=262_144)
