@@ -274,11 +274,21 @@ def single(args) -> int:
     sizes = [int(b) for b in str(args.batch).split(",")]
     report["batched_all"] = []
     for size in sizes:  # each batch size on its own out folder, against the same batch-1 runner
-        batched = run_runner(backend, probes, settings, seeds=args.seeds, items=args.items, batch=size,
-                             out=out / f"single-b{size}")
+        # the runner and stock generate over the very same batches, alternating (ABBA) `--runner-reps` times,
+        # each runner rep into a fresh folder: on a shared machine the load drifts between the two otherwise
+        runs, stocks = [], []
+        for rep in range(args.runner_reps):
+            for which in (("runner", "stock") if rep % 2 == 0 else ("stock", "runner")):
+                if which == "runner":
+                    runs.append(run_runner(backend, probes, settings, seeds=args.seeds, items=args.items, batch=size,
+                                           out=out / f"single-b{size}" / f"rep{rep}"))
+                else:
+                    stocks.append(stock_over_plan(backend, probes, settings, seeds=args.seeds, items=args.items, batch=size))
+        batched = min(runs, key=lambda r: r["work_s"]) | {"work_all": [r["work_s"] for r in runs], "stock_all": stocks}
         batched["speedup"] = batched["generations_per_s"] / report["batch1"]["generations_per_s"]
-        batched["stock_s"] = stock_over_plan(backend, probes, settings, seeds=args.seeds, items=args.items, batch=size)
-        batched["runner_over_stock"] = batched["work_s"] / batched["stock_s"]
+        batched["stock_s"] = statistics.median(stocks)
+        batched["runner_over_stock"] = statistics.median(r["work_s"] for r in runs) / batched["stock_s"]
+        batched["runner_over_stock_pairs"] = [r["work_s"] / t for r, t in zip(runs, stocks)]
         report["batched_all"].append(batched)
         print("batched runner:", batched, flush=True)
     report["batched"] = max(report["batched_all"], key=lambda b: b["generations_per_s"])
@@ -377,6 +387,7 @@ def main(argv=None) -> int:
     parser.add_argument("--items", type=int, default=48, help="generations of the batched run (single) or the slice")
     parser.add_argument("--batch1-items", type=int, default=8)
     parser.add_argument("--reps", type=int, default=2)
+    parser.add_argument("--runner-reps", type=int, default=1, help="runner and stock over the same batches, alternating")
     parser.add_argument("--try-rows", default="12,16", help="row counts to try for memory (single); empty: skip")
     args = parser.parse_args(argv)
     import logging
