@@ -94,7 +94,7 @@ def _regime_row(regime: str, rows: list[ProbeResult], n_resamples: int) -> dict:
         accuracy = float(np.mean([r.correct for r in rows if r.correct is not None]))
     else:  # why nothing was scored: the commonest reason (no checker, no answers, a failing checker)
         reasons = [r.unscored for r in rows if r.unscored]
-        accuracy = Undefined("no generation was scored" + (f" ({max(set(reasons), key=reasons.count)})" if reasons else ""))
+        accuracy = Undefined("no generation was scored" + (f" ({max(dict.fromkeys(reasons), key=reasons.count)})" if reasons else ""))
     if scored:
         scores = -np.array([r.mean_commit_entropy_nats for r in scored])  # low entropy = confident
         labels = np.array([r.correct for r in scored])
