@@ -155,6 +155,9 @@ class Backend(ABC):
     capabilities: Capabilities
     info: ModelInfo
     last_failure: BaseException | None = None  # what ended the latest failed run (its RunEnd has the message)
+    # Its runs queue on one model thread (`_launch`) and run one after another, so a caller may start the
+    # next run while one generates (the probe runner does, to keep the GPU busy between batches).
+    runs_in_order: bool = False
 
     @abstractmethod
     def default_settings(self) -> GenerationSettings:

@@ -93,6 +93,7 @@ CAPABILITIES = Capabilities(
 class MLXBackend(Backend):
     name = "mlx"
     capabilities = CAPABILITIES
+    runs_in_order = True  # every run on the one model thread (`_launch`)
 
     def __init__(self, source: str, *, display_name: str | None = None, builtin: bool = False):
         source = str(source)

@@ -50,6 +50,7 @@ from . import sharded
 from .base import COMMON_KNOBS, Backend, BackendError, Capabilities
 from .capture import capture_steps
 from .layer_capture import decoder_layers  # importing it makes torch.compile guard module hooks (its docstring)
+from .compile_cache import bucket_length, first_compile, shape_key, use_compile_cache
 from .model_thread import ModelThread, stop_thread
 from .process_group import note_compiled_run
 from .known import REAL_CHECKPOINT, REAL_CHECKPOINT_BF16_GB, load_failure_message, looks_like_path, on_zero_gpu
@@ -68,6 +69,9 @@ CAPABILITIES = Capabilities(
 )
 
 
+_LAUNCH_LOCK = threading.Lock()
+
+
 def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).replace("torch.", "")
 
@@ -75,6 +79,7 @@ def _dtype_name(dtype: torch.dtype) -> str:
 class TransformersBackend(Backend):
     name = "transformers"
     capabilities = CAPABILITIES
+    runs_in_order = True  # every run on the one model thread (`_launch`)
     parallel: str | None = None  # how the model is spread (backends/sharded.py); None: whole, in this process
 
     def __init__(
@@ -160,11 +165,12 @@ class TransformersBackend(Backend):
         The thread holds its own trees as Python thread-locals (`_own_cuda_graph_trees`), which
         go with the thread; nothing is stashed in C++ thread-locals, whose clean-up at exit once
         aborted the process (see the import at the top)."""
-        if getattr(self, "_thread_pid", None) != os.getpid():  # none yet, or made before a fork (ZeroGPU's worker)
-            self._thread, self._thread_pid = ModelThread(f"{self.name}-generate"), os.getpid()
-            self._stop_thread = weakref.finalize(self, stop_thread, self._thread)
-            self._thread.submit(_own_cuda_graph_trees)
-        return self._thread.submit(work)
+        with _LAUNCH_LOCK:  # two first runs started at once (the probe starts the next batch early) share one thread
+            if getattr(self, "_thread_pid", None) != os.getpid():  # none yet, or made before a fork (ZeroGPU's worker)
+                self._thread, self._thread_pid = ModelThread(f"{self.name}-generate"), os.getpid()
+                self._stop_thread = weakref.finalize(self, stop_thread, self._thread)
+                self._thread.submit(_own_cuda_graph_trees)
+            return self._thread.submit(work)
 
     def default_settings(self) -> GenerationSettings:
         g = self.model.generation_config
@@ -212,7 +218,7 @@ class TransformersBackend(Backend):
     def _produce_batch(self, rows_ids, settings, emit, should_stop) -> None:
         kwargs = self.generate_kwargs(settings)
         model = self.model  # a local reference: close() from another session must not pull it away mid-run
-        input_ids, attention_mask = batch_inputs(rows_ids, self.info.pad_token_id, model.device)
+        input_ids, attention_mask = self.model_inputs(rows_ids, settings, model.device)
         if attention_mask is not None:
             kwargs["attention_mask"] = attention_mask
         torch.manual_seed(settings.seed)  # once per batch; seeds the CPU and every CUDA device
@@ -223,8 +229,25 @@ class TransformersBackend(Backend):
             model, emit, emit, should_stop, topk=topk, agree=agree, shift=bool(settings.record_shift),
             layers=tuple(settings.layers or ()), pins=self.pinned_ids(settings),
         )
-        with watch:  # compiled: module hooks are guarded (layer_capture), so layer hooks cost one recompile
+        # compiled: module hooks are guarded (layer_capture), so layer hooks cost one recompile
+        with self._compile_once(settings, input_ids.shape), watch:
             model.generate(input_ids, **kwargs)
+
+    def model_inputs(self, rows_ids, settings: GenerationSettings, device) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """`batch_inputs` as this backend runs them: compiled, padded to a length bucket
+        (`compile_cache.bucket_length`), so a long run compiles a bounded number of graphs."""
+        pad_to = None  # a sharded model's followers run the prompt as it is (`follow`): no bucket there
+        if settings.compiled and self.info.pad_token_id is not None and self.parallel not in sharded.TORCHRUN_KINDS:
+            pad_to = bucket_length(max(len(ids) for ids in rows_ids))
+        return batch_inputs(rows_ids, self.info.pad_token_id, device, pad_to=pad_to)
+
+    def _compile_once(self, settings: GenerationSettings, shape):
+        """Compiled: the host's inductor cache for this torch build, and its lock for this shape
+        (`compile_cache.first_compile`); not for a sharded model, whose ranks compile in lockstep."""
+        if not settings.compiled or self.parallel in sharded.TORCHRUN_KINDS:
+            return contextlib.nullcontext()
+        rows, length = shape
+        return first_compile(use_compile_cache(), shape_key(rows, length, settings.max_new_tokens, self.info.source))
 
     def follow(self, prompt: str, settings: GenerationSettings, *, lockstep: bool = True) -> torch.Tensor:
         """What a follower rank of a sharded model runs for one request (backends/sharded.py): the stock
@@ -276,7 +299,8 @@ def _own_cuda_graph_trees() -> None:
         trees.local.tree_manager_locks = defaultdict(threading.Lock)
 
 
-def batch_inputs(rows_ids: list[list[int]], pad_token_id: int | None, device) -> tuple[torch.Tensor, torch.Tensor | None]:
+def batch_inputs(rows_ids: list[list[int]], pad_token_id: int | None, device, *,
+                 pad_to: int | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The `input_ids` (batch, longest) and `attention_mask` of a batch of prompts for `generate`.
 
     Padded on the left: transformers numbers positions from 0 to the longest prompt for every row
@@ -286,9 +310,11 @@ def batch_inputs(rows_ids: list[list[int]], pad_token_id: int | None, device) ->
     padding and get no mask: exactly the single-prompt call. (Checked on the built-in model: from
     the same starting canvas a left-padded row's first step matches its run alone within 2e-5
     nats, and right padding moves it by up to 2 nats; tests/test_batch_capture.py.)
+    `pad_to` (a compiled run's length bucket) pads every row to that length, with a mask even when
+    the rows are of one length, so every batch of the bucket has the same inputs' shapes.
     """
-    longest = max(len(ids) for ids in rows_ids)
-    if all(len(ids) == longest for ids in rows_ids):
+    longest = max(max(len(ids) for ids in rows_ids), pad_to or 0)
+    if pad_to is None and all(len(ids) == longest for ids in rows_ids):
         return torch.tensor(rows_ids, device=device), None
     if pad_token_id is None:
         raise BackendError("This model's config has no pad token id, so prompts of different lengths cannot share a batch.")

@@ -5,6 +5,8 @@
     python benchmarks/bench_probe_scale.py report /tmp/bench                          # the markdown tables
     python benchmarks/bench_probe_scale.py single --device cpu --layers 2 --experts 8 --vocab 8192 --batch 2 \\
         --batch1-items 2 --items 4 --try-rows 0 --steps 4 --out /tmp/dry                # dry run on a CPU
+    python benchmarks/bench_probe_scale.py single --device cpu --model assets/models/diffusiongemma-tiny-demo \\
+        --batch 8 --items 48 --try-rows "" --out /tmp/tiny                               # the runner on a CPU
 
 The model is the real 26B-A4B shape with random bf16 weights, built per process without holding two
 copies (benchmarks/bench_capture_fullshape.py); random weights never converge and its EOS logits
@@ -41,9 +43,14 @@ BUILTIN = ROOT / "assets" / "models" / "diffusiongemma-tiny-demo"
 
 
 def full_shape_backend(args):
-    """The transformers backend around the full-shape random model, built on this process's GPU."""
+    """The transformers backend around the full-shape random model, built on this process's GPU
+    (or, with --model, a saved model folder loaded as the probe loads it)."""
     import torch
 
+    if args.model:
+        from backends.transformers_backend import TransformersBackend
+
+        return TransformersBackend(args.model, device=args.device)
     from backends.transformers_backend import TransformersBackend, _load_tokenizer
     from bench_capture_fullshape import build, full_shape_config
     from visualizer.records import ModelInfo
@@ -154,12 +161,10 @@ def capture_vs_stock(backend, probes, settings, *, batch: int, reps: int) -> dic
     import torch
 
     from backends.run import record_batch
-    from backends.transformers_backend import batch_inputs
-
     prompts = [p.prompt for p in probes[:batch]]
     resolved = backend.resolve(settings)
     rows = [backend.prompt_ids(p) for p in prompts]
-    input_ids, mask = batch_inputs(rows, backend.info.pad_token_id, backend.model.device)
+    input_ids, mask = backend.model_inputs(rows, resolved, backend.model.device)  # compiled: the bucket's padding
     kwargs = backend.generate_kwargs(resolved)
     if mask is not None:
         kwargs["attention_mask"] = mask
@@ -200,7 +205,6 @@ def stock_over_plan(backend, probes, settings, *, seeds: int, items: int, batch:
     same padding, same seeds): the runner's own cost is its time over this one."""
     import torch
 
-    from backends.transformers_backend import batch_inputs
     from cli.probe_runner import item_of, probe_items
     from visualizer.plan import make_plan
 
@@ -209,7 +213,7 @@ def stock_over_plan(backend, probes, settings, *, seeds: int, items: int, batch:
     total = 0.0
     for planned in make_plan(probe_items(probes, seeds)[:items], batch_size=batch).batches:
         ids = [backend.prompt_ids(by_item[item].prompt) for item in planned.items]
-        input_ids, mask = batch_inputs(ids, backend.info.pad_token_id, backend.model.device)
+        input_ids, mask = backend.model_inputs(ids, backend.resolve(settings), backend.model.device)
 
         def run():
             torch.manual_seed(planned.seed)
@@ -227,13 +231,11 @@ def try_rows(backend, probes, settings, rows_list) -> list[dict]:
     """Stock batched generate at each row count: peak memory, or the out-of-memory error."""
     import torch
 
-    from backends.transformers_backend import batch_inputs
-
     out = []
     for rows in rows_list:
         prompts = [probes[i % len(probes)].prompt for i in range(rows)]
         ids = [backend.prompt_ids(p) for p in prompts]
-        input_ids, mask = batch_inputs(ids, backend.info.pad_token_id, backend.model.device)
+        input_ids, mask = backend.model_inputs(ids, backend.resolve(settings), backend.model.device)
         kwargs = backend.generate_kwargs(backend.resolve(settings))
         if mask is not None:
             kwargs["attention_mask"] = mask
@@ -272,11 +274,21 @@ def single(args) -> int:
     sizes = [int(b) for b in str(args.batch).split(",")]
     report["batched_all"] = []
     for size in sizes:  # each batch size on its own out folder, against the same batch-1 runner
-        batched = run_runner(backend, probes, settings, seeds=args.seeds, items=args.items, batch=size,
-                             out=out / f"single-b{size}")
+        # the runner and stock generate over the very same batches, alternating (ABBA) `--runner-reps` times,
+        # each runner rep into a fresh folder: on a shared machine the load drifts between the two otherwise
+        runs, stocks = [], []
+        for rep in range(args.runner_reps):
+            for which in (("runner", "stock") if rep % 2 == 0 else ("stock", "runner")):
+                if which == "runner":
+                    runs.append(run_runner(backend, probes, settings, seeds=args.seeds, items=args.items, batch=size,
+                                           out=out / f"single-b{size}" / f"rep{rep}"))
+                else:
+                    stocks.append(stock_over_plan(backend, probes, settings, seeds=args.seeds, items=args.items, batch=size))
+        batched = min(runs, key=lambda r: r["work_s"]) | {"work_all": [r["work_s"] for r in runs], "stock_all": stocks}
         batched["speedup"] = batched["generations_per_s"] / report["batch1"]["generations_per_s"]
-        batched["stock_s"] = stock_over_plan(backend, probes, settings, seeds=args.seeds, items=args.items, batch=size)
-        batched["runner_over_stock"] = batched["work_s"] / batched["stock_s"]
+        batched["stock_s"] = statistics.median(stocks)
+        batched["runner_over_stock"] = statistics.median(r["work_s"] for r in runs) / batched["stock_s"]
+        batched["runner_over_stock_pairs"] = [r["work_s"] / t for r, t in zip(runs, stocks)]
         report["batched_all"].append(batched)
         print("batched runner:", batched, flush=True)
     report["batched"] = max(report["batched_all"], key=lambda b: b["generations_per_s"])
@@ -362,6 +374,8 @@ def main(argv=None) -> int:
     parser.add_argument("mode", choices=("single", "slice", "report"))
     parser.add_argument("--out", required=True)
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--model", default=None, help="a saved model folder instead of the full-shape random model "
+                        "(e.g. assets/models/diffusiongemma-tiny-demo, to measure the runner on a CPU)")
     parser.add_argument("--layers", type=int, default=30)
     parser.add_argument("--experts", type=int, default=128)
     parser.add_argument("--vocab", type=int, default=262_144)
@@ -373,6 +387,7 @@ def main(argv=None) -> int:
     parser.add_argument("--items", type=int, default=48, help="generations of the batched run (single) or the slice")
     parser.add_argument("--batch1-items", type=int, default=8)
     parser.add_argument("--reps", type=int, default=2)
+    parser.add_argument("--runner-reps", type=int, default=1, help="runner and stock over the same batches, alternating")
     parser.add_argument("--try-rows", default="12,16", help="row counts to try for memory (single); empty: skip")
     args = parser.parse_args(argv)
     import logging

@@ -7,6 +7,7 @@
     python -m visualizer demos --out assets/demos
     python -m visualizer compare seed0.json seed1.json --gif both.gif --png end.png
     python -m visualizer probe --seeds 2 --out probe
+    python -m visualizer probe-report probe
     python -m visualizer alternatives run.json --position 17 --step 5
     python -m visualizer budget run.json --step 5 --svg budget.svg
     python -m visualizer layers run.json --out-dir views --position 14
@@ -26,9 +27,10 @@ from .insight import add_alternatives_command, add_budget_command, add_layers_co
 from .metrics import add_metrics_command
 from .probe import add_probe_command
 from .record import add_frame_command, add_record_command
+from .report import add_probe_report_command
 
 COMMANDS = (
-    add_record_command, add_frame_command, add_metrics_command, add_probe_command,
+    add_record_command, add_frame_command, add_metrics_command, add_probe_command, add_probe_report_command,
     add_export_command, add_demos_command, add_compare_command, add_alternatives_command, add_budget_command,
     add_layers_command,
 )

@@ -26,8 +26,10 @@ from visualizer.metrics.stats import N_RESAMPLES
 from visualizer.plan import Batch
 from visualizer.probe import SPLIT_CONFIRMATORY, ProbeError, regime_tables, sampler_comparison_markdown, write_tables
 from visualizer.settings import GenerationSettings
+from visualizer.study_figures import write_figures
 
 from .common import CliError, refuse_problems
+from .report import SIDE_BY_SIDE, draw_figures
 from .probe_runner import finish_results, item_of, prepare_out, probe_items, progress_bar, run_batches
 
 DEFAULT_PER_REGIME = 20  # the study's 20 prompts a regime (10 confirmatory)
@@ -64,6 +66,9 @@ def add_probe_command(subparsers) -> None:
     parser.add_argument("--backend", choices=backend_names(), default=None, help="default: picked from the model")
     parser.add_argument("--max-new-tokens", type=int, default=None, help="output budget (default: the model's)")
     parser.add_argument("--steps", type=int, dest="max_denoising_steps", help="max denoising steps per block (default: the model's)")
+    parser.add_argument("--compiled", action="store_true",
+                        help="static cache + torch.compile (transformers): prompts padded to a few length buckets, one "
+                        "compile per shape and host, cached per torch build (docs/study-at-scale.md)")
     parser.add_argument("--samplers", nargs="+", default=None,
                         help="run the same generations under each of these samplers (or 'all': every one the backend runs), "
                         "each into OUT/<sampler>/ with its own tables, and write OUT/samplers.md side by side")
@@ -137,6 +142,8 @@ def probe_command(args) -> int:
                                                           sampler=spec.name, show=False)
             if cluster.is_writer:
                 _write_sampler_comparison(Path(args.out), backend, specs, by_sampler, args.seeds)
+                split = "confirmatory + exploratory" if args.include_exploratory else "confirmatory"
+                write_figures(Path(args.out), by_sampler, prefix=SIDE_BY_SIDE, split=split)
             return 0
         results = run(args.out, settings)
     except (BackendError, ProbeError, distributed.RunFailed) as exc:
@@ -170,8 +177,14 @@ def _write_tables(out, results, args, backend, regimes, settings, cluster, *, sa
         "processes": cluster.world_size,
     }
     md, _ = write_tables(out, tables, meta, results)
+    draw_figures(Path(out), {"": tables}, include_exploratory=args.include_exploratory)  # beside reliability.svg
     if show:
         print(md.read_text(encoding="utf-8"))
+    failed = [r for r in results if (r.unscored or "").startswith("the answer checker failed")]
+    if failed:  # the run went on; say so once, where the reasons are
+        print(f"note: the answer checker failed on {len(failed)} generation(s) (first: {failed[0].regime}/"
+              f"{failed[0].prompt_id} seed {failed[0].seed}): left unscored, the reasons in the 'unscored' column "
+              f"of {Path(out) / 'results' / 'generations.parquet'}", file=sys.stderr)
     return tables
 
 
@@ -191,7 +204,8 @@ def _write_sampler_comparison(out: Path, backend, specs, by_sampler, seeds: int)
     notes = "".join(f"- **{spec.name}**: {spec.note}\n" for spec in specs)
     text = (f"# Samplers side by side: {backend.info.name}, {seeds} seed(s) per prompt\n\n"
             + sampler_comparison_markdown(by_sampler) + "\n" + notes
-            + "\nEach sampler's full table, structure first and reliability curve: OUT/<sampler>/table.md and reliability.svg.\n")
+            + "\nEach sampler's full table, structure first and reliability curve: OUT/<sampler>/table.md and reliability.svg; "
+            "the samplers side by side: samplers-tau_b.svg and samplers-tokens_per_step.svg (and .png).\n")
     out.mkdir(parents=True, exist_ok=True)
     (out / "samplers.md").write_text(text, encoding="utf-8")
     print(text)
@@ -218,7 +232,7 @@ def _probes_from_args(args):
     if not args.prompts and (args.columns or args.regime):
         raise CliError("--columns and --regime describe a --prompts file: give one with --prompts")
     settings = GenerationSettings(max_new_tokens=args.max_new_tokens, max_denoising_steps=args.max_denoising_steps,
-                                  record_shift=getattr(args, "record_shift", True))
+                                  record_shift=getattr(args, "record_shift", True), compiled=args.compiled)
     refuse_problems(settings.problems())
     if args.prompts:
         columns = dict(item.split("=", 1) for item in args.columns or () if "=" in item)

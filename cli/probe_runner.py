@@ -14,19 +14,21 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import pickle
 import signal
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
 from backends.run import record_batch, record_trace
 from visualizer.metrics import run_metrics
 from visualizer.plan import Batch, Plan, item_id, make_plan
-from visualizer.probe import MANIFEST, ProbeError, ProbeResult, checked_response, result_from_trace
+from visualizer.probe import MANIFEST, ProbeError, ProbeResult, result_from_trace, score
 from visualizer.results import merge_parts, part_done, read_results, result_rows, write_part
 from visualizer.settings import GenerationSettings
 from visualizer.trace import Trace
@@ -138,43 +140,100 @@ def _read_manifest(path: Path) -> dict | None:
         raise ProbeError(f"cannot read {path}: {exc}") from None
 
 
+WRITER_BACKLOG = 2  # batches handed to the writer and not yet on disk before the runner waits for it
+BATCHES_AHEAD = 1  # batches started while one generates (they queue on the model's thread)
+
+
 def run_batches(backend, batches: Sequence[Batch], probes: dict, *, out, settings: GenerationSettings,
                 check: Callable, after_batch: Callable[[], None] = lambda: None) -> None:
     """Generate each batch, save its traces and its result rows (see visualizer.results).
 
-    `probes` maps item ids to probes.  The host-side work of a batch (saving traces, metrics,
-    Parquet) runs in a writer process while the model generates the next batch; at most one batch
-    waits there.  Not a thread: that work is Python, and on a thread it held the interpreter lock the
-    model's own thread needs to launch each step (BENCHMARKS.md).  The checker runs here, so any
-    callable works.  `after_batch()` runs once a batch's rows are on disk.  A failure raises
-    ProbeError naming the batch and its items.
+    `probes` maps item ids to probes.  The runner's own work stays off the model's path:
+    - the next batch is started while one generates (`_generated`): on a backend whose runs queue
+      on one model thread (`runs_in_order`), the model goes from one batch to the next without
+      waiting for this loop, and the next batch's tokens, pieces and RunStart are made meanwhile;
+    - the host-side work of a batch (checking the answers, saving traces, metrics, Parquet) runs in
+      a writer process, waited for only when WRITER_BACKLOG batches queue there, and at the end.
+      Not a thread: that work is Python, and on a thread it held the interpreter lock the model's
+      own thread needs to launch each step (BENCHMARKS.md).  A checker that cannot be sent to that
+      process (a lambda, a closure) runs here instead.
+    At most BATCHES_AHEAD + 1 batches generate and WRITER_BACKLOG + 1 wait to be written, so memory
+    stays bounded.  A row without an answer, or whose checker raises, is saved unscored with the
+    reason (`visualizer.probe.score`).  `after_batch()` runs once a batch's rows are on disk, in
+    plan order.  A failure raises ProbeError naming the batch and its items.
     """
     out = Path(out)
-    with _writer_process() as writer:
-        pending = None
-        for batch in batches:
-            rows = [probes[item] for item in batch.items]
-            traces = _record_batch(backend, [p.prompt for p in rows], settings.replace(seed=batch.seed))
-            for item, trace in zip(batch.items, traces):
-                if trace.end is not None and trace.end.finish_reason == "cancelled":
-                    raise KeyboardInterrupt  # Ctrl-C: record_trace ended the run; the command says how to resume
-                if trace.end is None or trace.end.finish_reason not in ("eos", "length"):
-                    reason = (trace.end.error or trace.end.finish_reason) if trace.end else "no end record"
-                    raise ProbeError(f"batch {batch.index} ({', '.join(batch.items)}): {item} did not finish: "
-                                     f"{reason}{_fit_hint(backend, batch, reason)}")
-            if pending is not None:
-                pending.result()  # a writer failure stops the run here
-                after_batch()
-            try:
-                verdicts = [checked_response(check, probe, batch.seed, trace.end.text) for probe, trace in zip(rows, traces)]
-            except ProbeError:  # a broken checker: keep the traces, so a fixed one resumes from them
-                for probe, trace in zip(rows, traces):
-                    _save_atomic(trace, out / trace_file(probe, batch.seed))
-                raise
-            pending = writer.submit(_save_batch, out, batch, rows, traces, verdicts)
-        if pending is not None:
-            pending.result()
-            after_batch()
+    check_there = _can_send(check)
+    with _writer_process() as writer, _generated(backend, batches, probes, settings) as generated:
+        pending: deque = deque()
+        for batch, rows, traces in generated:
+            _check_finished(backend, batch, traces)
+            verdicts = None if check_there else [score(check, p, t.end.text) for p, t in zip(rows, traces)]
+            pending.append(writer.submit(_save_batch, out, batch, rows, traces, check if check_there else None, verdicts))
+            _written(pending, after_batch, keep=WRITER_BACKLOG)
+        _written(pending, after_batch, keep=0)
+
+
+def _check_finished(backend, batch: Batch, traces: list[Trace]) -> None:
+    for item, trace in zip(batch.items, traces):
+        if trace.end is not None and trace.end.finish_reason == "cancelled":
+            raise KeyboardInterrupt  # Ctrl-C: record_batch ended the run; the command says how to resume
+        if trace.end is None or trace.end.finish_reason not in ("eos", "length"):
+            reason = (trace.end.error or trace.end.finish_reason) if trace.end else "no end record"
+            raise ProbeError(f"batch {batch.index} ({', '.join(batch.items)}): {item} did not finish: "
+                             f"{reason}{_fit_hint(backend, batch, reason)}")
+
+
+def _written(pending: deque, after_batch: Callable[[], None], *, keep: int) -> None:
+    """Take the writer's finished batches in order (a writer failure is raised here); wait only
+    while more than `keep` are left."""
+    while pending and (pending[0].done() or len(pending) > keep):
+        pending.popleft().result()
+        after_batch()
+
+
+@contextmanager
+def _generated(backend, batches: Sequence[Batch], probes: dict, settings: GenerationSettings):
+    """(batch, probes, traces) of each batch in plan order, the next ones started while one generates.
+
+    Only where the backend's runs queue on one model thread (`runs_in_order`): elsewhere (a new
+    thread per run) two batches would run at once, and one at a time is the only safe way.  Ctrl-C
+    or an error stops the batches already started at their next step; they are waited for, so no
+    run outlives this."""
+    stop = threading.Event()
+
+    def record(batch: Batch):
+        rows = [probes[item] for item in batch.items]
+        return batch, rows, _record_batch(backend, [p.prompt for p in rows], settings.replace(seed=batch.seed), stop)
+
+    if not getattr(backend, "runs_in_order", False):
+        yield (record(batch) for batch in batches)
+        return
+    ahead: deque = deque()
+    with ThreadPoolExecutor(max_workers=BATCHES_AHEAD + 1, thread_name_prefix="probe-batch") as pool:
+        def results():
+            for batch in batches:
+                ahead.append(pool.submit(record, batch))
+                if len(ahead) > BATCHES_AHEAD:
+                    yield ahead.popleft().result()
+            while ahead:
+                yield ahead.popleft().result()
+
+        try:
+            yield results()
+        finally:
+            stop.set()  # batches still going end at their next step ("cancelled"), then the pool joins them
+            for future in ahead:
+                future.cancel()
+
+
+def _can_send(check: Callable) -> bool:
+    """Whether the checker can run in the writer process (it must pickle: a module-level function)."""
+    try:
+        pickle.dumps(check)
+    except Exception:  # noqa: BLE001 -- lambdas, closures, local classes: pickle's errors vary
+        return False
+    return True
 
 
 @contextmanager
@@ -206,11 +265,11 @@ def _writer_setup(runner_pid: int) -> None:
     threading.Thread(target=watch, name="runner-watch", daemon=True).start()
 
 
-def _record_batch(backend, prompts: list[str], settings: GenerationSettings) -> list[Trace]:
+def _record_batch(backend, prompts: list[str], settings: GenerationSettings, stop: threading.Event) -> list[Trace]:
     """One trace per prompt, generated as one batch (a batch of one is exactly record_trace's run)."""
     if len(prompts) == 1:
-        return [record_trace(backend, prompts[0], settings)]
-    return record_batch(backend, prompts, settings)
+        return [record_trace(backend, prompts[0], settings, stop=stop)]
+    return record_batch(backend, prompts, settings, stop=stop)
 
 
 def _fit_hint(backend, batch: Batch, reason: str) -> str:
@@ -226,16 +285,18 @@ def _fit_hint(backend, batch: Batch, reason: str) -> str:
             f"--batch-size {fit}; this run's plan stays at {len(batch.items)} rows)")
 
 
-def _save_batch(out: Path, batch: Batch, probes: list, traces: list[Trace], verdicts: list) -> None:
-    """In the writer process: each trace, then the batch's result rows (last: they mark it done)."""
+def _save_batch(out: Path, batch: Batch, probes: list, traces: list[Trace], check: Callable | None,
+                verdicts: list | None) -> None:
+    """In the writer process: score each answer (unless `verdicts` came with the batch), save each
+    trace, then the batch's result rows (last: they mark it done)."""
     generations, positions = [], []
-    for row, (probe, trace, verdict) in enumerate(zip(probes, traces, verdicts)):
+    for row, (probe, trace) in enumerate(zip(probes, traces)):
         relative = trace_file(probe, batch.seed)
         _save_atomic(trace, out / relative)
+        verdict = verdicts[row] if verdicts is not None else score(check, probe, trace.end.text)
         metrics = run_metrics(trace)
-        result = result_from_trace(probe, batch.seed, trace, relative, lambda _probe, _response: verdict, metrics=metrics)
+        result = result_from_trace(probe, batch.seed, trace, relative, check, metrics=metrics, verdict=verdict)
         generation, rows = result_rows(result, metrics, trace, batch=batch.index, row=row, batch_rows=len(batch.items))
-        generation["heldout"] = getattr(probe, "heldout", True)
         generations.append(generation)
         positions.extend(rows)
     write_part(out, batch.index, generations, positions)

@@ -79,5 +79,8 @@ def probe_suite(regimes: Sequence[str] | None = None, per_regime: int = 20) -> l
 
 
 def check_answer(probe: ProbePrompt, response: str) -> bool | None:
-    """Is `response` a correct answer to `probe`?  None when the regime has no checker (open)."""
+    """Is `response` a correct answer to `probe`?  None when there is nothing to check it against:
+    a regime without a checker (open, or a prompt set's own regime) or a row without an answer."""
+    if probe.answer is None or probe.regime not in REGIMES:
+        return None
     return check_task(Task(probe.regime, probe.prompt, "", probe.answer), response)

@@ -139,7 +139,7 @@ def test_run_probe_saves_traces_and_tables_match_the_traces(tmp_path, backend):
         assert tables["math"]["auroc_low_entropy_correct"] == 1.0
     assert isinstance(tables["open"]["accuracy"], Undefined)
     assert isinstance(tables["open"]["auroc_low_entropy_correct"], Undefined)
-    assert "no answer checker" in tables["open"]["auroc_ci"].reason
+    assert tables["open"]["auroc_ci"].reason == "no generation was scored (the row has no answer)"
 
     everything = {t["regime"]: t for t in regime_tables(results, include_exploratory=True, n_resamples=100)}
     assert everything["math"]["prompts"] == 4
@@ -161,13 +161,6 @@ def test_an_out_folder_of_other_settings_is_refused(tmp_path, backend):
         run_probe(backend, PROBES[:1], seeds=1, out=tmp_path, check=check, settings=GenerationSettings(max_denoising_steps=4))
 
 
-def test_a_crashing_checker_stops_the_run_with_one_line_and_keeps_the_traces(tmp_path, backend):
-    def broken(probe, response):
-        raise ValueError("embedded null byte")
-
-    with pytest.raises(ProbeError, match=r"checker failed on math/m0 seed 0: ValueError: embedded null byte"):
-        run_probe(backend, PROBES[:1], seeds=1, out=tmp_path, check=broken)
-    assert len(list(tmp_path.rglob("*-seed0.json"))) == 1  # a fixed checker resumes from the saved trace
 
 
 def test_progress_bar_counts_the_batches_on_disk_whoever_wrote_them(tmp_path, backend, capsys):
@@ -200,18 +193,18 @@ def test_tables_are_written_as_markdown_and_strict_json(tmp_path, backend):
     data = json.loads(js.read_text())
     json.dumps(data, allow_nan=False)
     open_row = next(r for r in data["regimes"] if r["regime"] == "open")
-    assert open_row["accuracy"] is None and "checker" in open_row["accuracy_undefined"]
+    assert open_row["accuracy"] is None and "no answer" in open_row["accuracy_undefined"]
     assert len(data["generations"]) == 16
     math_row = next(r for r in data["regimes"] if r["regime"] == "math")
     assert [t["tertile"] for t in math_row["reliability"]] == ["low", "middle", "high"]
     assert sum(t["generations"] for t in math_row["reliability"]) == math_row["generations"]
-    assert open_row["reliability"] is None and "checker" in open_row["reliability_undefined"]
+    assert open_row["reliability"] is None and "no answer" in open_row["reliability_undefined"]
     chart = (tmp_path / "reliability.svg").read_text()  # the curve beside the table: math drawn, open (no checker) not
     assert chart.startswith("<svg") and "math" in chart and ">open<" not in chart
     assert "structure_first_difference" in math_row and "structure_first_auroc" in math_row
     row = data["generations"][0]
-    assert isinstance(row["tau_b"], float) and row["regime"] == "math" and row["bin_tau_b"]["64"] is None
-    assert "bin size 64" in row["bin_tau_b_undefined"]["64"]
+    assert isinstance(row["tau_b"], float) and row["regime"] == "math" and row["bin_tau_b_64"] is None
+    assert "bin size 64" in row["bin_tau_b_64_undefined"]
     assert markdown_table(tables).splitlines()[0].startswith("| Regime | Prompts × seeds | Token tau_b [95% CI] | tau_b defined")
     assert "| 6/6 |" in text
 
@@ -245,5 +238,6 @@ def test_probe_command_runs_the_real_suite_on_a_small_model_end_to_end(tmp_path,
     data = json.loads((out / "table.json").read_text())
     assert [r["regime"] for r in data["regimes"]] == ["factual", "json"]
     assert all(g["correct"] in (True, False) for g in data["generations"])  # both regimes have checkers
+    assert all((out / name).exists() for name in ("reliability.svg", "tau_b.svg", "tau_b.png", "tokens_per_step.svg"))
     assert main(args) == 0  # resumes: nothing left to generate
     assert "probe: 100%" in capsys.readouterr().err

@@ -23,6 +23,7 @@ def test_probe_runs_every_sampler_side_by_side_and_resumes(tmp_path, capsys, ran
         assert data["meta"]["sampler"] == sampler and (out / sampler / "reliability.svg").exists()
         traces = sorted((out / sampler).rglob("*-seed0.json"))
         assert len(traces) == 2 and all(Trace.load(t).settings.sampler == sampler for t in traces)
+    assert ">discrete-ddim<" in (out / "samplers-tau_b.svg").read_text() and (out / "samplers-tokens_per_step.png").exists()
     # the same prompts and seeds under each sampler
     names = {s: sorted(t.name for t in (out / s).rglob("*.json") if "traces" in t.parts) for s in ("entropy-bound", "block-refinement")}
     assert names["entropy-bound"] == names["block-refinement"]

@@ -4,7 +4,9 @@ The runs under torchrun (several processes, a killed worker, two local nodes) ar
 tests/test_probe_distributed.py.
 """
 
+import dataclasses
 import json
+import threading
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -202,3 +204,50 @@ def test_an_out_of_memory_row_names_the_largest_batch_that_fits(tmp_path, monkey
     assert message.startswith("batch 0 (math/m0/seed0, math/m1/seed0, math/m2/seed0): math/m0/seed0 did not finish: Out of GPU")
     assert "the largest batch that fits this GPU now is about 2 rows" in message and "plan stays at 3 rows" in message
     assert json.loads((tmp_path / "probe.json").read_text())["plan"]["batch_size"] == 3  # the plan never changes
+
+
+# ---- the runner's own cost out of the model's way ------------------------------------------------------
+class InOrder(ScriptedBackend):
+    """Runs that queue on one model thread (`runs_in_order`), as the transformers backend's: the
+    runner starts the next batch while one generates. The first batch waits until the next one has
+    started, so a runner that does not overlap them fails the test (after 10 s), with no clock read."""
+
+    runs_in_order = True
+
+    def __init__(self, fail_batch_with: str | None = None):
+        super().__init__()
+        self.lock, self.active, self.most = threading.Lock(), 0, 0
+        self.overlapped = threading.Event()
+        self.fail_with = fail_batch_with
+
+    def generate_rows(self, prompts, settings, stop=None):
+        with self.lock:
+            self.active += 1
+            self.most = max(self.most, self.active)
+            if self.active > 1:
+                self.overlapped.set()
+        try:
+            self.overlapped.wait(10)
+            for records in super().generate_rows(prompts, settings, stop):
+                if self.fail_with and prompts[0] == self.fail_with and type(records[0][1]).__name__ == "RunEnd":
+                    records = [(row, dataclasses.replace(r, finish_reason="error", error="boom")) for row, r in records]
+                yield records
+        finally:
+            with self.lock:
+                self.active -= 1
+
+
+def test_the_next_batch_starts_while_one_generates_and_the_results_are_the_same(tmp_path):
+    overlapping = InOrder()
+    run_probe(overlapping, PROBES, seeds=2, out=tmp_path / "ahead", check=check, batch_size=3)
+    run_probe(ScriptedBackend(), PROBES, seeds=2, out=tmp_path / "one-by-one", check=check, batch_size=3)
+    assert overlapping.overlapped.is_set() and overlapping.most == 2  # one ahead, never more
+    ahead, plain = (pq.read_table(tmp_path / f / "results" / "generations.parquet").to_pylist() for f in ("ahead", "one-by-one"))
+    assert ahead == plain
+
+
+def test_a_failing_batch_stops_the_one_started_after_it_and_leaves_no_thread(tmp_path):
+    with pytest.raises(ProbeError, match="did not finish: boom"):
+        run_probe(InOrder(fail_batch_with=PROBES[0].prompt), PROBES, seeds=1, out=tmp_path, check=check, batch_size=3)
+    assert not [t for t in threading.enumerate() if t.name.startswith("probe-batch")]
+    assert not (tmp_path / "results" / "parts" / "batch-000000-generations.parquet").exists()

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +26,7 @@ from .insight_charts import reliability_svg
 from .metrics import BIN_SIZES, Undefined, is_defined, run_metrics, to_json
 from .metrics.stats import N_RESAMPLES, auroc, clustered_ci, reliability_tertiles
 from .metrics.structure import difference_ci, structure_first
+from .probe_schema import COLUMNS, ProbeResult, Source, Verdict, result_from_source
 from .trace import Trace
 
 SPLIT_CONFIRMATORY = "confirmatory"
@@ -38,64 +38,28 @@ class ProbeError(RuntimeError):
     """A probe run cannot go on; the message says why, for the CLI."""
 
 
-@dataclass(frozen=True)
-class ProbeResult:
-    """One generation of the probe suite, reduced to what the tables need."""
-
-    regime: str
-    prompt_id: str
-    split: str
-    seed: int
-    trace_file: str  # relative to the output folder
-    finish_reason: str
-    content_tokens: int
-    tau_b: float | Undefined  # mean over the generation's blocks (content only)
-    control_tau_b: float | Undefined
-    bin_tau_b: dict  # {bin size: float | Undefined}
-    tokens_per_accept_step: float | Undefined
-    same_step_fraction: float | Undefined
-    mean_commit_entropy_nats: float | Undefined
-    steps_used: int
-    monotone: bool
-    correct: bool | None  # None: the regime has no checker
-    structure_difference: float | Undefined = Undefined("not measured")  # free minus structural mean commit step
-    structure_auroc: float | Undefined = Undefined("not measured")  # P(structural commits before free)
-
-
-def result_from_trace(probe, seed: int, trace: Trace, trace_file: str, check: Callable, *, metrics=None) -> ProbeResult:
+def result_from_trace(probe, seed: int, trace: Trace, trace_file: str, check: Callable, *, metrics=None,
+                      verdict: Verdict | None = None) -> ProbeResult:
+    """One generation's result (every column of `probe_schema.COLUMNS`); `verdict` when already checked."""
     metrics = metrics or run_metrics(trace)  # the runner passes them when it also writes them (visualizer.results)
     structure = structure_first(trace)  # the answer only, the family guessed from the prompt
-    response = trace.end.text if trace.end else ""
-    return ProbeResult(
-        regime=probe.regime,
-        prompt_id=probe.prompt_id,
-        split=probe.split,
-        seed=seed,
-        trace_file=trace_file,
-        finish_reason=trace.end.finish_reason if trace.end else "unfinished",
-        content_tokens=metrics.content_tokens,
-        tau_b=metrics.tau_b_mean,
-        control_tau_b=metrics.control_tau_b_mean,
-        bin_tau_b=metrics.bin_tau_b_mean,
-        tokens_per_accept_step=metrics.tokens_per_accept_step,
-        same_step_fraction=metrics.same_step_fraction,
-        mean_commit_entropy_nats=metrics.mean_commit_entropy_nats,
-        steps_used=metrics.steps_used,
-        monotone=metrics.monotone,
-        correct=checked_response(check, probe, seed, response),
-        structure_difference=structure.difference,
-        structure_auroc=structure.auroc,
-    )
+    verdict = verdict or score(check, probe, trace.end.text if trace.end else "")
+    return result_from_source(Source(probe, seed, trace, trace_file, metrics, structure, verdict))
 
 
-def checked_response(check: Callable, probe, seed: int, response: str) -> bool | None:
-    """The checker's verdict; a checker that crashes stops the run with one line (traces stay saved)."""
+def score(check: Callable, probe, response: str) -> Verdict:
+    """The checker's verdict on a response.  A row without an answer is not scored (the checker is not
+    asked), and a checker that raises leaves the generation unscored with the reason: one bad row or a
+    bug in a checker never stops a study, and the reason lands in generations.parquet (`unscored`)."""
+    if getattr(probe, "answer", None) is None:
+        return Verdict(None, "the row has no answer")
     try:
-        return check(probe, response)
-    except Exception as exc:  # a bug in a checker, not in the response: say where, then resume later
-        raise ProbeError(
-            f"the answer checker failed on {probe.regime}/{probe.prompt_id} seed {seed}: {type(exc).__name__}: {exc}"
-        ) from None
+        verdict = check(probe, response)
+    except Exception as exc:  # noqa: BLE001 -- any checker bug: recorded, the run goes on
+        return Verdict(None, f"the answer checker failed: {type(exc).__name__}: {exc}"[:300])
+    if verdict is None:
+        return Verdict(None, f"the {probe.regime} regime has no answer checker")
+    return Verdict(bool(verdict))
 
 
 def regime_tables(
@@ -124,11 +88,13 @@ def _regime_row(regime: str, rows: list[ProbeResult], n_resamples: int) -> dict:
         return float(np.mean(defined)) if defined else Undefined("undefined in every generation")
 
     tau, tau_ci = mean_with_ci([r.tau_b for r in rows])
+    _, tokens_ci = mean_with_ci([r.tokens_per_accept_step for r in rows])  # the figure's whisker
     scored = [r for r in rows if r.correct is not None and is_defined(r.mean_commit_entropy_nats)]
     if any(r.correct is not None for r in rows):
         accuracy = float(np.mean([r.correct for r in rows if r.correct is not None]))
-    else:
-        accuracy = Undefined("this regime has no answer checker")
+    else:  # why nothing was scored: the commonest reason (no checker, no answers, a failing checker)
+        reasons = [r.unscored for r in rows if r.unscored]
+        accuracy = Undefined("no generation was scored" + (f" ({max(dict.fromkeys(reasons), key=reasons.count)})" if reasons else ""))
     if scored:
         scores = -np.array([r.mean_commit_entropy_nats for r in scored])  # low entropy = confident
         labels = np.array([r.correct for r in scored])
@@ -150,22 +116,18 @@ def _regime_row(regime: str, rows: list[ProbeResult], n_resamples: int) -> dict:
         "tau_b": tau,
         "tau_b_ci": tau_ci,
         "tau_b_undefined_generations": sum(not is_defined(r.tau_b) for r in rows),
-        "control_tau_b": mean([r.control_tau_b for r in rows]),
-        "tokens_per_accept_step": mean([r.tokens_per_accept_step for r in rows]),
-        "same_step_fraction": mean([r.same_step_fraction for r in rows]),
+        **{c.regime_mean: mean([getattr(r, c.name) for r in rows]) for c in COLUMNS if c.regime_mean},
+        "tokens_per_accept_step_ci": tokens_ci,
         "accuracy": accuracy,
+        "unscored_generations": sum(r.correct is None for r in rows),
         "auroc_low_entropy_correct": area,
         "auroc_ci": area_ci,
-        "mean_commit_entropy_nats": mean([r.mean_commit_entropy_nats for r in rows]),
-        "content_tokens": float(np.mean([r.content_tokens for r in rows])),
-        "steps_used": float(np.mean([r.steps_used for r in rows])),
         "monotone_fraction": len(monotone) / len(rows),
         "tau_b_monotone_only": mean([r.tau_b for r in monotone]) if monotone else Undefined("no monotone generation"),
         "bin_tau_b": {size: mean([r.bin_tau_b[size] for r in rows]) for size in BIN_SIZES},
         "structure_first_difference": structure,
         "structure_first_ci": structure_ci,
         "structure_first_resampled": structure_unit or "none",
-        "structure_first_auroc": mean([r.structure_auroc for r in rows]),
         "reliability": reliability,
     }
 

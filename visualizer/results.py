@@ -14,7 +14,9 @@ is done, so a rerun knows which batches are finished; `merge_parts` joins them i
     write_part(out, 3, [generation], positions)
     merge_parts(out, batches=range(n))              # -> the two files above
     results = read_results(out)                     # ProbeResult per generation, for regime_tables
-Undefined values are null, and the `undefined` column says why (JSON: {column: reason}).
+    results = read_partial_results(out)             # the same for a run still going, or stopped
+Undefined values are null, and the `undefined` column says why (JSON: {column: reason}).  The
+generation columns are declared once, in `visualizer.probe_schema.COLUMNS`.
 """
 
 from __future__ import annotations
@@ -27,9 +29,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .metrics import BIN_SIZES, RunMetrics, Undefined, block_commits
+from .metrics import RunMetrics, Undefined, block_commits
 from .metrics.measured import measured_positions
-from .probe import ProbeResult
+from .probe_schema import COLUMNS, ProbeResult
 from .trace import Trace
 
 RESULTS = "results"
@@ -37,32 +39,22 @@ GENERATIONS = "generations.parquet"
 POSITIONS = "positions.parquet"
 _PARTS = "parts"
 
-# Per-run metrics copied from RunMetrics as they are (ints, floats or Undefined -> null).
-_RESULT_VALUES = ("tau_b", "control_tau_b", "mean_commit_entropy_nats", "structure_difference", "structure_auroc")
-RUN_METRICS = (
-    "content_tokens", "thought_tokens", "measured_tokens", "excluded_eos", "excluded_pad", "tau_b_blocks",
-    "tau_b_raw_mean", "tokens_per_accept_step", "committed_at_finalize", "same_step_fraction", "steps_used",
-    "step_budget", "remask_events", "unfinished_blocks",
-)
+# The plan entry a generation came from: written beside the declared columns (visualizer.probe_schema).
+PLAN_COLUMNS = ("batch", "batch_row", "batch_rows")
+_ARROW = {"str": pa.string(), "str?": pa.string(), "int": pa.int64(), "bool": pa.bool_(), "bool?": pa.bool_(),
+          "float": pa.float64()}
+GENERATION_SCHEMA = pa.schema([(c.name, _ARROW[c.kind]) for c in COLUMNS] + [(n, pa.int64()) for n in PLAN_COLUMNS]
+                              + [("undefined", pa.string())])
 
 
 def result_rows(result: ProbeResult, metrics: RunMetrics, trace: Trace, *, batch: int, row: int,
                 batch_rows: int) -> tuple[dict, list[dict]]:
-    """The generations.parquet row of one generation and its positions.parquet rows."""
-    generation = {
-        "regime": result.regime, "prompt_id": result.prompt_id, "split": result.split, "seed": result.seed,
-        "batch": batch, "batch_row": row, "batch_rows": batch_rows,  # the plan entry this came from
-        "trace_file": result.trace_file, "finish_reason": result.finish_reason, "correct": result.correct,
-        "tau_b": _value(result.tau_b), "control_tau_b": _value(result.control_tau_b),
-        "mean_commit_entropy_nats": _value(result.mean_commit_entropy_nats), "monotone": result.monotone,
-        "structure_difference": _value(result.structure_difference),
-        "structure_auroc": _value(result.structure_auroc),
-        **{f"bin_tau_b_{size}": _value(result.bin_tau_b[size]) for size in BIN_SIZES},
-        **{name: _value(getattr(metrics, name)) for name in RUN_METRICS},
-    }
-    reasons = {name: value.reason for name, value in
-               [*((n, getattr(result, n)) for n in _RESULT_VALUES), *((n, getattr(metrics, n)) for n in RUN_METRICS),
-                *((f"bin_tau_b_{size}", result.bin_tau_b[size]) for size in BIN_SIZES)] if isinstance(value, Undefined)}
+    """The generations.parquet row of one generation (every declared column, its plan entry and why
+    each null is undefined) and its positions.parquet rows."""
+    values = {c.name: getattr(result, c.name) for c in COLUMNS}
+    generation = {name: None if isinstance(v, Undefined) else v for name, v in values.items()}
+    generation |= dict(zip(PLAN_COLUMNS, (batch, row, batch_rows)))
+    reasons = {name: v.reason for name, v in values.items() if isinstance(v, Undefined)}
     generation["undefined"] = json.dumps(reasons)  # why each null value is undefined (JSON: {column: reason})
     positions = []
     for block in metrics.blocks:
@@ -82,10 +74,6 @@ def result_rows(result: ProbeResult, metrics: RunMetrics, trace: Trace, *, batch
     return generation, positions
 
 
-def _value(value):
-    return None if isinstance(value, Undefined) else value
-
-
 # ---- files ---------------------------------------------------------------------------------------
 def part_path(out, batch: int, kind: str = GENERATIONS) -> Path:
     return Path(out) / RESULTS / _PARTS / f"batch-{batch:06d}-{kind}"
@@ -94,7 +82,7 @@ def part_path(out, batch: int, kind: str = GENERATIONS) -> Path:
 def write_part(out, batch: int, generations: list[dict], positions: list[dict]) -> None:
     """The rows of one finished batch; its generations part is written last: it marks the batch done."""
     _write_atomic(pa.Table.from_pylist(positions, schema=_schema(positions, POSITIONS)), part_path(out, batch, POSITIONS))
-    _write_atomic(pa.Table.from_pylist(generations), part_path(out, batch, GENERATIONS))
+    _write_atomic(pa.Table.from_pylist(generations, schema=GENERATION_SCHEMA), part_path(out, batch, GENERATIONS))
 
 
 def part_done(out, batch: int) -> bool:
@@ -115,28 +103,29 @@ def merge_parts(out, batches) -> tuple[Path, Path]:
 
 def read_results(out) -> list[ProbeResult]:
     """Every generation of OUT/results/generations.parquet as a ProbeResult (null -> Undefined)."""
-    rows = pq.read_table(Path(out) / RESULTS / GENERATIONS).to_pylist()
+    return rows_to_results(pq.read_table(Path(out) / RESULTS / GENERATIONS).to_pylist())
 
-    def value(row, name):
-        v = row[name]
-        if v is None or (isinstance(v, float) and np.isnan(v)):
-            return Undefined(json.loads(row.get("undefined") or "{}").get(name, f"{name} undefined in this generation"))
+
+def read_partial_results(out) -> list[ProbeResult]:
+    """The generations of a run in progress or stopped: the merged file if there is one, else every
+    finished batch's part, in plan order."""
+    merged = Path(out) / RESULTS / GENERATIONS
+    if merged.exists():
+        return read_results(out)
+    parts = sorted((Path(out) / RESULTS / _PARTS).glob(f"batch-*-{GENERATIONS}"))
+    return rows_to_results([row for part in parts for row in pq.read_table(part).to_pylist()])
+
+
+def rows_to_results(rows: list[dict]) -> list[ProbeResult]:
+    """Parquet rows as ProbeResults: a null float is Undefined with the reason the row recorded."""
+    def value(row, column):
+        v = row.get(column.name)
+        if column.kind == "float" and (v is None or (isinstance(v, float) and np.isnan(v))):
+            return Undefined(json.loads(row.get("undefined") or "{}").get(column.name,
+                                                                         f"{column.name} undefined in this generation"))
         return v
 
-    return [
-        ProbeResult(
-            regime=r["regime"], prompt_id=r["prompt_id"], split=r["split"], seed=r["seed"],
-            trace_file=r["trace_file"], finish_reason=r["finish_reason"], content_tokens=r["content_tokens"],
-            tau_b=value(r, "tau_b"), control_tau_b=value(r, "control_tau_b"),
-            bin_tau_b={size: value(r, f"bin_tau_b_{size}") for size in BIN_SIZES},
-            tokens_per_accept_step=value(r, "tokens_per_accept_step"),
-            same_step_fraction=value(r, "same_step_fraction"),
-            mean_commit_entropy_nats=value(r, "mean_commit_entropy_nats"), steps_used=r["steps_used"],
-            monotone=r["monotone"], correct=r["correct"], structure_difference=value(r, "structure_difference"),
-            structure_auroc=value(r, "structure_auroc"),
-        )
-        for r in rows
-    ]
+    return [ProbeResult(**{c.name: value(r, c) for c in COLUMNS}) for r in rows]
 
 
 def _schema(rows: list[dict], kind: str):

@@ -1,0 +1,117 @@
+"""Compiled runs: prompt lengths in a few buckets, one compile per host, a cache that trusts only its own build.
+
+    length = bucket_length(70)                   # 128: prompts are left-padded up to a bucket
+    folder = use_compile_cache()                 # TORCHINDUCTOR_CACHE_DIR, keyed by the torch build
+    with first_compile(folder, shape_key(8, 128, 256)):
+        model.generate(...)                      # the host's first process at this shape compiles it;
+                                                 # the others wait, then load it from the cache
+
+**Buckets.** A compiled (`cache_implementation="static"`) generate specializes on the prompt
+length (the static cache is prompt + max_new_tokens long), so every new length could cost a
+compile.  Padded to BUCKETS (multiples of 64 up to 256, then powers of two), a run whose longest
+prompt is L tokens meets at most `len(buckets_up_to(L))` lengths: 4 for every prompt of the probe
+suite (all under 256 tokens), and `buckets × batch sizes` graphs in all, where a plan has at most
+two batch sizes (full batches and the one short batch its seeds end with).
+
+**One compile per host.** Inductor's caches (FX graphs, AOT autograd, Triton kernels, autotuning)
+live in one folder per torch build (`cache_key`: torch, CUDA, Triton and Python versions), shared by
+every process and every run of the machine: a cache of another build sits in another folder and
+is never read.  Ranks that start together would all miss it at once, so `first_compile` lets one
+process per shape compile while the others wait on a file lock (flock: released by the kernel if
+that process dies), then find everything in the cache; a second run finds it there from the start.
+Not for a sharded model, whose ranks must compile in lockstep (their collectives would deadlock).
+The user's own TORCHINDUCTOR_CACHE_DIR, when set, is used as it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import platform
+from pathlib import Path
+
+BUCKETS = (64, 128, 192, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
+CACHE_ROOT_ENV = "DIFFUSIONGEMMA_COMPILE_CACHE"  # where the per-build folders go (default: ~/.cache/...)
+_DEFAULT_ROOT = Path.home() / ".cache" / "diffusiongemma-visualizer" / "inductor"
+
+
+def bucket_length(length: int) -> int:
+    """The padded length of a batch whose longest prompt has `length` tokens."""
+    if length < 1:
+        raise ValueError(f"a prompt has at least one token (got {length})")
+    for bucket in BUCKETS:
+        if length <= bucket:
+            return bucket
+    return -(-length // BUCKETS[-1]) * BUCKETS[-1]  # beyond any context the model has: whole multiples
+
+
+def buckets_up_to(length: int) -> list[int]:
+    """Every padded length a run whose prompts have at most `length` tokens can meet."""
+    return [b for b in BUCKETS if b < bucket_length(length)] + [bucket_length(length)]
+
+
+def cache_key(torch_version: str, cuda_version: str | None, triton_version: str | None,
+              python_version: str = platform.python_version()) -> str:
+    """A folder name per build: kernels and graphs compiled by another torch, CUDA, Triton or Python
+    are not trusted (inductor's own keys include some of this; the folder makes it all explicit)."""
+    build = f"torch-{torch_version}-cuda-{cuda_version or 'none'}-triton-{triton_version or 'none'}-py-{python_version}"
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in build)
+
+
+def current_cache_key() -> str:
+    import torch
+
+    try:
+        import triton
+
+        triton_version = triton.__version__
+    except ImportError:
+        triton_version = None
+    return cache_key(torch.__version__, torch.version.cuda, triton_version)
+
+
+def cache_folder(environ=os.environ) -> Path:
+    """The inductor cache folder of this build: the user's TORCHINDUCTOR_CACHE_DIR, else <root>/<key>."""
+    if environ.get("TORCHINDUCTOR_CACHE_DIR"):
+        return Path(environ["TORCHINDUCTOR_CACHE_DIR"])
+    root = Path(environ.get(CACHE_ROOT_ENV) or _DEFAULT_ROOT)
+    return root / current_cache_key()
+
+
+def use_compile_cache(environ=os.environ) -> Path:
+    """Point inductor at this build's cache folder (before the first compile; inductor reads the
+    variable whenever it looks for its cache) and make it; the folder."""
+    folder = cache_folder(environ)
+    folder.mkdir(parents=True, exist_ok=True)
+    environ["TORCHINDUCTOR_CACHE_DIR"] = str(folder)
+    return folder
+
+
+def shape_key(rows: int, padded_length: int, max_new_tokens: int, model: str = "") -> str:
+    """What a compiled graph is specialized on, as a lock file name."""
+    digest = hashlib.sha256(model.encode()).hexdigest()[:12]
+    return f"{digest}-{rows}x{padded_length}-new{max_new_tokens}"
+
+
+_compiled_here: set[tuple[str, str]] = set()  # shapes this process has compiled (or loaded) already
+
+
+@contextlib.contextmanager
+def first_compile(folder: Path, key: str):
+    """Hold the host's lock for `key` while this process runs it for the first time; later runs of
+    the shape in this process take no lock.  The lock is an flock, so a process that dies frees it."""
+    if (str(folder), key) in _compiled_here:
+        yield
+        return
+    locks = Path(folder) / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with open(locks / f"{key}.lock", "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # waits while another process of the host compiles this shape
+        try:
+            yield
+            _compiled_here.add((str(folder), key))
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+

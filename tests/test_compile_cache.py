@@ -1,0 +1,102 @@
+"""Compiled runs on CPU, without compiling: the prompt-length buckets, the padded inputs, the cache
+folder keyed by the torch build, and the host lock that lets one process compile a shape first."""
+
+import fcntl
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+import torch
+
+from backends import compile_cache
+from backends.compile_cache import (BUCKETS, bucket_length, buckets_up_to, cache_folder, cache_key, first_compile,
+                                    shape_key)
+from backends.transformers_backend import batch_inputs
+from visualizer.settings import GenerationSettings
+
+
+def test_lengths_fall_in_a_few_buckets():
+    assert [bucket_length(n) for n in (1, 64, 65, 128, 129, 200, 256, 257, 600, 8192, 8193)] == \
+        [64, 64, 128, 128, 192, 256, 256, 512, 1024, 8192, 16384]
+    assert all(bucket_length(n) >= n for n in range(1, 5000, 7))
+    # a long run with prompts up to 256 tokens meets four lengths, up to 4,096 eight
+    assert len({bucket_length(n) for n in range(1, 257)}) == len(buckets_up_to(256)) == 4
+    assert len({bucket_length(n) for n in range(1, 4097)}) == len(buckets_up_to(4096)) == 8
+    assert bucket_length(BUCKETS[-1] + 1) % BUCKETS[-1] == 0
+    with pytest.raises(ValueError):
+        bucket_length(0)
+
+
+def test_padding_to_a_bucket_left_pads_every_row_with_a_mask():
+    ids, mask = batch_inputs([[5, 6, 7], [8, 9]], 0, "cpu", pad_to=64)
+    assert ids.shape == mask.shape == (2, 64)
+    assert ids[0, -3:].tolist() == [5, 6, 7] and ids[1, -2:].tolist() == [8, 9] and int(ids[:, :61].sum()) == 0
+    assert mask.sum(1).tolist() == [3, 2] and mask[0, -3:].tolist() == [1, 1, 1]
+    same, same_mask = batch_inputs([[5, 6], [7, 8]], 0, "cpu", pad_to=64)  # one length: still the bucket's shape
+    assert same.shape == (2, 64) and same_mask.sum().item() == 4
+    plain, none = batch_inputs([[5, 6], [7, 8]], 0, "cpu")  # eager: unchanged, no padding, no mask
+    assert plain.tolist() == [[5, 6], [7, 8]] and none is None
+
+
+def test_the_backend_pads_compiled_runs_to_a_bucket_and_eager_ones_not():
+    from tests.test_batch_capture import BUILTIN
+
+    from backends.transformers_backend import TransformersBackend
+
+    backend = TransformersBackend(str(BUILTIN), device="cpu")
+    rows = [backend.prompt_ids("Why is the sky blue?"), backend.prompt_ids("What is 2 + 3?")]
+    longest = max(map(len, rows))
+    compiled, mask = backend.model_inputs(rows, GenerationSettings(compiled=True), "cpu")
+    assert compiled.shape == (2, bucket_length(longest)) and mask is not None
+    eager, _ = backend.model_inputs(rows, GenerationSettings(compiled=False), "cpu")
+    assert eager.shape == (2, longest)
+    assert torch.equal(compiled[:, -longest:], eager)  # the same rows, more pad on the left
+
+
+def test_the_cache_folder_is_one_per_build_and_shared_by_every_rank(tmp_path):
+    base = cache_key("2.11.0+cu128", "12.8", "3.5.0", "3.12.3")
+    others = [cache_key("2.13.0+cu128", "12.8", "3.5.0", "3.12.3"), cache_key("2.11.0+cu128", "13.0", "3.5.0", "3.12.3"),
+              cache_key("2.11.0+cu128", "12.8", "3.6.0", "3.12.3"), cache_key("2.11.0+cu128", "12.8", "3.5.0", "3.13.1")]
+    assert len({base, *others}) == 5 and "/" not in base and "+" not in base  # another build: another folder
+    ranks = [cache_folder({compile_cache.CACHE_ROOT_ENV: str(tmp_path), "RANK": str(r), "LOCAL_RANK": str(r)}) for r in range(4)]
+    assert len(set(ranks)) == 1 and ranks[0].parent == tmp_path
+    assert ranks[0].name == compile_cache.current_cache_key()
+    # the user's own inductor folder wins; use_compile_cache points inductor at the folder and makes it
+    assert cache_folder({"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "mine")}) == tmp_path / "mine"
+    environ = {compile_cache.CACHE_ROOT_ENV: str(tmp_path)}
+    folder = compile_cache.use_compile_cache(environ)
+    assert environ["TORCHINDUCTOR_CACHE_DIR"] == str(folder) and folder.is_dir()
+
+
+def try_lock(path) -> str:
+    """In another process: can the lock be taken right now?"""
+    code = ("import fcntl, sys\nh = open(sys.argv[1], 'a+')\n"
+            "try:\n    fcntl.flock(h, fcntl.LOCK_EX | fcntl.LOCK_NB)\n    print('free')\n"
+            "except BlockingIOError:\n    print('held')\n")
+    return subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_one_process_compiles_a_shape_while_the_others_wait(tmp_path):
+    key = shape_key(8, 128, 256, "google/diffusiongemma-26B-A4B-it")
+    assert key != shape_key(8, 192, 256, "google/diffusiongemma-26B-A4B-it") != shape_key(4, 128, 256, "x")
+    lock = tmp_path / "locks" / f"{key}.lock"
+    with first_compile(tmp_path, key):
+        assert try_lock(lock) == "held"  # another rank of the host waits here
+    assert try_lock(lock) == "free"
+    # once this process has run the shape it takes no lock: another process may hold it meanwhile
+    holder = open(lock, "a+")
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    try:
+        again = threading.Thread(target=lambda: first_compile(tmp_path, key).__enter__(), daemon=True)
+        again.start()
+        again.join(10)
+        assert not again.is_alive()
+    finally:
+        fcntl.flock(holder, fcntl.LOCK_UN)
+        holder.close()
+    with pytest.raises(RuntimeError), first_compile(tmp_path, "failing"):  # a failed compile frees the lock
+        raise RuntimeError("boom")
+    assert try_lock(tmp_path / "locks" / "failing.lock") == "free"
+    assert os.path.isdir(tmp_path / "locks")

@@ -1,0 +1,129 @@
+"""The study's figures, drawn from a probe run's results alone: tau_b and tokens per accept step per regime.
+
+    tables = regime_tables(read_results("runs/probe"))                   # from generations.parquet
+    paths = write_figures("runs/probe", {"": tables})                    # one run
+    paths = write_figures("runs/probe", {"entropy-bound": t1, "discrete-ddim": t2}, prefix="samplers-")
+
+Each figure is written as SVG (the page's theme) and PNG (posts), beside reliability.svg:
+- `tau_b`: the mean token tau_b of each regime with its prompt-clustered 95 % CI, and the
+  block-sequential control (the hollow mark: what clean left-to-right blocks of 16 would score at
+  the same content lengths);
+- `tokens_per_step`: content tokens first accepted per accepting step, with its CI.
+Several series (samplers) are drawn side by side within each regime, one colour each.  The
+numbers are `visualizer.probe.regime_tables`' over the reported split, so the figures and
+table.md agree; `python -m visualizer probe-report OUT` redraws them for a finished or partial run.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from .figure import INK, Figure
+from .metrics import Undefined
+from .svg import CONTROL_COLOR
+
+SERIES_COLORS = ("#7c3aed", "#0ea5e9", "#f59e0b", "#16a34a", "#ef4444", "#64748b")
+
+
+def write_figures(out, tables: dict[str, list[dict]], *, prefix: str = "", split: str = "confirmatory") -> list[Path]:
+    """OUT/<prefix>tau_b.svg|png and OUT/<prefix>tokens_per_step.svg|png from each series'
+    `regime_tables` (one series: one run; several: samplers side by side); the paths written."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, figure in (("tau_b", tau_b_figure(tables, split=split)),
+                         ("tokens_per_step", tokens_per_step_figure(tables, split=split))):
+        svg, png = out / f"{prefix}{name}.svg", out / f"{prefix}{name}.png"
+        svg.write_text(figure.svg(label=name.replace("_", " ")), encoding="utf-8")
+        figure.png().save(png, optimize=True)
+        written += [svg, png]
+    return written
+
+
+def tau_b_figure(tables: dict[str, list[dict]], *, split: str = "confirmatory") -> Figure:
+    """Mean token tau_b per regime (dot), its 95 % CI (whisker) and the block-sequential control (ring)."""
+    lows = [v for rows in tables.values() for t in rows
+            for v in (t["tau_b"], *(t["tau_b_ci"] if isinstance(t["tau_b_ci"], tuple) else ())) if not isinstance(v, Undefined)]
+    low = max(-1.0, min(-0.25, math.floor(min(lows + [0.0]) / 0.25) * 0.25))  # room below 0: JSON's was negative
+    return _dot_figure(tables, value="tau_b", ci="tau_b_ci", control="control_tau_b", low=low, high=1.0,
+                       title=f"Token tau_b per regime, 95% CI over prompts ({split})",
+                       axis="tau_b: commit step vs position (1 = left to right, 0 = no order)", digits=3)
+
+
+def tokens_per_step_figure(tables: dict[str, list[dict]], *, split: str = "confirmatory") -> Figure:
+    """Content tokens first accepted per accepting step, per regime, with its 95 % CI."""
+    top = max([_top(t) for rows in tables.values() for t in rows] + [1.0])
+    high = math.ceil(top / 5) * 5 if top > 5 else math.ceil(top)
+    return _dot_figure(tables, value="tokens_per_accept_step", ci="tokens_per_accept_step_ci", control=None,
+                       low=0.0, high=float(high), title=f"Tokens per accept step per regime, 95% CI over prompts ({split})",
+                       axis="content tokens first accepted per step that accepted any", digits=1)
+
+
+def _top(row: dict) -> float:
+    ci = row.get("tokens_per_accept_step_ci")
+    values = [row["tokens_per_accept_step"], *(ci if isinstance(ci, tuple) else ())]
+    return max([v for v in values if not isinstance(v, Undefined)] + [0.0])
+
+
+def _dot_figure(tables: dict[str, list[dict]], *, value: str, ci: str, control: str | None, low: float, high: float,
+                title: str, axis: str, digits: int) -> Figure:
+    series = list(tables)
+    regimes = list(dict.fromkeys(t["regime"] for rows in tables.values() for t in rows))
+    legend_h = 16 if len(series) > 1 or control else 0
+    width = max(480, 90 * max(len(regimes), 1) * (1 + 0.35 * (len(series) - 1)) + 70)
+    fig = Figure(int(width), 270 + legend_h)
+    x0, x1, y0, y1 = 52, fig.width - 14, 30 + legend_h, fig.height - 46
+    y = lambda v: y1 - (min(max(v, low), high) - low) / (high - low) * (y1 - y0)  # noqa: E731
+    fig.text(x0 - 44, 14, title, size=11)
+    legend = [(name, SERIES_COLORS[k % len(SERIES_COLORS)], False) for k, name in enumerate(series)] if len(series) > 1 else []
+    if control:
+        legend.append(("block-sequential control", CONTROL_COLOR, True))
+    for k, (name, color, hollow) in enumerate(legend):  # one row under the title
+        left = x0 + sum(len(n) * 6.2 + 30 for n, _, _ in legend[:k])
+        fig.circle(left + 4, 26, 4, color, hollow=hollow)
+        fig.text(left + 12, 30, name, size=10)
+    for tick in _ticks(low, high):
+        fig.line(x0, y(tick), x1, y(tick), INK, opacity=0.35 if tick == 0 else 0.1)
+        fig.text(x0 - 5, y(tick) + 3, f"{tick:g}", size=9, anchor="end")
+    fig.text(x0 - 44, fig.height - 6, axis, size=9)
+    if not regimes:
+        fig.text((x0 + x1) / 2, (y0 + y1) / 2, "no generations yet", anchor="middle")
+        return fig
+    slot = (x1 - x0) / len(regimes)
+    for i, regime in enumerate(regimes):
+        cx = x0 + (i + 0.5) * slot
+        fig.text(cx, y1 + 14, regime, size=10, anchor="middle")
+        for k, name in enumerate(series):
+            row = next((t for t in tables[name] if t["regime"] == regime), None)
+            if row is None:
+                continue
+            color = SERIES_COLORS[k % len(SERIES_COLORS)]
+            px = cx + (k - (len(series) - 1) / 2) * min(26, slot / (len(series) + 1))
+            interval = row[ci]
+            if not isinstance(interval, Undefined):
+                fig.line(px, y(interval[0]), px, y(interval[1]), color, width=2)
+                for end in interval:
+                    fig.line(px - 4, y(end), px + 4, y(end), color, width=1.5)
+            if control and not isinstance(row[control], Undefined):
+                fig.circle(px, y(row[control]), 5, CONTROL_COLOR, hollow=True,
+                           tip=f"{regime}: block-sequential control {row[control]:.2f}")
+            mean = row[value]
+            n = f"{row['prompts']}×{row['generations'] // max(row['prompts'], 1)}"
+            if isinstance(mean, Undefined):
+                fig.text(px, y1 - 4, "–", anchor="middle", color=color)
+                continue
+            tip = f"{regime}{' ' + name if name else ''}: {mean:.{digits}f}" + ("" if isinstance(interval, Undefined)
+                                                           else f" [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]")
+            fig.circle(px, y(mean), 3.5, color, tip=f"{tip}, {n} prompts × seeds")
+            if len(series) == 1:
+                fig.text(px + 8, y(mean) + 3, f"{mean:.{min(digits, 2)}f}", size=9, color=color)
+        fig.text(cx, y1 + 26, n, size=8, anchor="middle")
+    return fig
+
+
+def _ticks(low: float, high: float) -> list[float]:
+    span = high - low
+    step = next(s for s in (0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500) if span / s <= 8)
+    first = round(low / step) * step
+    return [round(first + k * step, 6) for k in range(int(span / step + 1e-9) + 1)]
