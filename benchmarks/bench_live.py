@@ -144,7 +144,7 @@ class StandInModels:
 
 
 def serve(args) -> None:
-    import app as app_module
+    from webapp import app as app_module
 
     trace = Trace.load(args.trace)
     # the app's model slot: its handlers and its check before the queue see the stand-in as loaded
@@ -285,7 +285,7 @@ def measure(trace_path: Path, rate: float, repeats: int) -> list[dict]:
 
 def offline_costs(trace_path: Path) -> dict:
     """The encoder's time per frame, and what the old server-rendered view sent and cost per frame."""
-    import app as app_module
+    from webapp import app as app_module
     from visualizer.live_stream import replay_log
     from visualizer.states import frame_refs
 

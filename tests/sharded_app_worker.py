@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # torchrun runs
 import torch.distributed as dist  # noqa: E402
 
 import app  # noqa: E402
-import app_run  # noqa: E402
+from webapp import app_run  # noqa: E402
 from backends import sharded  # noqa: E402
 from backends import BUILTIN_MODEL_DIR, load_backend  # noqa: E402
 from backends.sharded import rank  # noqa: E402

@@ -15,7 +15,7 @@ import pytest
 from gradio_client import Client
 from gradio_client.exceptions import ValidationError
 
-import app as app_module
+from webapp import app as app_module
 from visualizer.live_decode import LiveState
 from visualizer.live_stream import RING
 

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from gradio_client import Client
 
-import app as app_module
+from webapp import app as app_module
 from tests.test_app import GENERATE_ARGS, frames_of, run_message
 
 

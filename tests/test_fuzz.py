@@ -24,8 +24,8 @@ from gradio_client.exceptions import AppError, ValidationError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import app as app_module
-import hosting
+from webapp import app as app_module
+from webapp import hosting
 from backends import ModelChoice
 from visualizer.replay import load_upload
 from visualizer.states import frame_refs

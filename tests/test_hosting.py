@@ -14,9 +14,8 @@ import pytest
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError, ValidationError
 
-import app as app_module
-import app_run
-import hosting
+from webapp import app as app_module
+from webapp import app_run, hosting
 from backends import REAL_CHECKPOINT, ModelChoice
 from backends.lookup import forget_answers, source_problem
 from tests.app_api import finished_run, submit_generate

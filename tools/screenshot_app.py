@@ -27,7 +27,7 @@ CHROMIUM_FLAGS = [
 def app_page(*, model=None, hosting_mode=None, chromium="/usr/bin/chromium", width=1500, height=1000):
     """The app launched in this process and opened in headless Chromium (Playwright never downloads a
     browser here): yields the page; the browser and the app are closed afterwards."""
-    import app as app_module
+    from webapp import app as app_module
     from playwright.sync_api import sync_playwright
 
     ui = app_module.build_app(model, hosting_mode)

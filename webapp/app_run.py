@@ -10,17 +10,12 @@ hardware (SPACES_ZERO_GPU, set by the Space) the backend's run happens inside `s
 forked worker that inherits the model moved to CUDA at start-up (`preload_for_zero_gpu`), with
 arguments and batches of records travelling pickled.  That worker cannot see this process's stop
 event, so there Stop closes the worker's stream and the run ends here as cancelled, keeping every
-recorded step.  Import this module before anything imports torch: on ZeroGPU `spaces` comes first.
+recorded step.
 Under torchrun (a sharded model, `serve_only`) rank 0's runs go through its `backends.Leader`,
 which announces each to the other ranks and runs one at a time.
 """
 
 from __future__ import annotations
-
-try:  # ZeroGPU: `spaces` must be imported before torch (it prepares CUDA for the lent GPU)
-    import spaces
-except ImportError:
-    spaces = None
 
 import time
 from collections.abc import Iterator
@@ -29,9 +24,11 @@ from backends import run_records
 from backends.base import BackendError, run_end
 from backends.cache import LoadedModels
 from backends.known import on_zero_gpu
-from hosting import env_int
 from visualizer.records import FINISH_CANCELLED, BlockRecord, RunEnd
 from visualizer.trace import Trace
+
+from .hosting import env_int
+from .zero_gpu import on_gpu
 
 GPU_SECONDS_ENV = "DV_GPU_SECONDS"
 MODELS = LoadedModels(keep=2)  # every session's loaded models (module level: ZeroGPU's worker finds them here)
@@ -63,14 +60,6 @@ def run_live(backend, source: str, prompt: str, settings, *, trace: Trace, stop)
         backend.check(prompt, settings)  # a bad request gets its message here, not from the GPU worker
         backend = _OnZeroGPU(backend, source)
     return run_records(backend, prompt, settings, trace=trace, stop=stop)
-
-
-def on_gpu(duration: int):
-    """`spaces.GPU(duration=...)` where the `spaces` package is installed (it is a no-op itself off
-    ZeroGPU hardware); a plain pass-through elsewhere."""
-    if spaces is None:
-        return lambda fn: fn
-    return spaces.GPU(duration=duration)
 
 
 @on_gpu(duration=env_int(GPU_SECONDS_ENV, 120))
