@@ -31,7 +31,8 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -52,7 +53,7 @@ from visualizer.records import (
     frozen_matrix,
 )
 from visualizer.samplers import SamplerSpec
-from visualizer.settings import GenerationSettings
+from visualizer.settings import KNOBS, GenerationSettings
 
 from .captured import CapturedBlock, CapturedStep
 from .text import PieceDecoder, PieceTable
@@ -96,6 +97,15 @@ class Capabilities:
     knobs: frozenset[str]  # the GenerationSettings fields it reads; the others are recorded as None
     samplers: tuple[SamplerSpec, ...]  # the samplers it runs, its default first
     max_batch: int | None = 1  # most prompts one generate call takes (`generate_rows`); None: no limit but memory
+    # Knobs one of its samplers ignores although the knob table says that sampler reads them
+    # (diffusers' entropy-bound scheduler has its own temperature schedule, no temperature).
+    not_read: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+    def knobs_for(self, sampler: str | None) -> frozenset[str]:
+        """The knobs a run with this sampler (None: the default) reads: those the backend reads that the
+        knob table says the sampler reads (`visualizer.settings.KNOBS`), less its `not_read`."""
+        name = self.sampler(sampler).name
+        return frozenset(k for k in self.knobs if KNOBS[k].read_by(name)) - self.not_read.get(name, frozenset())
 
     def sampler(self, name: str | None) -> SamplerSpec:
         """The spec of a sampler by name (None: the default); BackendError naming the ones it has."""
@@ -110,8 +120,8 @@ class Capabilities:
         raise BackendError(f"the sampler must be one of {names}, the ones this model's backend runs (got {name!r})")
 
 
-# Knobs every backend reads (the rest are declared per backend).
-COMMON_KNOBS = frozenset({"max_new_tokens", "max_denoising_steps", "seed", "record_topk", "thinking"})
+# Knobs every backend reads, as the knob table declares them (the rest are declared per backend).
+COMMON_KNOBS = frozenset(knob.name for knob in KNOBS.values() if knob.every_backend)
 
 
 class Backend(ABC):
@@ -256,13 +266,14 @@ class Backend(ABC):
             raise BackendError(f"{self.info.name}: {exc}") from None
 
     def resolve(self, settings: GenerationSettings) -> GenerationSettings:
-        """Fill every None knob from the checkpoint's defaults; knobs this backend does not read
-        become None, so the trace records only what was really used."""
+        """Fill every None knob from the checkpoint's defaults; knobs this run's sampler does not
+        read become None (a switch, False), so the trace records only what was really used."""
         defaults = self.default_settings()
+        reads = self.capabilities.knobs_for(settings.sampler)
         filled = {}
         for key, value in settings.to_dict().items():
-            if key not in self.capabilities.knobs:
-                filled[key] = False if key == "compiled" else None
+            if key not in reads:
+                filled[key] = False if KNOBS[key].kind is bool else None
             else:
                 filled[key] = value if value is not None else getattr(defaults, key)
         filled["seed"] = settings.seed

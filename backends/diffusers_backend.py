@@ -67,15 +67,13 @@ SAMPLERS = (
         AcceptRule(renoises=False, last_step_samples=True, budget=None, entropy=ENTROPY_RAW),
     ),
 )
-# The knobs each scheduler reads: a trace records the others as None, never a knob that did nothing.
-SAMPLER_KNOBS = {
-    SAMPLER_ENTROPY_BOUND: {"entropy_bound", "t_min", "t_max"},
-    SAMPLER_DISCRETE_DDIM: {"temperature", "corrector_steps", "corrector_k"},
-    SAMPLER_BLOCK_REFINEMENT: {"temperature", "refine_threshold", "editing_threshold"},
-}
+# Which scheduler reads which knob is the knob table's `samplers` (visualizer/settings.py): a trace records the
+# others as None, never a knob that did nothing.
 CAPABILITIES = Capabilities(
-    knobs=COMMON_KNOBS | {"sampler"} | set().union(*SAMPLER_KNOBS.values()),
+    knobs=COMMON_KNOBS | {"sampler", "entropy_bound", "t_min", "t_max", "temperature", "corrector_steps", "corrector_k",
+                          "refine_threshold", "editing_threshold"},
     samplers=SAMPLERS,
+    not_read={SAMPLER_ENTROPY_BOUND: frozenset({"temperature"})},  # EntropyBoundScheduler has its own t schedule
 )
 
 
@@ -135,13 +133,6 @@ class DiffusersBackend(TransformersBackend):
             refine_threshold=refine.threshold,
             editing_threshold=refine.editing_threshold,
         )
-
-    def resolve(self, settings: GenerationSettings) -> GenerationSettings:
-        """As every backend, then the knobs the chosen scheduler does not read become None."""
-        resolved = super().resolve(settings)
-        sampler = self.capabilities.sampler(resolved.sampler).name
-        unread = set().union(*SAMPLER_KNOBS.values()) - SAMPLER_KNOBS[sampler]
-        return resolved.replace(sampler=sampler, **{knob: None for knob in unread})
 
     def pipeline(self, settings: GenerationSettings, processor):
         """A DiffusionGemmaPipeline on this backend's model with the settings' scheduler."""

@@ -164,7 +164,7 @@ class MLXBackend(Backend):
             max_denoising_steps=settings.max_denoising_steps,
             sampler=settings.sampler,
             temperature=float(settings.temperature),
-            entropy_bound=float(settings.entropy_bound),
+            entropy_bound=None if settings.entropy_bound is None else float(settings.entropy_bound),  # entropy-bound only
             t_min=float(settings.t_min),
             t_max=float(settings.t_max),
             seed=settings.seed,

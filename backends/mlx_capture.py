@@ -64,7 +64,7 @@ class DenoiseOptions:
     max_denoising_steps: int
     sampler: str  # ENTROPY_BOUND or CONFIDENCE_THRESHOLD
     temperature: float  # sampling temperature; 0 takes the argmax (greedy)
-    entropy_bound: float  # entropy-bound: summed entropy accepted per step, nats
+    entropy_bound: float | None  # entropy-bound: summed entropy accepted per step, nats (None for the other sampler)
     t_min: float  # schedule temperature at the last step (divides the logits)
     t_max: float  # schedule temperature at the first step
     seed: int
