@@ -6,6 +6,8 @@ never a traceback.
 
 from __future__ import annotations
 
+import sys
+
 from backends.registry import backend_names
 from visualizer.settings import KNOBS, GenerationSettings
 from visualizer.trace import Trace, TraceError
@@ -63,6 +65,21 @@ def add_knob_arguments(p, *, skip: tuple[str, ...] = ()) -> None:
 
 def _with_notes(text: str, notes: list[str]) -> str:
     return f"{text} ({'; '.join(notes)})" if notes else text
+
+
+def load_model(args, settings: GenerationSettings, **options):
+    """The model of `--model` on `--backend`, or without it on the backend that runs the chosen sampler,
+    saying so on stderr when that is not the model's own; CliError in one line when it cannot load."""
+    from backends import BackendError, backend_for_source, default_model, load_backend
+
+    source = args.model or default_model()
+    try:
+        backend = load_backend(source, backend=args.backend, sampler=settings.sampler, device=args.device, **options)
+    except BackendError as exc:
+        raise CliError(str(exc)) from None
+    if args.backend is None and backend.name != backend_for_source(source):
+        print(f"the {settings.sampler} sampler runs on the {backend.name} backend", file=sys.stderr)
+    return backend
 
 
 def settings_from_args(args) -> GenerationSettings:

@@ -19,7 +19,7 @@ import sys
 import threading
 from pathlib import Path
 
-from .common import CliError, add_generation_arguments, load_trace, refuse_problems, settings_from_args
+from .common import CliError, add_generation_arguments, load_model, load_trace, refuse_problems, settings_from_args
 
 
 # ---- record ----------------------------------------------------------------------------------
@@ -38,7 +38,7 @@ def add_record_command(subparsers) -> None:
 
 
 def run_record(args) -> int:
-    from backends import BackendError, default_model, load_backend, record_trace
+    from backends import BackendError, record_trace
     from backends.sharded import is_follower, under_torchrun
     from prompts.demos import demo_prompt
 
@@ -53,8 +53,8 @@ def run_record(args) -> int:
     out = Path(args.out)
     if not out.parent.exists():
         raise CliError(f"folder {out.parent} does not exist")
+    backend = load_model(args, settings, parallel=args.parallel)
     try:
-        backend = load_backend(args.model or default_model(), backend=args.backend, device=args.device, parallel=args.parallel)
         if args.parallel and is_follower():  # the same generation in lockstep, nothing recorded or written
             backend.follow(prompt, settings)
             return 0
