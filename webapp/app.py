@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import functools
 import html
+import inspect
 import json
 import logging
 import math
@@ -27,7 +28,8 @@ from pathlib import Path
 import gradio as gr
 
 from backends import (
-    BackendError, Leader, ModelChoice, default_model, follow_requests, is_follower, load_backend, under_torchrun,
+    BackendError, Leader, ModelChoice, backend_for, default_model, follow_requests, is_follower, load_backend,
+    sampler_backends, under_torchrun,
 )
 from prompts.builtin_guide import guide_markdown
 from prompts.demos import DEMOS
@@ -41,7 +43,7 @@ from visualizer.layout import grid_layout, text_layout
 from visualizer.live_stream import LiveEncoder, LiveRing, replay_value
 from visualizer.palette import PALETTES, get_palette
 from visualizer.render_html import frame_caption, render_frame_html
-from visualizer.settings import DEFAULT_RECORD_TOPK, MAX_RECORD_TOPK, SAMPLER_ENTROPY_BOUND, GenerationSettings
+from visualizer.settings import KNOBS, GenerationSettings
 from visualizer.states import frame_refs, frame_state
 from visualizer.thinking import thoughts_and_answer
 from visualizer.replay import example_traces, load_upload, save_download
@@ -145,32 +147,53 @@ def end_message(trace: Trace) -> str:
 # ---- handlers ------------------------------------------------------------------------------------
 # Handlers that update several components return {component name: update}; `build_app` maps the
 # names to its components (`_by_name`), so no list of outputs has to agree with a tuple's order.
-MODEL_OUTPUTS = (  # what picking a model updates; also the order of the `/load_model` API's answer
-    "model_picker", "model_info", "message", "max_new_tokens", "steps", "entropy_bound", "t_min", "t_max",
-    "sampler", "temperature", "sampler_note", "thinking", "current_model",
-)
+APP_KNOBS = tuple(knob for knob in KNOBS.values() if knob.in_app)  # a widget and a `/generate` parameter each
+KNOB_OUTPUTS = (*(knob.name for knob in APP_KNOBS), "sampler_note")  # what picking a sampler updates
+MODEL_OUTPUTS = ("model_picker", "model_info", "message", *KNOB_OUTPUTS, "current_model")  # and the `/load_model` API's answer
 
 
-def knob_updates(backend) -> dict:
-    """The knobs at the model's defaults, each shown where the backend reads it (`capabilities.knobs`);
-    the sampler and its note where it runs more than one; thinking only where the chat template has
-    the switch."""
-    settings, capabilities = backend.default_settings(), backend.capabilities
-    knobs, spec = capabilities.knobs, capabilities.sampler(settings.sampler)
-    picks = len(capabilities.samplers) > 1
+def knob_widget(knob, limits):
+    """A knob's widget, from its declaration (`visualizer.settings.KNOBS`): a slider where it declares one
+    (its maximum this server's cap, where hosted mode caps it; Gradio refuses more before the queue),
+    a checkbox for a switch, a picker for the sampler, else a number box (our own message for a bad value)."""
+    label = knob.label if "_" in knob.label else knob.label[:1].upper() + knob.label[1:]
+    label += f" ({knob.unit})" if knob.unit else ""
+    if knob.name == "sampler":  # its choices are the model's (`knob_updates`); another value gets our own message
+        return gr.Dropdown([knob.default], value=knob.default, label=label, info=knob.help, visible=False,
+                           allow_custom_value=True)
+    if knob.kind is bool:
+        return gr.Checkbox(knob.default, label=label, info=knob.help)
+    if knob.slider:
+        low, high, step = knob.slider
+        high = min(high, limits.knob_caps.get(knob.name, high))
+        return gr.Slider(low, high, value=min(knob.default, high), step=step, label=label, info=knob.help)
+    return gr.Number(value=knob.default, precision=0 if knob.kind is int else None, label=label, info=knob.help)
+
+
+def knob_updates(backend, sampler: str | None = None, samplers=None, *, values: bool = True) -> dict:
+    """The knobs for a run of `sampler` (None: the backend's default) on `backend`: each shown where that
+    run reads it (`Capabilities.knobs_for`) and, with `values`, set to the model's defaults (without:
+    only the knobs particular to a sampler or a backend); the sampler picker offers `samplers` (None:
+    the backend's own), with the picked one's note, where there is a choice; thinking is offered only
+    where the chat template has the switch."""
+    defaults, capabilities = backend.default_settings(), backend.capabilities
+    spec = capabilities.sampler(sampler)
+    reads = capabilities.knobs_for(spec.name)
+    samplers = list(samplers) if samplers is not None else [s.name for s in capabilities.samplers]
+    updates = {}
+    for knob in APP_KNOBS:
+        update = {"visible": knob.name in reads}
+        if knob.optional and (values or not knob.every_backend):  # the model decides these: its value
+            value = getattr(defaults, knob.name)
+            update["value"] = knob.default if value is None else value
+        updates[knob.name] = gr.update(**update)
+    picks = len(samplers) > 1
     thinks = backend.supports_thinking()
-    return {
-        "max_new_tokens": gr.Slider(value=settings.max_new_tokens),
-        "steps": gr.Slider(value=settings.max_denoising_steps),
-        "entropy_bound": gr.Number(value=settings.entropy_bound, visible="entropy_bound" in knobs),
-        "t_min": gr.Number(value=settings.t_min, visible="t_min" in knobs),
-        "t_max": gr.Number(value=settings.t_max, visible="t_max" in knobs),
-        "sampler": gr.Dropdown(choices=[s.name for s in capabilities.samplers], value=spec.name, visible=picks),
-        "temperature": gr.Slider(value=settings.temperature if settings.temperature is not None else 1.0,
-                                 visible="temperature" in knobs),
-        "sampler_note": gr.Markdown(spec.note, visible=picks),
-        "thinking": gr.Checkbox(value=False, interactive=thinks, info=THINKING_NOTE if thinks else NO_THINKING_NOTE),
-    }
+    updates["sampler"] = gr.Dropdown(choices=samplers, value=spec.name, visible=picks)
+    updates["sampler_note"] = gr.Markdown(spec.note, visible=picks)
+    updates["thinking"] = gr.Checkbox(interactive=thinks, info=THINKING_NOTE if thinks else NO_THINKING_NOTE,
+                                      **({"value": False} if values else {}))
+    return updates
 
 
 def pick_demo(title: str):
@@ -195,35 +218,53 @@ class Handlers:
             raise BackendError(problem)
         return self.mode.choice_for(label_or_source)
 
+    def samplers_for(self, choice: ModelChoice) -> dict[str, str | None]:
+        """The samplers the model can run here -> the backend to run it on (None: the model's own).
+        A server of one model (a sharded one) runs only the samplers of the backend it loaded."""
+        if self.mode.only_listed:
+            return {spec.name: None for spec in MODELS.get(choice.source).capabilities.samplers}
+        own = backend_for(choice.source)
+        return {name: None if kind == own else kind for name, kind in sampler_backends(choice.source).items()}
+
+    def backend_for_run(self, choice: ModelChoice, sampler) -> tuple[str | None, object]:
+        """(backend name or None, the loaded backend) that runs `choice` with `sampler` (None or empty: the default)."""
+        samplers = self.samplers_for(choice)
+        if sampler and sampler not in samplers:
+            raise BackendError(f"the sampler must be one of {', '.join(samplers)}, the ones this model runs here "
+                               f"(got {str(sampler)[:40]!r})")
+        kind = samplers.get(sampler) if sampler else None
+        if not MODELS.loaded(choice.source, kind):
+            gr.Info(f"Loading {choice.label} (once for everyone; later runs start at once)...")
+        return kind, MODELS.get(choice.source, kind)
+
     def select_model(self, label: str, previous: str) -> dict:
-        """Load the picked model; on failure say why and keep the previous one."""
+        """Load the picked model on its own backend; on failure say why and keep the previous one."""
         try:
-            backend = MODELS.get(self.choice_for(label).source)
+            choice = self.choice_for(label)
+            backend = MODELS.get(choice.source)
         except BackendError as exc:
             try:
-                fallback = self.choice_for(previous) if previous and previous != label else self.choice_for(default_model())
-                backend = MODELS.get(fallback.source)
+                choice = self.choice_for(previous) if previous and previous != label else self.choice_for(default_model())
+                backend = MODELS.get(choice.source)
             except BackendError:
                 return {"message": f"{exc}"}
-            return {"model_picker": gr.update(value=fallback.label), "model_info": model_info_markdown(backend.info),
-                    "message": f"{exc}", **knob_updates(backend), "current_model": fallback.label}
-        return {"model_info": model_info_markdown(backend.info), "message": "", **knob_updates(backend), "current_model": label}
+            return {"model_picker": gr.update(value=choice.label), "model_info": model_info_markdown(backend.info),
+                    "message": f"{exc}", **knob_updates(backend, None, self.samplers_for(choice)), "current_model": choice.label}
+        return {"model_info": model_info_markdown(backend.info), "message": "",
+                **knob_updates(backend, None, self.samplers_for(choice)), "current_model": label}
 
-    def sampler_note(self, sampler: str, current_model: str) -> str:
-        """The picked sampler's one-line note, as the loaded model declares it."""
-        choice = self.mode.choice_for(current_model)
-        if choice is None or not MODELS.loaded(choice.source):
-            return ""
+    def select_sampler(self, sampler: str, current_model: str) -> dict:
+        """The picked sampler: the model on the backend that runs it (loaded if needed), the knobs that sampler reads."""
         try:
-            return MODELS.get(choice.source).capabilities.sampler(sampler).note
-        except BackendError:  # not one of its samplers (an API caller's value)
-            return ""
+            choice = self.choice_for(current_model)
+            _, backend = self.backend_for_run(choice, sampler)
+            return {**knob_updates(backend, sampler, self.samplers_for(choice), values=False), "message": ""}
+        except BackendError as exc:
+            return {"message": f"{exc}"}
 
-    def generate(
-        self, prompt, model_label, max_new_tokens, steps, entropy_bound, t_min, t_max, seed, sampler, temperature,
-        session: RunSession, thinking=False, record_topk=DEFAULT_RECORD_TOPK,
-    ):
-        """Run the model, streaming step deltas (`visualizer.live_stream`) to the live view.
+    def generate(self, prompt, model, session: RunSession, **knobs):
+        """Run the model, streaming step deltas (`visualizer.live_stream`) to the live view; `knobs` are
+        the knob table's widgets by name (the `/generate` API's parameters are named as the table names them).
 
         One small output, a `LiveRing` of the newest frame lines: Gradio sends only the slots that
         changed.  Records come in batches of whatever arrived, at most one update every
@@ -232,30 +273,14 @@ class Handlers:
         """
         session.error = ""
         try:
-            choice = self.choice_for(model_label)
-            if not MODELS.loaded(choice.source):
-                gr.Info(f"Loading {choice.label} (once for everyone; later runs start at once)...")
-            backend = MODELS.get(choice.source)
-            knobs = backend.capabilities.knobs
-            settings = GenerationSettings(
-                max_new_tokens=_int(max_new_tokens, "max new tokens"),
-                max_denoising_steps=_int(steps, "max denoising steps"),
-                # a knob the backend does not read is not read here either (recorded as None)
-                entropy_bound=_float(entropy_bound, "entropy bound") if "entropy_bound" in knobs else None,
-                t_min=_float(t_min, "t_min") if "t_min" in knobs else None,
-                t_max=_float(t_max, "t_max") if "t_max" in knobs else None,
-                seed=_int(seed, "seed"),
-                sampler=sampler if "sampler" in knobs else None,
-                temperature=_float(temperature, "temperature") if "temperature" in knobs else None,
-                record_topk=_int(record_topk, "record candidates (top-k)"),
-                thinking=bool(thinking),
-            )
-            limits = self.mode.limits
-            problem = limits.tokens_problem(settings.max_new_tokens) or limits.steps_problem(settings.max_denoising_steps)
+            choice = self.choice_for(model)
+            kind, backend = self.backend_for_run(choice, knobs.get("sampler"))
+            settings = settings_from_widgets(knobs, backend.capabilities.knobs_for(knobs.get("sampler") or None))
+            problem = next(filter(None, (self.mode.limits.knob_problem(k, v) for k, v in settings.to_dict().items())), None)
             if problem:
                 raise ValueError(problem)
             trace = Trace(model=backend.info, prompt=prompt)
-            batches = run_live(backend, choice.source, prompt, settings, trace=trace, stop=session.stop)
+            batches = run_live(backend, choice.source, prompt, settings, trace=trace, stop=session.stop, kind=kind)
             next(batches)  # RunStart: a bad request raises here, before the session changes
         except (BackendError, ValueError) as exc:
             session.error = str(exc)
@@ -410,6 +435,23 @@ def _event_view(view, names):
     return handler
 
 
+def settings_from_widgets(values: dict, reads) -> GenerationSettings:
+    """The settings of the knobs' widget values; a knob this run does not read (`reads`) is not read
+    here either (recorded as None). An empty box is None (the model's default) where None is a value."""
+    settings = {}
+    for knob in APP_KNOBS:
+        value = values.get(knob.name)
+        if knob.name not in reads or (knob.optional and (value is None or value == "")):
+            continue
+        if knob.kind is bool:
+            settings[knob.name] = bool(value)
+        elif knob.kind is str:
+            settings[knob.name] = value
+        else:
+            settings[knob.name] = (_int if knob.kind is int else _float)(value, knob.label)
+    return GenerationSettings(**settings)
+
+
 def _int(value, name: str) -> int:
     number = _float(value, name)
     if number != int(number):
@@ -525,31 +567,20 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
                     allow_custom_value=not mode.closed,
                 )
                 model_info = gr.Markdown()
+                # the second choice: the sampler (with its note); the backend that runs it follows
+                knobs = {"sampler": knob_widget(KNOBS["sampler"], limits)}
+                sampler_note = gr.Markdown(visible=False)
                 demo_picker = gr.Dropdown(choices=[d.title for d in DEMOS], value=None, label="Demo prompt")
                 with gr.Accordion("What the built-in model knows", open=False, elem_id="dv-builtin-guide"):
                     gr.Markdown(guide_markdown())
                 watch_for = gr.Markdown()
                 prompt = gr.Textbox(label="Prompt", lines=4, value=DEMOS[0].prompt)
                 with gr.Accordion("Knobs (defaults: the checkpoint's generation config)", open=False):
-                    max_new_tokens = gr.Slider(1, limits.max_new_tokens or 2048, value=256, step=1, label="Max new tokens")
-                    steps = gr.Slider(1, limits.max_denoising_steps or 256, value=48, step=1, label="Max denoising steps per block")
-                    entropy_bound = gr.Number(value=0.1, label="Entropy bound (nats accepted per step)")
-                    with gr.Row():
-                        t_min = gr.Number(value=0.4, label="t_min (last step)")
-                        t_max = gr.Number(value=0.8, label="t_max (first step)")
-                    seed = gr.Number(value=0, precision=0, label="Seed")
-                    # shown for a model that offers a choice (its backend's capabilities: knob_updates)
-                    sampler = gr.Dropdown([SAMPLER_ENTROPY_BOUND], value=SAMPLER_ENTROPY_BOUND, label="Sampler", visible=False)
-                    temperature = gr.Slider(0, 2, value=1.0, step=0.05, label="Temperature", visible=False)
-                    sampler_note = gr.Markdown(visible=False)
-                    thinking = gr.Checkbox(False, label="Thinking channel", interactive=False, info=NO_THINKING_NOTE)
+                    # one widget per knob of the table, shown where the model's sampler reads it (`knob_updates`)
+                    knobs |= {knob.name: knob_widget(knob, limits) for knob in APP_KNOBS if knob.name != "sampler"}
                     count_thoughts = gr.Checkbox(
                         False, label="Count thought tokens in the commit order",
                         info="Off: tau_b, the panel and structure first measure the answer only.",
-                    )
-                    record_topk = gr.Slider(
-                        0, MAX_RECORD_TOPK, value=DEFAULT_RECORD_TOPK, step=1, label="Record candidates (top-k)",
-                        info="Candidates kept per position and step, for the token inspector; 0: off",
                     )
                 with gr.Row():
                     palette = gr.Radio(["standard", "colorblind"], value="standard", label="Palette")
@@ -608,10 +639,10 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
                     compare_slider = gr.Slider(0, 1, value=0, step=1, label="Both runs at step", interactive=False)
                     compare_btn = gr.Button("Export comparison GIF")
 
+        knobs = {knob.name: knobs[knob.name] for knob in APP_KNOBS}  # the table's order: the API's parameter order
         ui = dict(  # the components that handlers update by name (`_by_name`)
-            model_picker=model_picker, model_info=model_info, message=message, max_new_tokens=max_new_tokens, steps=steps,
-            entropy_bound=entropy_bound, t_min=t_min, t_max=t_max, sampler=sampler, temperature=temperature,
-            sampler_note=sampler_note, thinking=thinking, current_model=current_model, live=live, final_text=final_text,
+            **knobs, model_picker=model_picker, model_info=model_info, message=message, sampler_note=sampler_note,
+            current_model=current_model, live=live, final_text=final_text,
             session=session, compare_note=compare_note, compare_canvas=compare_canvas, compare_slider=compare_slider,
         )
         named = functools.partial(_by_name, ui)
@@ -621,9 +652,8 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
         demo_app.load(**named(handlers.select_model, MODEL_OUTPUTS), inputs=[model_picker, current_model], api_name="load_model")
         model_picker.change(**named(handlers.select_model, MODEL_OUTPUTS), inputs=[model_picker, current_model], api_visibility="private")
         demo_picker.change(pick_demo, demo_picker, [prompt, watch_for], api_visibility="private")
-        sampler.change(handlers.sampler_note, [sampler, current_model], sampler_note, api_visibility="private")
-        generate_inputs = [prompt, model_picker, max_new_tokens, steps, entropy_bound, t_min, t_max, seed, sampler, temperature,
-                           session, thinking, record_topk]
+        knobs["sampler"].input(**named(handlers.select_sampler, (*KNOB_OUTPUTS, "message")), inputs=[knobs["sampler"], current_model],
+                               api_visibility="private")
         # A new run or trace: the panels go back to their hints, never showing the previous run's
         # answers.  Set in the browser and registered before the run's own handler: Gradio's front
         # end runs the handlers of one trigger in order, each after the one before has finished, so
@@ -632,16 +662,16 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
         for starts in (generate_btn.click, trace_upload.change):
             starts(None, None, [inspector, budget], js=hints)
         generate_btn.click(
-            handlers.generate,
-            generate_inputs,
+            _naming_knobs(handlers.generate),
+            [prompt, model_picker, session],
             live,
+            inputs_kwargs=knobs,  # the API's parameters are named as the knob table names them
             api_name="generate",
             concurrency_limit=1,
             concurrency_id="model",
             show_progress="minimal",
             validator=generate_validator(  # outside the queue: a bad model id never waits in it
-                mode, generate_inputs, prompt=prompt, model=model_picker, max_new_tokens=max_new_tokens, steps=steps,
-                session=session, register_session=SESSIONS.register, loaded=MODELS.loaded,
+                mode, list(knobs), register_session=SESSIONS.register, loaded=MODELS.loaded,
             ),
         ).then(finish_run, session, [final_text, message], api_name="run_message", concurrency_limit=None, show_progress="hidden")
         live.need_frames(all_frames, session, live, api_visibility="private", concurrency_limit=None, show_progress="hidden")
@@ -682,6 +712,22 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
         compare_slider.input(show_compare, compare_inputs, [compare_canvas, compare_slider], api_name="compare_step", show_progress="hidden")
         compare_btn.click(export_compare, [palette, layout_kind, session], [downloads, message], api_name="export_compare")
     return demo_app
+
+
+def _naming_knobs(handler):
+    """`handler(prompt, model, session, **knobs)` as a generator whose signature names every knob of the
+    table, keyword-only with None as default: Gradio reads it for the `/generate` API's parameter names
+    and makes a knob whose widget starts empty (editing threshold) optional, None meaning the model's default."""
+    def fn(prompt, model, session, **knobs):
+        yield from handler(prompt, model, session, **knobs)
+
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    fn.__signature__ = inspect.signature(fn).replace(parameters=[
+        *list(inspect.signature(fn).parameters.values())[:3],
+        *(inspect.Parameter(knob.name, keyword, default=None) for knob in APP_KNOBS),
+    ])
+    fn.__doc__ = handler.__doc__
+    return fn
 
 
 def _by_name(ui: dict, handler, names: tuple[str, ...]) -> dict:

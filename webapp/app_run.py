@@ -1,8 +1,8 @@
 """The app's runs: the models every session shares, and one generation driven into a trace.
 
-    backend = MODELS.get(source)                          # loaded once for everyone
+    backend = MODELS.get(source, kind)                    # loaded once for everyone (kind: the backend, None: the model's own)
     trace = Trace(model=backend.info, prompt=prompt)
-    for batch in run_live(backend, source, prompt, settings, trace=trace, stop=session.stop):
+    for batch in run_live(backend, source, prompt, settings, trace=trace, stop=session.stop, kind=kind):
         ...                                               # the records appended to `trace` since the last batch
 
 Every run goes through `backends.run_records`, as the CLI's and the probe's do.  On ZeroGPU
@@ -48,9 +48,9 @@ def sharded_problem() -> str | None:
     return LEADER.problem() if LEADER is not None else None
 
 
-def run_live(backend, source: str, prompt: str, settings, *, trace: Trace, stop) -> Iterator[list]:
+def run_live(backend, source: str, prompt: str, settings, *, trace: Trace, stop, kind: str | None = None) -> Iterator[list]:
     """Run one generation into `trace` (`backends.run_records`), yielding each batch of records
-    after appending it.  A bad request raises BackendError at the first batch, before anything is
+    after appending it; `backend` is `MODELS.get(source, kind)`.  A bad request raises BackendError at the first batch, before anything is
     appended; setting `stop` ends the run at the next step; closing the generator ends it too."""
     if settings.compiled:
         raise BackendError("torch.compile is off in the app (ZeroGPU forbids it).")
@@ -58,25 +58,25 @@ def run_live(backend, source: str, prompt: str, settings, *, trace: Trace, stop)
         return LEADER.run_records(prompt, settings, trace=trace, stop=stop)
     if on_zero_gpu():
         backend.check(prompt, settings)  # a bad request gets its message here, not from the GPU worker
-        backend = _OnZeroGPU(backend, source)
+        backend = _OnZeroGPU(backend, source, kind)
     return run_records(backend, prompt, settings, trace=trace, stop=stop)
 
 
 @on_gpu(duration=env_int(GPU_SECONDS_ENV, 120))
-def _generate_on_gpu(source: str, prompt: str, settings):
+def _generate_on_gpu(source: str, kind: str | None, prompt: str, settings):
     """The batches of one run, computed where the GPU is."""
-    yield from MODELS.get(source).generate_batches(prompt, settings)
+    yield from MODELS.get(source, kind).generate_batches(prompt, settings)
 
 
 class _OnZeroGPU:
     """A backend as `run_records` sees it, whose runs happen in ZeroGPU's worker."""
 
-    def __init__(self, backend, source: str):
-        self.backend, self.source = backend, source
+    def __init__(self, backend, source: str, kind: str | None):
+        self.backend, self.source, self.kind = backend, source, kind
 
     def generate_batches(self, prompt: str, settings, stop) -> Iterator[list]:
         started, blocks = time.perf_counter(), []
-        batches = _generate_on_gpu(self.source, prompt, settings)
+        batches = _generate_on_gpu(self.source, self.kind, prompt, settings)
         for batch in batches:
             yield batch
             blocks += [record.tokens for record in batch if isinstance(record, BlockRecord)]
