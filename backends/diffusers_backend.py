@@ -9,9 +9,10 @@ records and trace format as every other backend.
     settings = GenerationSettings(seed=0, sampler="block-refinement")
     for record in backend.generate("What is 18 plus 24?", settings): ...
 
-On the command line: `python -m visualizer record --backend diffusers --sampler discrete-ddim ...`;
-a model source written `diffusers:<folder or hub id>` also picks this backend (the app's picker
-entry for the built-in model on diffusers uses that).
+On the command line `python -m visualizer record --sampler discrete-ddim ...` picks this backend
+(`registry.backend_for`: the model's own backend lacks the sampler), and so does the app's sampler
+picker; `--backend diffusers`, or a model source written `diffusers:<folder or hub id>`, runs every
+sampler here.
 
 What the pipeline does differently from transformers' `generate` (both read from diffusers 0.42.1):
 - a block commits its last canvas (what the scheduler kept, noise included for a sampler that
@@ -39,7 +40,7 @@ from visualizer.samplers import (
 )
 from visualizer.settings import GenerationSettings
 
-from .base import COMMON_KNOBS, BackendError, Capabilities
+from .base import COMMON_KNOBS, Backend, BackendError, Capabilities
 from .diffusers_capture import CALLBACK_TENSORS, capture_pipeline
 from .registry import DIFFUSERS_SOURCE_PREFIX
 from .transformers_backend import TransformersBackend
@@ -153,11 +154,9 @@ class DiffusersBackend(TransformersBackend):
             "output_type": "seq",
         }
 
-    def _produce_batch(self, rows_ids, settings, emit, should_stop) -> None:
-        """One prompt a call (`Capabilities.max_batch` 1): the capture reads the pipeline's row 0."""
-        if len(rows_ids) != 1:
-            raise BackendError(f"The {self.name} backend runs one prompt at a time.")
-        self._produce(rows_ids[0], settings, emit, should_stop)
+    # One prompt a call (`Capabilities.max_batch` 1; the capture reads the pipeline's row 0): the base class's
+    # one-prompt `_produce_batch`, not the batched transformers `generate` this class otherwise inherits.
+    _produce_batch = Backend._produce_batch
 
     def _produce(self, ids, settings, emit, should_stop) -> None:
         spec = self.capabilities.sampler(settings.sampler)
