@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -120,6 +121,20 @@ class Capabilities:
         raise BackendError(f"the sampler must be one of {names}, the ones this model's backend runs (got {name!r})")
 
 
+@runtime_checkable
+class Tokenizer(Protocol):
+    """What the run sequence (`generate_rows`, `decode`) and `text.py` use of a backend's tokenizer; a
+    Hugging Face tokenizer (transformers, mlx-vlm's processor's) has all of it. `chat_template` (the
+    template's text, for the thinking switch) and a fast tokenizer's `backend_tokenizer` are read where
+    present."""
+
+    def apply_chat_template(self, conversation, **kwargs): ...
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str: ...
+
+    def batch_decode(self, sequences, skip_special_tokens: bool = False) -> list[str]: ...
+
+
 # Knobs every backend reads, as the knob table declares them (the rest are declared per backend).
 COMMON_KNOBS = frozenset(knob.name for knob in KNOBS.values() if knob.every_backend)
 
@@ -131,6 +146,7 @@ class Backend(ABC):
     name: str = ""  # the registry's name for it (`backends.registry`)
     capabilities: Capabilities
     info: ModelInfo
+    tokenizer: Tokenizer  # set when the model loads: the prompt's template, the pieces' and the answer's text
     last_failure: BaseException | None = None  # what ended the latest failed run (its RunEnd has the message)
 
     @abstractmethod

@@ -184,3 +184,10 @@ def test_dtype_can_be_chosen(random_model_dir):
 def test_asking_for_cuda_without_a_gpu_is_a_clear_error(random_model_dir):
     with pytest.raises(BackendError, match="no CUDA GPU"):
         TransformersBackend(str(random_model_dir), device="cuda")
+
+
+def test_the_tokenizer_meets_the_backend_contract(random_backend):
+    from backends.base import Tokenizer
+
+    assert isinstance(random_backend.tokenizer, Tokenizer)  # what generate_rows and text.py call on it
+    assert not isinstance(object(), Tokenizer)

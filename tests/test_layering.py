@@ -108,3 +108,15 @@ def test_the_root_app_only_starts_the_web_ui():
     modules += [node.module for node in imports if isinstance(node, ast.ImportFrom)]
     assert modules[0] == "webapp" and all(m == "webapp" or m.startswith("webapp.") for m in modules), modules
     assert not [node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
+
+
+def test_the_backend_module_contract_lists_what_the_registry_names():
+    """The modules the "only backends/ names a backend module" contract forbids are the registry's: every
+    backend's module and the helpers only it uses (a new backend's entry says which)."""
+    import tomllib
+
+    from backends.registry import BACKENDS
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]
+    (listed,) = [c["forbidden_modules"] for c in contracts if c["id"] == "backend-modules"]
+    assert sorted(listed) == sorted(m for entry in BACKENDS.values() for m in (entry.module, *entry.helpers))
