@@ -57,6 +57,7 @@ from visualizer.samplers import SamplerSpec
 from visualizer.settings import KNOBS, GenerationSettings
 
 from .captured import CapturedBlock, CapturedStep
+from .known import first_line
 from .text import PieceDecoder, PieceTable
 
 log = logging.getLogger(__name__)  # a failed run's traceback, at DEBUG: the UI and the CLI show one line
@@ -170,7 +171,9 @@ class Backend(ABC):
         block, and raising GenerationCancelled between two steps once `should_stop()` is true."""
 
     def _launch(self, work: Callable[[], None]) -> Future:
-        """Start `work` where this backend's model runs (a new thread unless it keeps its own)."""
+        """Start `work` where this backend's model runs. The backends here keep one thread for the
+        model's life (`model_thread.ModelThread`: transformers and diffusers for CUDA graphs, MLX for
+        its arrays); this default, a new thread per run, serves a backend without one (the tests' fakes)."""
         return start_thread(work, name=f"{self.name}-generate")
 
     # ---- the one run sequence ----------------------------------------------------------------
@@ -333,8 +336,7 @@ class Backend(ABC):
             return str(exc)
         if isinstance(exc, MemoryError):
             return "Out of memory during generation: lower max new tokens, or use a shorter prompt."
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        return f"Generation failed: {type(exc).__name__}: {first[:300]}"
+        return f"Generation failed: {type(exc).__name__}: {first_line(exc)[:300]}"
 
     def _stream(
         self,
@@ -453,10 +455,9 @@ def run_end(backend: Backend, blocks: list[np.ndarray], *, finish: str | None, e
 def start_thread(fn: Callable[[], None], name: str) -> Future:
     """Run `fn` on a new thread; the Future says when it is done.
 
-    Not a daemon thread: the Future is set a moment before the thread ends, and the interpreter
-    joins a non-daemon thread before it shuts down, so no run is cut off mid-step at exit.
-    (C++ thread-locals are freed after that join; see transformers_backend for the one torch
-    stashes Python objects in.)
+    Not a daemon thread, unlike a `ModelThread` (whose backend's finalizer stops it at exit): nothing
+    else would end this one, so the interpreter joins it before it shuts down and no run is cut off
+    mid-step.
     """
     future: Future = Future()
 

@@ -58,7 +58,7 @@ from visualizer.settings import (
 )
 
 from .base import COMMON_KNOBS, Backend, BackendError, BackendUnavailable, Capabilities
-from .known import load_failure_message, looks_like_path
+from .known import first_line, load_failure_message, looks_like_path
 from .model_thread import ModelThread, stop_thread
 
 DEFAULT_TEMPERATURE = 1.0  # samples like transformers; mlx-vlm's own default is 0 (greedy)
@@ -189,7 +189,7 @@ class MLXBackend(Backend):
             emit(item)
 
     def failure_message(self, exc: BaseException) -> str:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        first = first_line(exc)
         if "memory" in first.lower():  # MLX reports running out of (unified) memory as a RuntimeError
             return (
                 "Out of memory during generation: lower max new tokens, use a shorter prompt, or close other apps "

@@ -31,6 +31,7 @@ from backends import (
     BackendError, Leader, ModelChoice, backend_for, default_model, follow_requests, is_follower, load_backend,
     sampler_backends, under_torchrun,
 )
+from backends.sharded import PARALLEL_KINDS
 from prompts.builtin_guide import guide_markdown
 from prompts.demos import DEMOS
 from visualizer.animation import AnimationError, AnimationOptions, parse_blocks
@@ -56,7 +57,7 @@ from .hosting import Hosting, generate_validator
 from .sessions import RunSession, SessionRegistry
 
 # At most ~6 live updates a second: each costs Gradio a few ms of server CPU whatever it carries, so at
-# 25 steps/s an update carries ~4 frames (BENCHMARKS.md, "Fourth run"); the view paces them out
+# 25 steps/s an update carries ~4 frames (BENCHMARKS.md, "a few updates a second, paced out in the browser"); the view paces them out
 # (live_view.js), and a run's last frames and end line go out at once (`generate` flushes the end).
 LIVE_MIN_INTERVAL_S = 0.16
 LIVE_VIEW_JS = (Path(__file__).resolve().parent.parent / "visualizer" / "static" / "live_view.js").read_text(encoding="utf-8")
@@ -64,7 +65,7 @@ SESSIONS = SessionRegistry()  # frees a session's run and files when its tab clo
 SESSION_TTL_S = 3 * 3600  # an idle session's state is dropped after this (Gradio's time_to_live)
 # Gradio's queue looks for work every 1 ms on Linux and for progress every 10 ms, idle or busy: the app
 # cost 32-60 ms of CPU a second with a page open and nothing to do, about what a live run adds at 25
-# steps/s. At 20 ms and 100 ms it costs 5-12 ms a second (BENCHMARKS.md, "Fifth run"); the price: a
+# steps/s. At 20 ms and 100 ms it costs 5-12 ms a second (BENCHMARKS.md, "Gradio's queue polling every 20 ms"); the price: a
 # queued call may wait up to 20 ms more to start, and gr.Progress bars (exports) move 10 times a second.
 QUEUE_POLL_S = 0.02
 PROGRESS_POLL_S = 0.1
@@ -430,8 +431,7 @@ def structure_view(session: RunSession) -> str:
 def _event_view(view, names):
     """A handler for the live view's custom events: their data (`trigger(name, {...})`) as arguments."""
     def handler(session: RunSession, event: gr.EventData):
-        data = getattr(event, "_data", None) or {}
-        return view(*(data.get(n) for n in names), session)
+        return view(*(getattr(event, n, None) for n in names), session)  # EventData's keys are its attributes
     return handler
 
 
@@ -773,7 +773,7 @@ def main(argv=None) -> None:
     parser.add_argument("--host", default=None, help="e.g. 0.0.0.0 to serve the local network")
     parser.add_argument("--port", type=int, default=None)
     parser.add_argument("--hosted", action="store_true", help="public-server mode: model allowlist and caps (see README)")
-    parser.add_argument("--parallel", choices=("expert", "tensor", "tensor+expert", "layers"),
+    parser.add_argument("--parallel", choices=PARALLEL_KINDS,
                         help="serve --model (default: the built-in one) spread over several GPUs, and no other model: "
                              "expert/tensor/tensor+expert under torchrun --nproc-per-node N, layers in one process "
                              "(docs/sharded.md)")
