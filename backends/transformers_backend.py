@@ -36,15 +36,7 @@ import torch._inductor.cudagraph_trees  # noqa: F401  (imported for its side eff
 
 from visualizer.records import ModelInfo
 from visualizer.samplers import BUDGET_ENTROPY_BOUND, SAMPLER_ENTROPY_BOUND, AcceptRule, SamplerSpec
-from visualizer.settings import (
-    DEFAULT_ENTROPY_BOUND,
-    DEFAULT_MAX_DENOISING_STEPS,
-    DEFAULT_MAX_NEW_TOKENS,
-    DEFAULT_RECORD_TOPK,
-    DEFAULT_T_MAX,
-    DEFAULT_T_MIN,
-    GenerationSettings,
-)
+from visualizer.settings import DEFAULT_RECORD_TOPK, GenerationSettings, with_defaults
 
 from . import sharded
 from .base import COMMON_KNOBS, Backend, BackendError, Capabilities
@@ -165,17 +157,10 @@ class TransformersBackend(Backend):
 
     def default_settings(self) -> GenerationSettings:
         g = self.model.generation_config
-
-        def pick(value, default):
-            return default if value is None else value
-
         bound = getattr(g.sampler_config, "entropy_bound", None) if g.sampler_config is not None else None
         return GenerationSettings(
-            max_new_tokens=pick(g.max_new_tokens, DEFAULT_MAX_NEW_TOKENS),
-            max_denoising_steps=pick(g.max_denoising_steps, DEFAULT_MAX_DENOISING_STEPS),
-            entropy_bound=pick(bound, DEFAULT_ENTROPY_BOUND),
-            t_min=pick(g.t_min, DEFAULT_T_MIN),
-            t_max=pick(g.t_max, DEFAULT_T_MAX),
+            **with_defaults(max_new_tokens=g.max_new_tokens, max_denoising_steps=g.max_denoising_steps,
+                            entropy_bound=bound, t_min=g.t_min, t_max=g.t_max),
             seed=0,
             sampler=SAMPLER_ENTROPY_BOUND,
             temperature=None,

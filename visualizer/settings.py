@@ -253,3 +253,9 @@ KNOBS: dict[str, Knob] = {knob.name: knob for knob in (
          "a committed token is replaced by a different sample this probable; empty: never",
          low=0, high=1, above_low=True, samplers=(SAMPLER_BLOCK_REFINEMENT,)),
 )}
+
+
+def with_defaults(**configured) -> dict:
+    """The knobs a checkpoint's generation config gives, each left unset (None) replaced by the knob's
+    default: transformers' own rule (save_pretrained writes null for every knob a model leaves unset)."""
+    return {name: KNOBS[name].default if value is None else value for name, value in configured.items()}
