@@ -23,6 +23,8 @@ import math
 import signal
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import gradio as gr
@@ -428,6 +430,27 @@ def structure_view(session: RunSession) -> str:
     return structure_first_svg(session.trace, width=WHY_CHART_WIDTH)
 
 
+@dataclass(frozen=True)
+class WhyView:
+    """One "why" view, declared once: `build_app` gives it a panel the live view fills on its event,
+    and an API of its own (`wire_why_views`)."""
+
+    api_name: str  # `/alternatives`, ...
+    view: Callable  # view(*args, session) -> HTML
+    args: tuple[str, ...]  # the live event's data keys, also the API's parameters
+    event: str | None = None  # the live view's `trigger(event, {...})` that asks for it; None: API only
+    panel: str | None = None  # its panel's name under the live view; None: none
+    label: str = ""  # the panel's label
+    hint: str = ""  # what the panel says before the first answer
+
+
+WHY_VIEWS = (
+    WhyView("alternatives", inspect_token, ("frame", "position"), "inspect", "inspector", "Token inspector", INSPECTOR_HINT),
+    WhyView("accept_budget", step_budget_view, ("frame",), "budget", "budget", "Accept budget", BUDGET_HINT),
+    WhyView("structure_first", structure_view, ()),  # the live view draws it itself from the run's end line
+)
+
+
 def _event_view(view, names):
     """A handler for the live view's custom events: their data (`trigger(name, {...})`) as arguments."""
     def handler(session: RunSession, event: gr.EventData):
@@ -543,175 +566,213 @@ def export_compare(palette, layout_kind, session: RunSession, progress=gr.Progre
 
 # ---- the UI --------------------------------------------------------------------------------------
 def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = None) -> gr.Blocks:
-    """The UI for a server in `hosting_mode` (default: as the environment says, see hosting.py)."""
+    """The UI for a server in `hosting_mode` (default: as the environment says, see hosting.py): the
+    panels laid out (controls beside the live view, files and compare under it), then wired."""
     own_gradio_temp_dir()  # before any component caches a file: no other app can delete this one's
     mode = hosting_mode or Hosting.from_environment()
     handlers = Handlers(mode)
-    choices, limits = mode.choices, mode.limits
-    initial = handlers.choice_for(initial_model) if initial_model else choices[0]
+    initial = handlers.choice_for(initial_model) if initial_model else mode.choices[0]
     # Hosted: Gradio deletes its copies of uploads and downloads an hour after they were made.
     delete_cache = (900, 3600) if mode.hosted else None
     with gr.Blocks(title="DiffusionGemma denoising visualizer", fill_width=True, delete_cache=delete_cache) as demo_app:
         # an instance, not the class: a callable would get a load event of Gradio's racing SESSIONS.register (sessions.py)
-        session = gr.State(RunSession(), time_to_live=SESSION_TTL_S, delete_callback=RunSession.close)
-        current_model = gr.State(initial.label)
+        ui = {"session": gr.State(RunSession(), time_to_live=SESSION_TTL_S, delete_callback=RunSession.close),
+              "current_model": gr.State(initial.label)}
         gr.Markdown(INTRO)
         if mode.hosted:
-            gr.Markdown(hosting.hosted_note(limits), elem_id="dv-hosted-note")
+            gr.Markdown(hosting.hosted_note(mode.limits), elem_id="dv-hosted-note")
         with gr.Row():
             with gr.Column(scale=1, min_width=320):
-                model_picker = gr.Dropdown(
-                    choices=[c.label for c in choices], value=initial.label, label="Model",
-                    info=("The one model this server runs." if mode.only_listed else "The models this server offers."
-                          if mode.hosted else "Pick one, or type a hub id or a local folder."),
-                    allow_custom_value=not mode.closed,
-                )
-                model_info = gr.Markdown()
-                # the second choice: the sampler (with its note); the backend that runs it follows
-                knobs = {"sampler": knob_widget(KNOBS["sampler"], limits)}
-                sampler_note = gr.Markdown(visible=False)
-                demo_picker = gr.Dropdown(choices=[d.title for d in DEMOS], value=None, label="Demo prompt")
-                with gr.Accordion("What the built-in model knows", open=False, elem_id="dv-builtin-guide"):
-                    gr.Markdown(guide_markdown())
-                watch_for = gr.Markdown()
-                prompt = gr.Textbox(label="Prompt", lines=4, value=DEMOS[0].prompt)
-                with gr.Accordion("Knobs (defaults: the checkpoint's generation config)", open=False):
-                    # one widget per knob of the table, shown where the model's sampler reads it (`knob_updates`)
-                    knobs |= {knob.name: knob_widget(knob, limits) for knob in APP_KNOBS if knob.name != "sampler"}
-                    count_thoughts = gr.Checkbox(
-                        False, label="Count thought tokens in the commit order",
-                        info="Off: tau_b, the panel and structure first measure the answer only.",
-                    )
-                with gr.Row():
-                    palette = gr.Radio(["standard", "colorblind"], value="standard", label="Palette")
-                    layout_kind = gr.Radio(
-                        [("Grid", "grid"), ("Text (after the run)", "text")], value="grid", label="Layout"
-                    )
-                with gr.Row():
-                    generate_btn = gr.Button("Generate", variant="primary")
-                    stop_btn = gr.Button("Stop", variant="stop")
-                message = gr.Markdown(elem_id="dv-message")
+                ui |= controls_panel(mode, initial)
             with gr.Column(scale=4):
-                # The live view: canvas, replay slider and commit-order panel, drawn in the browser
-                # by visualizer/static/live_view.js from the live log.  gr.HTML runs that code as its
-                # `js_on_load` (it defines window.dvLiveView once, then mounts on this element); the
-                # template never depends on the value, so Gradio never re-renders it and the script
-                # owns the DOM inside.
-                live = gr.HTML(
-                    [], html_template='<div class="dv-live"></div>', elem_id="dv-live", palette="standard",
-                    js_on_load=LIVE_VIEW_JS + "\nwindow.dvLiveView.mount(element, props, watch, trigger);",
-                )
-                # the "why" views, asked for by the live view (full width: the chart's text stays legible)
-                inspector = gr.HTML(_message_html(INSPECTOR_HINT), label="Token inspector", elem_id="dv-inspector", padding=True)
-                budget = gr.HTML(_message_html(BUDGET_HINT), label="Accept budget", elem_id="dv-budget", padding=True)
-                final_text = gr.Textbox(label="Committed text", lines=6, interactive=False)
-                with gr.Row(visible=False):  # server-side frames for API clients (`/show_frame`)
-                    api_frame = gr.Number(0, precision=0)
-                    api_canvas, api_status, api_panel = gr.HTML(), gr.Markdown(), gr.HTML()
-                    api_button = gr.Button()
-                    # the "why" views for API clients; text inputs so that any input gets a one-line answer
-                    api_at_frame, api_at_position = gr.Textbox(), gr.Textbox()
-                    api_alternatives, api_budget, api_structure = gr.HTML(), gr.HTML(), gr.HTML()
-                    api_alternatives_button, api_budget_button, api_structure_button = gr.Button(), gr.Button(), gr.Button()
+                ui |= live_panel()
                 with gr.Accordion("Save, load and export", open=False):
-                    with gr.Row():
-                        trace_upload = gr.File(label="Load a trace (.json)", file_types=[".json"], type="filepath")
-                        downloads = gr.File(label="Downloads", file_count="multiple", interactive=False)
-                    examples = [[str(p)] for p in example_traces()]
-                    if examples:
-                        gr.Examples(examples, inputs=trace_upload, label="Recorded runs: replay without a model")
-                    save_btn = gr.Button("Save trace (.json)")
-                    with gr.Row():
-                        formats = gr.CheckboxGroup(["gif", "mp4", "webp"], value=["gif"], label="Formats")
-                        export_blocks = gr.Textbox(label="Blocks (e.g. 1,3; empty: all)")
-                        frame_ms = gr.Number(value=150, precision=0, label="ms per step")
-                        hold_ms = gr.Number(value=2500, precision=0, label="hold last frame (ms)")
-                        export_width = gr.Number(value=None, precision=0, label="width px (empty: natural)")
-                        with_prompt = gr.Checkbox(value=True, label="show the prompt")
-                    export_btn = gr.Button("Export animation")
-                    preview = gr.Image(label="GIF", type="filepath", interactive=False)
+                    ui |= files_panel()
                 with gr.Accordion("Compare two runs", open=False):
-                    with gr.Row():
-                        pin_a = gr.Button("Use this run as A")
-                        pin_b = gr.Button("Use this run as B")
-                    compare_note = gr.Markdown()
-                    compare_canvas = gr.HTML()
-                    compare_slider = gr.Slider(0, 1, value=0, step=1, label="Both runs at step", interactive=False)
-                    compare_btn = gr.Button("Export comparison GIF")
-
-        knobs = {knob.name: knobs[knob.name] for knob in APP_KNOBS}  # the table's order: the API's parameter order
-        ui = dict(  # the components that handlers update by name (`_by_name`)
-            **knobs, model_picker=model_picker, model_info=model_info, message=message, sampler_note=sampler_note,
-            current_model=current_model, live=live, final_text=final_text,
-            session=session, compare_note=compare_note, compare_canvas=compare_canvas, compare_slider=compare_slider,
-        )
-        named = functools.partial(_by_name, ui)
-        # every tab registers when its page loads, so closing it releases what it holds (sessions.py)
-        demo_app.load(SESSIONS.register, session, None, api_visibility="private", show_progress="hidden", concurrency_limit=None)
-        demo_app.unload(SESSIONS.release)
-        demo_app.load(**named(handlers.select_model, MODEL_OUTPUTS), inputs=[model_picker, current_model], api_name="load_model")
-        model_picker.change(**named(handlers.select_model, MODEL_OUTPUTS), inputs=[model_picker, current_model], api_visibility="private")
-        demo_picker.change(pick_demo, demo_picker, [prompt, watch_for], api_visibility="private")
-        knobs["sampler"].input(**named(handlers.select_sampler, (*KNOB_OUTPUTS, "message")), inputs=[knobs["sampler"], current_model],
-                               api_visibility="private")
-        # A new run or trace: the panels go back to their hints, never showing the previous run's
-        # answers.  Set in the browser and registered before the run's own handler: Gradio's front
-        # end runs the handlers of one trigger in order, each after the one before has finished, so
-        # a hint registered after `generate` would land when the run ends, over the new answers.
-        hints = f"() => {json.dumps([_message_html(INSPECTOR_HINT), _message_html(BUDGET_HINT)])}"
-        for starts in (generate_btn.click, trace_upload.change):
-            starts(None, None, [inspector, budget], js=hints)
-        generate_btn.click(
-            _naming_knobs(handlers.generate),
-            [prompt, model_picker, session],
-            live,
-            inputs_kwargs=knobs,  # the API's parameters are named as the knob table names them
-            api_name="generate",
-            concurrency_limit=1,
-            concurrency_id="model",
-            show_progress="minimal",
-            validator=generate_validator(  # outside the queue: a bad model id never waits in it
-                mode, list(knobs), register_session=SESSIONS.register, loaded=MODELS.loaded,
-            ),
-        ).then(finish_run, session, [final_text, message], api_name="run_message", concurrency_limit=None, show_progress="hidden")
-        live.need_frames(all_frames, session, live, api_visibility="private", concurrency_limit=None, show_progress="hidden")
-        # the live view asks (`trigger("inspect"/"budget", {...})`); answered outside the model's queue
-        # "always_last": an ask made while the previous one is in flight is answered after it, never
-        # dropped (Gradio's default for custom events, "once", would leave the previous step's chart)
-        quiet = dict(api_visibility="private", concurrency_limit=None, show_progress="hidden", trigger_mode="always_last")
-        live.inspect(_event_view(inspect_token, ("frame", "position")), session, inspector, **quiet)
-        live.budget(_event_view(step_budget_view, ("frame",)), session, budget, **quiet)
-        why = dict(concurrency_limit=None, show_progress="hidden")
-        api_alternatives_button.click(inspect_token, [api_at_frame, api_at_position, session], api_alternatives, api_name="alternatives", **why)
-        api_budget_button.click(step_budget_view, [api_at_frame, session], api_budget, api_name="accept_budget", **why)
-        api_structure_button.click(structure_view, session, api_structure, api_name="structure_first", **why)
-        stop_btn.click(stop_run, session, message, api_name="stop", concurrency_limit=None)
-        if app_run.LEADER is not None:  # a sharded model: every open tab learns within seconds that a rank stopped
-            gr.Timer(HEALTH_TICK_S).tick(sharded_health, None, [message, generate_btn], api_name="sharded_health",
-                                         concurrency_limit=None, show_progress="hidden")
-        api_button.click(
-            show_frame, [api_frame, palette, layout_kind, session], [api_canvas, api_status, api_panel],
-            api_name="show_frame", concurrency_limit=None, show_progress="hidden",
-        )
-        # palette and layout are the browser's business: no server round trip
-        palette.change(None, palette, None, js="(name) => { window.dvLiveView.setPalette(name); }")
-        layout_kind.change(None, layout_kind, None, js="(kind) => { window.dvLiveView.setLayout(kind); }")
-        count_thoughts.change(None, count_thoughts, None, js="(flag) => { window.dvLiveView.setIncludeThought(flag); }")
-        trace_upload.change(**named(load_trace_file, LOAD_OUTPUTS), inputs=[trace_upload, session], api_name="load_trace")
-        save_btn.click(save_trace, session, [downloads, message], api_name="save_trace")
-        export_btn.click(
-            handlers.export_run,
-            [session, formats, export_blocks, frame_ms, hold_ms, export_width, with_prompt, palette, layout_kind],
-            [downloads, preview, message],
-            api_name="export",
-        )
-        compare_inputs = [compare_slider, palette, layout_kind, session]
-        for which, button in enumerate((pin_a, pin_b)):
-            pin = functools.partial(pin_run, which)
-            button.click(**named(pin, PIN_OUTPUTS), inputs=[palette, layout_kind, session], api_name=f"pin_{'ab'[which]}")
-        compare_slider.input(show_compare, compare_inputs, [compare_canvas, compare_slider], api_name="compare_step", show_progress="hidden")
-        compare_btn.click(export_compare, [palette, layout_kind, session], [downloads, message], api_name="export_compare")
+                    ui |= compare_panel()
+        wire_model_and_run(demo_app, ui, handlers, mode)
+        wire_why_views(ui)
+        wire_files_and_compare(ui, handlers)
     return demo_app
+
+
+# ---- the panels: each lays out its components and returns them by name ---------------------------
+def controls_panel(mode: Hosting, initial: ModelChoice) -> dict:
+    """The model and its sampler, the prompt, the knobs, the view's options, Generate and Stop."""
+    ui = {"model_picker": gr.Dropdown(
+        choices=[c.label for c in mode.choices], value=initial.label, label="Model",
+        info=("The one model this server runs." if mode.only_listed else "The models this server offers."
+              if mode.hosted else "Pick one, or type a hub id or a local folder."),
+        allow_custom_value=not mode.closed,
+    )}
+    ui["model_info"] = gr.Markdown()
+    # the second choice: the sampler (with its note); the backend that runs it follows
+    knobs = {"sampler": knob_widget(KNOBS["sampler"], mode.limits)}
+    ui["sampler_note"] = gr.Markdown(visible=False)
+    ui["demo_picker"] = gr.Dropdown(choices=[d.title for d in DEMOS], value=None, label="Demo prompt")
+    with gr.Accordion("What the built-in model knows", open=False, elem_id="dv-builtin-guide"):
+        gr.Markdown(guide_markdown())
+    ui["watch_for"] = gr.Markdown()
+    ui["prompt"] = gr.Textbox(label="Prompt", lines=4, value=DEMOS[0].prompt)
+    with gr.Accordion("Knobs (defaults: the checkpoint's generation config)", open=False):
+        # one widget per knob of the table, shown where the model's sampler reads it (`knob_updates`)
+        knobs |= {knob.name: knob_widget(knob, mode.limits) for knob in APP_KNOBS if knob.name != "sampler"}
+        ui["count_thoughts"] = gr.Checkbox(
+            False, label="Count thought tokens in the commit order",
+            info="Off: tau_b, the panel and structure first measure the answer only.",
+        )
+    ui["knobs"] = {knob.name: knobs[knob.name] for knob in APP_KNOBS}  # the table's order: the API's parameter order
+    ui |= ui["knobs"]
+    with gr.Row():
+        ui["palette"] = gr.Radio(["standard", "colorblind"], value="standard", label="Palette")
+        ui["layout_kind"] = gr.Radio([("Grid", "grid"), ("Text (after the run)", "text")], value="grid", label="Layout")
+    with gr.Row():
+        ui["generate_btn"] = gr.Button("Generate", variant="primary")
+        ui["stop_btn"] = gr.Button("Stop", variant="stop")
+    ui["message"] = gr.Markdown(elem_id="dv-message")
+    return ui
+
+
+def live_panel() -> dict:
+    """The live view, the why-views' panels under it, the committed text."""
+    # The live view: canvas, replay slider and commit-order panel, drawn in the browser by
+    # visualizer/static/live_view.js from the live log.  gr.HTML runs that code as its `js_on_load` (it
+    # defines window.dvLiveView once, then mounts on this element); the template never depends on the
+    # value, so Gradio never re-renders it and the script owns the DOM inside.
+    ui = {"live": gr.HTML(
+        [], html_template='<div class="dv-live"></div>', elem_id="dv-live", palette="standard",
+        js_on_load=LIVE_VIEW_JS + "\nwindow.dvLiveView.mount(element, props, watch, trigger);",
+    )}
+    # the "why" views the live view asks for (full width: the chart's text stays legible)
+    for why in WHY_VIEWS:
+        if why.panel:
+            ui[why.panel] = gr.HTML(_message_html(why.hint), label=why.label, elem_id=f"dv-{why.panel}", padding=True)
+    ui["final_text"] = gr.Textbox(label="Committed text", lines=6, interactive=False)
+    return ui
+
+
+def files_panel() -> dict:
+    """Load a trace (or an example), save the run, export animations."""
+    ui = {}
+    with gr.Row():
+        ui["trace_upload"] = gr.File(label="Load a trace (.json)", file_types=[".json"], type="filepath")
+        ui["downloads"] = gr.File(label="Downloads", file_count="multiple", interactive=False)
+    examples = [[str(p)] for p in example_traces()]
+    if examples:
+        gr.Examples(examples, inputs=ui["trace_upload"], label="Recorded runs: replay without a model")
+    ui["save_btn"] = gr.Button("Save trace (.json)")
+    with gr.Row():
+        ui["export_options"] = [
+            gr.CheckboxGroup(["gif", "mp4", "webp"], value=["gif"], label="Formats"),
+            gr.Textbox(label="Blocks (e.g. 1,3; empty: all)"),
+            gr.Number(value=150, precision=0, label="ms per step"),
+            gr.Number(value=2500, precision=0, label="hold last frame (ms)"),
+            gr.Number(value=None, precision=0, label="width px (empty: natural)"),
+            gr.Checkbox(value=True, label="show the prompt"),
+        ]  # in `Handlers.export_run`'s order
+    ui["export_btn"] = gr.Button("Export animation")
+    ui["preview"] = gr.Image(label="GIF", type="filepath", interactive=False)
+    return ui
+
+
+def compare_panel() -> dict:
+    """Two pinned runs side by side, stepped together."""
+    ui = {}
+    with gr.Row():
+        ui["pin_a"], ui["pin_b"] = gr.Button("Use this run as A"), gr.Button("Use this run as B")
+    ui["compare_note"] = gr.Markdown()
+    ui["compare_canvas"] = gr.HTML()
+    ui["compare_slider"] = gr.Slider(0, 1, value=0, step=1, label="Both runs at step", interactive=False)
+    ui["compare_btn"] = gr.Button("Export comparison GIF")
+    return ui
+
+
+# ---- the wiring ------------------------------------------------------------------------------------
+def wire_model_and_run(demo_app: gr.Blocks, ui: dict, handlers: Handlers, mode: Hosting) -> None:
+    """Sessions, the model and sampler pickers, Generate and Stop, the frames a browser asks for again,
+    the view's options (drawn in the browser) and `/show_frame` for API clients."""
+    named = functools.partial(_by_name, ui)
+    session, model_picker, current_model, knobs = ui["session"], ui["model_picker"], ui["current_model"], ui["knobs"]
+    # every tab registers when its page loads, so closing it releases what it holds (sessions.py)
+    demo_app.load(SESSIONS.register, session, None, api_visibility="private", show_progress="hidden", concurrency_limit=None)
+    demo_app.unload(SESSIONS.release)
+    demo_app.load(**named(handlers.select_model, MODEL_OUTPUTS), inputs=[model_picker, current_model], api_name="load_model")
+    model_picker.change(**named(handlers.select_model, MODEL_OUTPUTS), inputs=[model_picker, current_model], api_visibility="private")
+    ui["demo_picker"].change(pick_demo, ui["demo_picker"], [ui["prompt"], ui["watch_for"]], api_visibility="private")
+    knobs["sampler"].input(**named(handlers.select_sampler, (*KNOB_OUTPUTS, "message")), inputs=[knobs["sampler"], current_model],
+                           api_visibility="private")
+    # A new run or trace: the why-views go back to their hints, never showing the previous run's
+    # answers.  Set in the browser and registered before the run's own handler: Gradio's front
+    # end runs the handlers of one trigger in order, each after the one before has finished, so
+    # a hint registered after `generate` would land when the run ends, over the new answers.
+    panels = [why for why in WHY_VIEWS if why.panel]
+    hints = f"() => {json.dumps([_message_html(why.hint) for why in panels])}"
+    for starts in (ui["generate_btn"].click, ui["trace_upload"].change):
+        starts(None, None, [ui[why.panel] for why in panels], js=hints)
+    ui["generate_btn"].click(
+        _naming_knobs(handlers.generate),
+        [ui["prompt"], model_picker, session],
+        ui["live"],
+        inputs_kwargs=knobs,  # the API's parameters are named as the knob table names them
+        api_name="generate",
+        concurrency_limit=1,
+        concurrency_id="model",
+        show_progress="minimal",
+        validator=generate_validator(  # outside the queue: a bad model id never waits in it
+            mode, list(knobs), register_session=SESSIONS.register, loaded=MODELS.loaded,
+        ),
+    ).then(finish_run, session, [ui["final_text"], ui["message"]], api_name="run_message", concurrency_limit=None,
+           show_progress="hidden")
+    ui["live"].need_frames(all_frames, session, ui["live"], api_visibility="private", concurrency_limit=None, show_progress="hidden")
+    ui["stop_btn"].click(stop_run, session, ui["message"], api_name="stop", concurrency_limit=None)
+    if app_run.LEADER is not None:  # a sharded model: every open tab learns within seconds that a rank stopped
+        gr.Timer(HEALTH_TICK_S).tick(sharded_health, None, [ui["message"], ui["generate_btn"]], api_name="sharded_health",
+                                     concurrency_limit=None, show_progress="hidden")
+    # palette and layout are the browser's business: no server round trip
+    ui["palette"].change(None, ui["palette"], None, js="(name) => { window.dvLiveView.setPalette(name); }")
+    ui["layout_kind"].change(None, ui["layout_kind"], None, js="(kind) => { window.dvLiveView.setLayout(kind); }")
+    ui["count_thoughts"].change(None, ui["count_thoughts"], None, js="(flag) => { window.dvLiveView.setIncludeThought(flag); }")
+    with gr.Row(visible=False):  # server-side frames for API clients (`/show_frame`)
+        api_frame, api_canvas, api_status, api_panel, api_button = gr.Number(0, precision=0), gr.HTML(), gr.Markdown(), gr.HTML(), gr.Button()
+    api_button.click(show_frame, [api_frame, ui["palette"], ui["layout_kind"], session], [api_canvas, api_status, api_panel],
+                     api_name="show_frame", concurrency_limit=None, show_progress="hidden")
+
+
+def wire_why_views(ui: dict) -> None:
+    """Each why-view of WHY_VIEWS, from its one declaration: answered to the live view's event into its
+    panel, and as an API of its own over hidden inputs (API clients cannot send a custom event's data).
+    Both outside the model's queue."""
+    session = ui["session"]
+    # "always_last": an ask made while the previous one is in flight is answered after it, never
+    # dropped (Gradio's default for custom events, "once", would leave the previous step's chart)
+    quiet = dict(api_visibility="private", concurrency_limit=None, show_progress="hidden", trigger_mode="always_last")
+    with gr.Row(visible=False):
+        # text inputs, one per argument name, so that any input gets a one-line answer
+        args = {name: gr.Textbox() for name in dict.fromkeys(name for why in WHY_VIEWS for name in why.args)}
+        for why in WHY_VIEWS:
+            answer, ask = gr.HTML(), gr.Button()
+            ask.click(why.view, [args[name] for name in why.args] + [session], answer, api_name=why.api_name,
+                      concurrency_limit=None, show_progress="hidden")
+            if why.event:  # the live view asks with `trigger(event, {...})`
+                getattr(ui["live"], why.event)(_event_view(why.view, why.args), session, ui[why.panel], **quiet)
+
+
+def wire_files_and_compare(ui: dict, handlers: Handlers) -> None:
+    """Load, save and export; pin two runs and step them together."""
+    named = functools.partial(_by_name, ui)
+    session, palette, layout_kind = ui["session"], ui["palette"], ui["layout_kind"]
+    ui["trace_upload"].change(**named(load_trace_file, LOAD_OUTPUTS), inputs=[ui["trace_upload"], session], api_name="load_trace")
+    ui["save_btn"].click(save_trace, session, [ui["downloads"], ui["message"]], api_name="save_trace")
+    ui["export_btn"].click(
+        handlers.export_run, [session, *ui["export_options"], palette, layout_kind],
+        [ui["downloads"], ui["preview"], ui["message"]], api_name="export",
+    )
+    for which, button in enumerate((ui["pin_a"], ui["pin_b"])):
+        pin = functools.partial(pin_run, which)
+        button.click(**named(pin, PIN_OUTPUTS), inputs=[palette, layout_kind, session], api_name=f"pin_{'ab'[which]}")
+    ui["compare_slider"].input(show_compare, [ui["compare_slider"], palette, layout_kind, session],
+                               [ui["compare_canvas"], ui["compare_slider"]], api_name="compare_step", show_progress="hidden")
+    ui["compare_btn"].click(export_compare, [palette, layout_kind, session], [ui["downloads"], ui["message"]], api_name="export_compare")
 
 
 def _naming_knobs(handler):
