@@ -1,9 +1,9 @@
 """The probe at scale on the GPU machine: batched vs batch-1 runner, capture vs stock, 4 GPUs vs 1, a 1,000-generation slice.
 
-    python benchmarks/bench_probe_scale.py single --out /tmp/bench                    # one GPU: runner, capture, rows
-    torchrun --nproc-per-node 4 benchmarks/bench_probe_scale.py slice --out /tmp/bench --items 1000
-    python benchmarks/bench_probe_scale.py report /tmp/bench                          # the markdown tables
-    python benchmarks/bench_probe_scale.py single --device cpu --layers 2 --experts 8 --vocab 8192 --batch 2 \\
+    python -m benchmarks.bench_probe_scale single --out /tmp/bench                    # one GPU: runner, capture, rows
+    torchrun --nproc-per-node 4 -m benchmarks.bench_probe_scale slice --out /tmp/bench --items 1000
+    python -m benchmarks.bench_probe_scale report /tmp/bench                          # the markdown tables
+    python -m benchmarks.bench_probe_scale single --device cpu --layers 2 --experts 8 --vocab 8192 --batch 2 \\
         --batch1-items 2 --items 4 --try-rows 0 --steps 4 --out /tmp/dry                # dry run on a CPU
 
 The model is the real 26B-A4B shape with random bf16 weights, built per process without holding two
@@ -35,8 +35,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
-
 BUILTIN = ROOT / "assets" / "models" / "diffusiongemma-tiny-demo"
 
 
@@ -45,7 +43,7 @@ def full_shape_backend(args):
     import torch
 
     from backends.transformers_backend import TransformersBackend, _load_tokenizer
-    from bench_capture_fullshape import build, full_shape_config
+    from benchmarks.bench_capture_fullshape import build, full_shape_config
     from visualizer.records import ModelInfo
 
     model, params = build(full_shape_config(layers=args.layers, experts=args.experts, vocab=args.vocab), args.device)
