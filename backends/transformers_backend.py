@@ -105,7 +105,7 @@ class TransformersBackend(Backend):
         if spread:
             device_map = spread.pop("device_map", None)
         try:
-            self.tokenizer = _load_tokenizer(str(local) if is_local else source)
+            self.tokenizer = load_tokenizer(str(local) if is_local else source)
             self.model = DiffusionGemmaForBlockDiffusion.from_pretrained(
                 str(local) if is_local else source,
                 dtype=torch_dtype,
@@ -137,6 +137,19 @@ class TransformersBackend(Backend):
             builtin=builtin,
             parameters=sum(p.numel() for p in {id(p): p for p in self.model.parameters()}.values()),
         )
+
+    @classmethod
+    def from_model(cls, model, tokenizer, info: ModelInfo) -> "TransformersBackend":
+        """A backend around a model built elsewhere, loaded as it is (a benchmark's full-shape random
+        model, which no folder holds); the model's generation config gives the defaults."""
+        backend = cls.__new__(cls)
+        backend.model, backend.tokenizer, backend.info = model, tokenizer, info
+        return backend
+
+    def on_model_thread(self, fn) -> Future:
+        """Run `fn` where this backend's runs run (its one generation thread, `_launch`): stock
+        `model.generate` timed beside captured runs shares their CUDA graphs (benchmarks)."""
+        return self._launch(fn)
 
     # ---- the interface ---------------------------------------------------------------------
     def _launch(self, work) -> Future:
@@ -277,7 +290,7 @@ def _where(model, parallel: str | None) -> str:
     return str(model.device)
 
 
-def _load_tokenizer(source: str):
+def load_tokenizer(source: str):
     """The checkpoint's processor tokenizer when it has one (the real model), else AutoTokenizer.
 
     AutoProcessor wants the image and video processors (torchvision); small local models carry
