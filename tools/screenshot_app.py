@@ -1,6 +1,6 @@
 """Screenshot of the app mid-run, in a real headless browser (for the README).
 
-    python tools/screenshot_app.py --out assets/screenshot.png [--model FOLDER] [--demo acrostic] [--at-step 15]
+    python -m tools.screenshot_app --out assets/screenshot.png [--model FOLDER] [--demo acrostic] [--at-step 15]
 
 Launches the app, opens it in headless Chromium through Playwright (Debian's /usr/bin/chromium,
 no browser download), picks a demo prompt, presses Generate and takes the picture as soon as the
@@ -14,8 +14,6 @@ import re
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 CHROMIUM_FLAGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
