@@ -260,3 +260,16 @@ def test_the_hosted_note_names_only_the_caps_that_are_set():
     note = hosting.hosted_note(hosting.Limits(knob_caps={"max_new_tokens": 256}))  # the other caps unset: no "None" shown
     assert "max new tokens up to 256" in note and "None" not in note and "characters" not in note
     assert "prompts up to 8,000 characters" in hosting.hosted_note(hosting.Limits.hosted())
+
+
+def test_a_public_server_offers_other_backends_samplers_for_its_built_in_models_only(no_eos_model_dir):
+    """Another backend is a second copy of the weights: fine for the small built-in models, not for the 26B."""
+    from backends import ModelChoice
+
+    small = ModelChoice("Small", str(no_eos_model_dir), "transformers", True)
+    big = ModelChoice("Big", str(no_eos_model_dir), "transformers", False)
+    handlers = app_module.Handlers(hosting.Hosting(True, LIMITS, (small, big)))
+    assert handlers.samplers_for(small) == {"entropy-bound": None, "discrete-ddim": "diffusers", "block-refinement": "diffusers"}
+    assert handlers.samplers_for(big) == {"entropy-bound": None}
+    desktop = app_module.Handlers(hosting.Hosting(False, LIMITS, (small, big)))
+    assert "discrete-ddim" in desktop.samplers_for(big)

@@ -223,11 +223,16 @@ class Handlers:
 
     def samplers_for(self, choice: ModelChoice) -> dict[str, str | None]:
         """The samplers the model can run here -> the backend to run it on (None: the model's own).
-        A server of one model (a sharded one) runs only the samplers of the backend it loaded."""
+        A server of one model (a sharded one) runs only the samplers of the backend it loaded. Another
+        backend loads a second copy of the weights, so a public server offers that for its small
+        built-in models only (the real checkpoint twice would not fit where it fits once)."""
         if self.mode.only_listed:
             return {spec.name: None for spec in MODELS.get(choice.source).capabilities.samplers}
         own = backend_for(choice.source)
-        return {name: None if kind == own else kind for name, kind in sampler_backends(choice.source).items()}
+        offered = {name: None if kind == own else kind for name, kind in sampler_backends(choice.source).items()}
+        if self.mode.hosted and not choice.builtin:
+            return {name: kind for name, kind in offered.items() if kind is None}
+        return offered
 
     def backend_for_run(self, choice: ModelChoice, sampler) -> tuple[str | None, object]:
         """(backend name or None, the loaded backend) that runs `choice` with `sampler` (None or empty: the default)."""
