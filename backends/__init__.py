@@ -21,7 +21,9 @@ from pathlib import Path
 
 from .base import Backend, BackendError, BackendUnavailable, Capabilities, Stop
 from .known import REAL_CHECKPOINT, REAL_CHECKPOINT_GPU_GB, REAL_CHECKPOINT_MLX
-from .registry import DIFFUSERS_SOURCE_PREFIX, BACKENDS, MLX_INSTALL_HINT, backend_for_source, backend_names, is_mlx_model, mlx_installed
+from .registry import (  # noqa: F401  (re-exported)
+    BACKENDS, MLX_INSTALL_HINT, backend_for, backend_for_source, backend_names, is_mlx_model, mlx_installed, sampler_backends,
+)
 from .run import record_trace, run_records
 from .sharded import Leader, follow_requests, is_follower, under_torchrun
 
@@ -75,10 +77,6 @@ def model_choices() -> list[ModelChoice]:
     small = [random]
     if (BUILTIN_MODEL_DIR / "config.json").exists():
         small.insert(0, ModelChoice("Built-in small model (trained here, not the 26B one)", str(BUILTIN_MODEL_DIR), "transformers", True))
-        if BACKENDS["diffusers"].available():  # the same model run by diffusers' pipeline: three samplers to pick from
-            small.insert(1, ModelChoice(
-                "Built-in small model on diffusers (three samplers)", DIFFUSERS_SOURCE_PREFIX + str(BUILTIN_MODEL_DIR), "diffusers", True
-            ))
     if real_checkpoint_fits_here():
         return [real, *small]
     return [*small, real]
@@ -90,16 +88,25 @@ def default_model() -> str:
 
 
 def load_backend(
-    source: str, *, backend: str | None = None, device: str | None = None, parallel: str | None = None
+    source: str, *, backend: str | None = None, sampler: str | None = None, device: str | None = None,
+    parallel: str | None = None,
 ) -> Backend:
     """Load a model by hub id or folder on the right backend; raises BackendError with a message.
 
-    `parallel` (transformers only) spreads it over several GPUs: see backends/sharded.py."""
+    Without `backend`, the backend is the first installed one that runs the model with `sampler`
+    (`registry.backend_for`; None: the model's own). `parallel` (transformers only) spreads it over
+    several GPUs: see backends/sharded.py."""
     source = str(source)
-    kind = backend or backend_for_source(source)
+    kind = backend or backend_for(source, sampler)
     entry = BACKENDS.get(kind)
     if entry is None:
         raise BackendError(f"unknown backend {kind!r}: use one of {', '.join(backend_names())}")
+    if sampler is not None and sampler not in (spec.name for spec in entry.capabilities.samplers):
+        try:
+            instead = f"the {backend_for(source, sampler)} backend runs it (name no backend and it is picked)"
+        except BackendError as exc:
+            instead = str(exc)
+        raise BackendError(f"the {kind} backend has no {sampler} sampler; {instead}")
     if not entry.available():
         raise BackendUnavailable(f"{source} needs the {kind} backend. {entry.install_hint}")
     choice = next((c for c in model_choices() if c.source == source), None)
@@ -134,6 +141,8 @@ __all__ = [
     "pick_backend_kind",
     "real_checkpoint_fits_here",
     "backend_for_source",
+    "backend_for",
+    "sampler_backends",
     "Leader",
     "follow_requests",
     "is_follower",

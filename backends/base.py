@@ -31,7 +31,9 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -53,9 +55,10 @@ from visualizer.records import (
     frozen_matrix,
 )
 from visualizer.samplers import SamplerSpec
-from visualizer.settings import LAYERS_ALL, GenerationSettings
+from visualizer.settings import KNOBS, LAYERS_ALL, GenerationSettings
 
 from .captured import CapturedBlock, CapturedStep
+from .known import first_line
 from .text import PieceDecoder, PieceTable
 
 log = logging.getLogger(__name__)  # a failed run's traceback, at DEBUG: the UI and the CLI show one line
@@ -129,6 +132,15 @@ class Capabilities:
     knobs: frozenset[str]  # the GenerationSettings fields it reads; the others are recorded as None
     samplers: tuple[SamplerSpec, ...]  # the samplers it runs, its default first
     max_batch: int | None = 1  # most prompts one generate call takes (`generate_rows`); None: no limit but memory
+    # Knobs one of its samplers ignores although the knob table says that sampler reads them
+    # (diffusers' entropy-bound scheduler has its own temperature schedule, no temperature).
+    not_read: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+    def knobs_for(self, sampler: str | None) -> frozenset[str]:
+        """The knobs a run with this sampler (None: the default) reads: those the backend reads that the
+        knob table says the sampler reads (`visualizer.settings.KNOBS`), less its `not_read`."""
+        name = self.sampler(sampler).name
+        return frozenset(k for k in self.knobs if KNOBS[k].read_by(name)) - self.not_read.get(name, frozenset())
 
     def sampler(self, name: str | None) -> SamplerSpec:
         """The spec of a sampler by name (None: the default); BackendError naming the ones it has."""
@@ -143,8 +155,22 @@ class Capabilities:
         raise BackendError(f"the sampler must be one of {names}, the ones this model's backend runs (got {name!r})")
 
 
-# Knobs every backend reads (the rest are declared per backend).
-COMMON_KNOBS = frozenset({"max_new_tokens", "max_denoising_steps", "seed", "record_topk", "thinking"})
+@runtime_checkable
+class Tokenizer(Protocol):
+    """What the run sequence (`generate_rows`, `decode`) and `text.py` use of a backend's tokenizer; a
+    Hugging Face tokenizer (transformers, mlx-vlm's processor's) has all of it. `chat_template` (the
+    template's text, for the thinking switch) and a fast tokenizer's `backend_tokenizer` are read where
+    present."""
+
+    def apply_chat_template(self, conversation, **kwargs): ...
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str: ...
+
+    def batch_decode(self, sequences, skip_special_tokens: bool = False) -> list[str]: ...
+
+
+# Knobs every backend reads, as the knob table declares them (the rest are declared per backend).
+COMMON_KNOBS = frozenset(knob.name for knob in KNOBS.values() if knob.every_backend)
 
 
 class Backend(ABC):
@@ -154,6 +180,7 @@ class Backend(ABC):
     name: str = ""  # the registry's name for it (`backends.registry`)
     capabilities: Capabilities
     info: ModelInfo
+    tokenizer: Tokenizer  # set when the model loads: the prompt's template, the pieces' and the answer's text
     last_failure: BaseException | None = None  # what ended the latest failed run (its RunEnd has the message)
     # Its runs queue on one model thread (`_launch`) and run one after another, so a caller may start the
     # next run while one generates (the probe runner does, to keep the GPU busy between batches).
@@ -180,7 +207,9 @@ class Backend(ABC):
         block, and raising GenerationCancelled between two steps once `should_stop()` is true."""
 
     def _launch(self, work: Callable[[], None]) -> Future:
-        """Start `work` where this backend's model runs (a new thread unless it keeps its own)."""
+        """Start `work` where this backend's model runs. The backends here keep one thread for the
+        model's life (`model_thread.ModelThread`: transformers and diffusers for CUDA graphs, MLX for
+        its arrays); this default, a new thread per run, serves a backend without one (the tests' fakes)."""
         return start_thread(work, name=f"{self.name}-generate")
 
     # ---- the one run sequence ----------------------------------------------------------------
@@ -294,13 +323,14 @@ class Backend(ABC):
             raise BackendError(f"{self.info.name}: {exc}") from None
 
     def resolve(self, settings: GenerationSettings) -> GenerationSettings:
-        """Fill every None knob from the checkpoint's defaults; knobs this backend does not read
-        become None, so the trace records only what was really used."""
+        """Fill every None knob from the checkpoint's defaults; knobs this run's sampler does not
+        read become None (a switch, False), so the trace records only what was really used."""
         defaults = self.default_settings()
+        reads = self.capabilities.knobs_for(settings.sampler)
         filled = {}
         for key, value in settings.to_dict().items():
-            if key not in self.capabilities.knobs:
-                filled[key] = False if key == "compiled" else None
+            if key not in reads:
+                filled[key] = False if KNOBS[key].kind is bool else None
             else:
                 filled[key] = value if value is not None else getattr(defaults, key)
         filled["seed"] = settings.seed
@@ -378,8 +408,7 @@ class Backend(ABC):
             return str(exc)
         if isinstance(exc, MemoryError):
             return "Out of memory during generation: lower max new tokens, or use a shorter prompt."
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        return f"Generation failed: {type(exc).__name__}: {first[:300]}"
+        return f"Generation failed: {type(exc).__name__}: {first_line(exc)[:300]}"
 
     def _stream(
         self,
@@ -506,10 +535,9 @@ def run_end(backend: Backend, blocks: list[np.ndarray], *, finish: str | None, e
 def start_thread(fn: Callable[[], None], name: str) -> Future:
     """Run `fn` on a new thread; the Future says when it is done.
 
-    Not a daemon thread: the Future is set a moment before the thread ends, and the interpreter
-    joins a non-daemon thread before it shuts down, so no run is cut off mid-step at exit.
-    (C++ thread-locals are freed after that join; see transformers_backend for the one torch
-    stashes Python objects in.)
+    Not a daemon thread, unlike a `ModelThread` (whose backend's finalizer stops it at exit): nothing
+    else would end this one, so the interpreter joins it before it shuts down and no run is cut off
+    mid-step.
     """
     future: Future = Future()
 

@@ -41,3 +41,12 @@ class CapturedBlock:
     converged: bool  # the block ended before its last step
     row: int = 0  # the batch row (prompt) this block belongs to
     lens_ranks: np.ndarray | None = None  # (steps_used, layers, canvas) int32
+
+
+def pad_after_eos(tokens: np.ndarray, eos_ids, pad_id: int | None) -> np.ndarray:
+    """A block's committed tokens with every position after its first EOS set to `pad_id`, as
+    transformers commits a block (in place; returned). None: kept as they are."""
+    eos = np.flatnonzero(np.isin(tokens, eos_ids))
+    if eos.size and pad_id is not None:
+        tokens[eos[0] + 1:] = pad_id
+    return tokens

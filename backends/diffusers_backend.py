@@ -9,9 +9,10 @@ records and trace format as every other backend.
     settings = GenerationSettings(seed=0, sampler="block-refinement")
     for record in backend.generate("What is 18 plus 24?", settings): ...
 
-On the command line: `python -m visualizer record --backend diffusers --sampler discrete-ddim ...`;
-a model source written `diffusers:<folder or hub id>` also picks this backend (the app's picker
-entry for the built-in model on diffusers uses that).
+On the command line `python -m visualizer record --sampler discrete-ddim ...` picks this backend
+(`registry.backend_for`: the model's own backend lacks the sampler), and so does the app's sampler
+picker; `--backend diffusers`, or a model source written `diffusers:<folder or hub id>`, runs every
+sampler here.
 
 What the pipeline does differently from transformers' `generate` (both read from diffusers 0.42.1):
 - a block commits its last canvas (what the scheduler kept, noise included for a sampler that
@@ -39,7 +40,7 @@ from visualizer.samplers import (
 )
 from visualizer.settings import GenerationSettings
 
-from .base import COMMON_KNOBS, BackendError, Capabilities
+from .base import COMMON_KNOBS, Backend, BackendError, Capabilities
 from .diffusers_capture import CALLBACK_TENSORS, capture_pipeline
 from .registry import DIFFUSERS_SOURCE_PREFIX
 from .transformers_backend import TransformersBackend
@@ -67,15 +68,13 @@ SAMPLERS = (
         AcceptRule(renoises=False, last_step_samples=True, budget=None, entropy=ENTROPY_RAW),
     ),
 )
-# The knobs each scheduler reads: a trace records the others as None, never a knob that did nothing.
-SAMPLER_KNOBS = {
-    SAMPLER_ENTROPY_BOUND: {"entropy_bound", "t_min", "t_max"},
-    SAMPLER_DISCRETE_DDIM: {"temperature", "corrector_steps", "corrector_k"},
-    SAMPLER_BLOCK_REFINEMENT: {"temperature", "refine_threshold", "editing_threshold"},
-}
+# Which scheduler reads which knob is the knob table's `samplers` (visualizer/settings.py): a trace records the
+# others as None, never a knob that did nothing.
 CAPABILITIES = Capabilities(
-    knobs=COMMON_KNOBS | {"sampler", "record_shift"} | set().union(*SAMPLER_KNOBS.values()),
+    knobs=COMMON_KNOBS | {"sampler", "record_shift", "entropy_bound", "t_min", "t_max", "temperature", "corrector_steps",
+                          "corrector_k", "refine_threshold", "editing_threshold"},
     samplers=SAMPLERS,
+    not_read={SAMPLER_ENTROPY_BOUND: frozenset({"temperature"})},  # EntropyBoundScheduler has its own t schedule
 )
 
 
@@ -136,13 +135,6 @@ class DiffusersBackend(TransformersBackend):
             editing_threshold=refine.editing_threshold,
         )
 
-    def resolve(self, settings: GenerationSettings) -> GenerationSettings:
-        """As every backend, then the knobs the chosen scheduler does not read become None."""
-        resolved = super().resolve(settings)
-        sampler = self.capabilities.sampler(resolved.sampler).name
-        unread = set().union(*SAMPLER_KNOBS.values()) - SAMPLER_KNOBS[sampler]
-        return resolved.replace(sampler=sampler, **{knob: None for knob in unread})
-
     def pipeline(self, settings: GenerationSettings, processor):
         """A DiffusionGemmaPipeline on this backend's model with the settings' scheduler."""
         from diffusers import DiffusionGemmaPipeline
@@ -162,11 +154,9 @@ class DiffusersBackend(TransformersBackend):
             "output_type": "seq",
         }
 
-    def _produce_batch(self, rows_ids, settings, emit, should_stop) -> None:
-        """One prompt a call (`Capabilities.max_batch` 1): the capture reads the pipeline's row 0."""
-        if len(rows_ids) != 1:
-            raise BackendError(f"The {self.name} backend runs one prompt at a time.")
-        self._produce(rows_ids[0], settings, emit, should_stop)
+    # One prompt a call (`Capabilities.max_batch` 1; the capture reads the pipeline's row 0): the base class's
+    # one-prompt `_produce_batch`, not the batched transformers `generate` this class otherwise inherits.
+    _produce_batch = Backend._produce_batch
 
     def _produce(self, ids, settings, emit, should_stop) -> None:
         spec = self.capabilities.sampler(settings.sampler)

@@ -38,7 +38,7 @@ import numpy as np
 import torch
 
 from .base import GenerationCancelled
-from .captured import CapturedBlock, CapturedStep
+from .captured import CapturedBlock, CapturedStep, pad_after_eos
 from .logit_summary import shift_nats, summarize_logits
 
 CALLBACK_TENSORS = ["canvas", "logits"]  # all the pipeline hands its callback (`_callback_tensor_inputs`)
@@ -143,10 +143,7 @@ class PipelineCapture:
             self._close_block(sequences[:, -self.canvas_length:])
 
     def _close_block(self, committed: torch.Tensor) -> None:
-        tokens = _host(committed).astype(np.int32)
-        eos = np.flatnonzero(np.isin(tokens, self.eos_ids))
-        if eos.size and self.pad_id is not None:
-            tokens[eos[0] + 1:] = self.pad_id
+        tokens = pad_after_eos(_host(committed).astype(np.int32), self.eos_ids, self.pad_id)
         # Converged: the loop broke early, or it replaced the last canvas by the argmax (convergence at
         # the last step). A block converging at its last step on a canvas equal to its argmax reads as
         # out of steps: the pipeline does not say.

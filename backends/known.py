@@ -23,9 +23,15 @@ def looks_like_path(source: str) -> bool:
     return source.startswith((".", "~", "/")) or (os.sep in source and source.count("/") != 1) or "\\" in source
 
 
+def first_line(exc: BaseException) -> str:
+    """An exception's message as one line (its first), "" when it has none."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""
+
+
 def load_failure_message(source: str, exc: BaseException, *, what: str, is_folder: bool = False, hint: str = "") -> str:
     """One line for a model that did not load: the hub being out of reach said plainly, else the cause."""
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    text = first_line(exc) or type(exc).__name__
     if not is_folder and any(w in str(exc).lower() for w in ("offline", "connect", "resolve", "hub", "internet")):
         return (
             f"Could not load {source}: the Hugging Face Hub is not reachable from this machine and the model is "

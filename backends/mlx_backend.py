@@ -48,17 +48,10 @@ from visualizer.samplers import (
     AcceptRule,
     SamplerSpec,
 )
-from visualizer.settings import (
-    DEFAULT_ENTROPY_BOUND,
-    DEFAULT_MAX_DENOISING_STEPS,
-    DEFAULT_MAX_NEW_TOKENS,
-    DEFAULT_T_MAX,
-    DEFAULT_T_MIN,
-    GenerationSettings,
-)
+from visualizer.settings import GenerationSettings, with_defaults
 
 from .base import COMMON_KNOBS, Backend, BackendError, BackendUnavailable, Capabilities
-from .known import load_failure_message, looks_like_path
+from .known import first_line, load_failure_message, looks_like_path
 from .model_thread import ModelThread, stop_thread
 
 DEFAULT_TEMPERATURE = 1.0  # samples like transformers; mlx-vlm's own default is 0 (greedy)
@@ -135,12 +128,15 @@ class MLXBackend(Backend):
         g = self._generation_config
         schedule = _schedule(g)
         sampler_config = g.get("sampler_config") if isinstance(g.get("sampler_config"), dict) else {}
+        knobs = with_defaults(max_new_tokens=g.get("max_new_tokens"), max_denoising_steps=g.get("max_denoising_steps"),
+                              entropy_bound=sampler_config.get("entropy_bound"), t_min=schedule.get("t_min"),
+                              t_max=schedule.get("t_max"))
         return GenerationSettings(
-            max_new_tokens=int(_configured(g, "max_new_tokens", DEFAULT_MAX_NEW_TOKENS)),
-            max_denoising_steps=int(_configured(g, "max_denoising_steps", DEFAULT_MAX_DENOISING_STEPS)),
-            entropy_bound=float(_configured(sampler_config, "entropy_bound", DEFAULT_ENTROPY_BOUND)),
-            t_min=float(_configured(schedule, "t_min", DEFAULT_T_MIN)),
-            t_max=float(_configured(schedule, "t_max", DEFAULT_T_MAX)),
+            max_new_tokens=int(knobs["max_new_tokens"]),
+            max_denoising_steps=int(knobs["max_denoising_steps"]),
+            entropy_bound=float(knobs["entropy_bound"]),
+            t_min=float(knobs["t_min"]),
+            t_max=float(knobs["t_max"]),
             seed=0,
             sampler=SAMPLER_ENTROPY_BOUND,
             temperature=DEFAULT_TEMPERATURE,
@@ -165,7 +161,7 @@ class MLXBackend(Backend):
             max_denoising_steps=settings.max_denoising_steps,
             sampler=settings.sampler,
             temperature=float(settings.temperature),
-            entropy_bound=float(settings.entropy_bound),
+            entropy_bound=None if settings.entropy_bound is None else float(settings.entropy_bound),  # entropy-bound only
             t_min=float(settings.t_min),
             t_max=float(settings.t_max),
             seed=settings.seed,
@@ -190,7 +186,7 @@ class MLXBackend(Backend):
             emit(item)
 
     def failure_message(self, exc: BaseException) -> str:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        first = first_line(exc)
         if "memory" in first.lower():  # MLX reports running out of (unified) memory as a RuntimeError
             return (
                 "Out of memory during generation: lower max new tokens, use a shorter prompt, or close other apps "
@@ -294,18 +290,11 @@ def _count_parameters(model) -> int:
 
 
 # ---- what mlx-vlm's engine reads from the generation config -------------------------------
-def _configured(config: dict, key: str, default):
-    """config[key], or `default` when it is missing or an explicit null: transformers' own rule
-    (save_pretrained writes null for every knob a freshly built model leaves unset)."""
-    value = config.get(key)
-    return default if value is None else value
-
-
 def _schedule(g: dict) -> dict:
     schedule = g.get("linear_temperature_schedule_config")
     if isinstance(schedule, dict) and schedule:
         return schedule
-    return {"t_min": _configured(g, "t_min", DEFAULT_T_MIN), "t_max": _configured(g, "t_max", DEFAULT_T_MAX)}
+    return with_defaults(t_min=g.get("t_min"), t_max=g.get("t_max"))
 
 
 def _stopping(g: dict) -> dict | None:

@@ -52,7 +52,7 @@ from mlx_vlm.generate.diffusion import (
 )
 
 from .base import GenerationCancelled
-from .captured import CapturedBlock, CapturedStep
+from .captured import CapturedBlock, CapturedStep, pad_after_eos
 
 ENTROPY_BOUND = "entropy-bound"
 CONFIDENCE_THRESHOLD = "confidence-threshold"
@@ -64,7 +64,7 @@ class DenoiseOptions:
     max_denoising_steps: int
     sampler: str  # ENTROPY_BOUND or CONFIDENCE_THRESHOLD
     temperature: float  # sampling temperature; 0 takes the argmax (greedy)
-    entropy_bound: float  # entropy-bound: summed entropy accepted per step, nats
+    entropy_bound: float | None  # entropy-bound: summed entropy accepted per step, nats (None for the other sampler)
     t_min: float  # schedule temperature at the last step (divides the logits)
     t_max: float  # schedule temperature at the first step
     seed: int
@@ -196,14 +196,11 @@ def _denoise_block(model, cache, context, block: int, options: DenoiseOptions, s
             next_self_conditioning = model.diffusion_self_conditioning(logits, context)
         self_conditioning = next_self_conditioning
 
-    tokens = np.array(argmax[0], dtype=np.int32)
-    eos = np.flatnonzero(np.isin(tokens, options.eos_token_ids))
-    if eos.size:
-        tokens[eos[0] + 1 :] = options.pad_token_id
+    tokens = pad_after_eos(np.array(argmax[0], dtype=np.int32), options.eos_token_ids, options.pad_token_id)
     yield CapturedBlock(
         block=block,
         tokens=tokens,
         steps_used=step + 1,
         converged=converged,
     )
-    return argmax, bool(eos.size)
+    return argmax, bool(np.isin(tokens, options.eos_token_ids).any())

@@ -3,6 +3,10 @@
     entry = BACKENDS["mlx"]; entry.available()          # is its library installed here?
     backend_names()                                     # the CLI's --backend choices
     backend_for_source("mlx-community/...")             # which backend a model source needs
+    sampler_backends(folder)                            # {"entropy-bound": "transformers", "discrete-ddim": "diffusers", ...}
+    backend_for(folder, "discrete-ddim")                # "diffusers": the sampler picks the backend
+
+A model is one choice and its sampler another: the backend follows from the two (`backend_for`).
 
 Each entry names its module lazily, so listing the backends imports none of their libraries.
 A backend module defines its class and a module-level `CAPABILITIES` (`base.Capabilities`).
@@ -17,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .base import Capabilities
+from .base import BackendError, BackendUnavailable, Capabilities
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,9 @@ class BackendEntry:
     available: Callable[[], bool]  # its libraries are installed on this machine
     install_hint: str  # what to install when it is not
     claims: Callable[[str], bool]  # a model source only this backend loads
+    loads_unclaimed: bool  # it also loads any model no backend claims (a transformers checkpoint)
+    helpers: tuple[str, ...] = ()  # modules only this backend uses (its capture); with `module`, what
+    #                                the layering contract keeps out of every other package (tests/test_layering.py)
 
     def backend_class(self):
         return getattr(importlib.import_module(self.module), self.class_name)
@@ -88,15 +95,19 @@ BACKENDS: dict[str, BackendEntry] = {
         BackendEntry(
             "transformers", "backends.transformers_backend", "TransformersBackend",
             available=lambda: True, install_hint="pip install -r requirements.txt", claims=lambda source: False,
+            loads_unclaimed=True,
+            helpers=("backends.capture", "backends.layer_capture", "backends.logit_summary", "backends.logit_summary_triton"),
         ),
         BackendEntry(
             "mlx", "backends.mlx_backend", "MLXBackend",
             available=lambda: mlx_installed(), install_hint=MLX_INSTALL_HINT, claims=is_mlx_model,  # looked up late: tests patch it
+            loads_unclaimed=False, helpers=("backends.mlx_capture",),
         ),
         BackendEntry(
             "diffusers", "backends.diffusers_backend", "DiffusersBackend",
             available=lambda: importlib.util.find_spec("diffusers") is not None,
             install_hint="pip install -r requirements.txt", claims=is_diffusers_source,
+            loads_unclaimed=True, helpers=("backends.diffusers_capture",),
         ),
     )
 }
@@ -109,3 +120,45 @@ def backend_names() -> tuple[str, ...]:
 def backend_for_source(source: str) -> str:
     """The backend a model source needs: the first that claims it, else the default."""
     return next((name for name, entry in BACKENDS.items() if entry.claims(source)), DEFAULT_BACKEND)
+
+
+def backends_for_model(source: str) -> list[BackendEntry]:
+    """The backends that load a model source, installed or not, the model's own first: the one that
+    claims it, else every backend that loads unclaimed models."""
+    claimed = [entry for entry in BACKENDS.values() if entry.claims(source)]
+    return claimed or [entry for entry in BACKENDS.values() if entry.loads_unclaimed]
+
+
+def sampler_backends(source: str) -> dict[str, str]:
+    """Every sampler the model can run on the backends installed here -> the backend that runs it
+    (the first in registry order that has it), in that order."""
+    out: dict[str, str] = {}
+    for entry in backends_for_model(source):
+        if entry.available():
+            for spec in entry.capabilities.samplers:
+                out.setdefault(spec.name, entry.name)
+    return out
+
+
+def backend_for(source: str, sampler: str | None = None) -> str:
+    """The backend that runs `source` with `sampler` (None: the model's own backend and its default).
+    BackendError in one line where none installed here does: what would run it, and how to get it."""
+    entries = backends_for_model(source)
+    if sampler is None:
+        return entries[0].name
+    runs = [entry for entry in entries if sampler in _sampler_names(entry)]
+    installed = [entry for entry in runs if entry.available()]
+    if installed:
+        return installed[0].name
+    if runs:
+        raise BackendUnavailable(f"the {sampler} sampler runs on the {runs[0].name} backend, which is not installed "
+                                 f"here: {runs[0].install_hint}")
+    elsewhere = [entry.name for entry in BACKENDS.values() if sampler in _sampler_names(entry)]
+    offered = ", ".join(sampler_backends(source)) or "none here"
+    where = f"it runs on the {' and '.join(elsewhere)} backend, which does not load this model" if elsewhere \
+        else "no backend has it"
+    raise BackendError(f"this model cannot run the {sampler} sampler ({where}); its samplers: {offered}")
+
+
+def _sampler_names(entry: BackendEntry) -> list[str]:
+    return [spec.name for spec in entry.capabilities.samplers]

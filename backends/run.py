@@ -37,15 +37,7 @@ def run_records(
     """Append each record of one run to `trace` (and hand it to `on_record`), yielding each batch
     of records as it arrives. Setting `stop` (or Ctrl-C) ends the run at the next step."""
     stop = stop or threading.Event()
-    batches = backend.generate_batches(prompt, settings, stop)
-    while True:
-        try:
-            batch = next(batches)
-        except StopIteration:
-            return
-        except KeyboardInterrupt:  # raised outside the backend's own wait: stop, and keep reading to RunEnd
-            stop.set()
-            continue
+    for batch in _until_the_end(backend.generate_batches(prompt, settings, stop), stop):
         for record in batch:
             trace.append(record)
             if on_record is not None:
@@ -98,15 +90,21 @@ def record_batch(
     """
     stop = stop or threading.Event()
     traces = [Trace(model=backend.info, prompt=prompt) for prompt in prompts]
-    batches = backend.generate_rows(list(prompts), settings, stop)
+    for batch in _until_the_end(backend.generate_rows(list(prompts), settings, stop), stop):
+        for row, record in batch:
+            traces[row].append(record)
+    return traces
+
+
+def _until_the_end(batches: Iterator, stop: threading.Event) -> Iterator:
+    """The batches of a run to its RunEnd; Ctrl-C (raised outside the backend's own wait) sets `stop`
+    and the reading goes on, so the run ends at its next step with everything recorded."""
     while True:
         try:
             batch = next(batches)
         except StopIteration:
-            break
-        except KeyboardInterrupt:  # as in run_records: stop, and keep reading to the RunEnds
+            return
+        except KeyboardInterrupt:
             stop.set()
             continue
-        for row, record in batch:
-            traces[row].append(record)
-    return traces
+        yield batch

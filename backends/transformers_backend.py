@@ -36,15 +36,7 @@ import torch._inductor.cudagraph_trees  # noqa: F401  (imported for its side eff
 
 from visualizer.records import ModelInfo
 from visualizer.samplers import BUDGET_ENTROPY_BOUND, SAMPLER_ENTROPY_BOUND, AcceptRule, SamplerSpec
-from visualizer.settings import (
-    DEFAULT_ENTROPY_BOUND,
-    DEFAULT_MAX_DENOISING_STEPS,
-    DEFAULT_MAX_NEW_TOKENS,
-    DEFAULT_RECORD_TOPK,
-    DEFAULT_T_MAX,
-    DEFAULT_T_MIN,
-    GenerationSettings,
-)
+from visualizer.settings import DEFAULT_RECORD_TOPK, GenerationSettings, with_defaults
 
 from . import sharded
 from .base import COMMON_KNOBS, Backend, BackendError, Capabilities
@@ -120,7 +112,7 @@ class TransformersBackend(Backend):
         if spread:
             device_map = spread.pop("device_map", None)
         try:
-            self.tokenizer = _load_tokenizer(str(local) if is_local else source)
+            self.tokenizer = load_tokenizer(str(local) if is_local else source)
             self.model = DiffusionGemmaForBlockDiffusion.from_pretrained(
                 str(local) if is_local else source,
                 dtype=torch_dtype,
@@ -154,6 +146,19 @@ class TransformersBackend(Backend):
             layers=len(decoder_layers(self.model)),
         )
 
+    @classmethod
+    def from_model(cls, model, tokenizer, info: ModelInfo) -> "TransformersBackend":
+        """A backend around a model built elsewhere, loaded as it is (a benchmark's full-shape random
+        model, which no folder holds); the model's generation config gives the defaults."""
+        backend = cls.__new__(cls)
+        backend.model, backend.tokenizer, backend.info = model, tokenizer, info
+        return backend
+
+    def on_model_thread(self, fn) -> Future:
+        """Run `fn` where this backend's runs run (its one generation thread, `_launch`): stock
+        `model.generate` timed beside captured runs shares their CUDA graphs (benchmarks)."""
+        return self._launch(fn)
+
     # ---- the interface ---------------------------------------------------------------------
     def _launch(self, work) -> Future:
         """Every run on this backend's one generation thread, started at the first run.
@@ -174,17 +179,10 @@ class TransformersBackend(Backend):
 
     def default_settings(self) -> GenerationSettings:
         g = self.model.generation_config
-
-        def pick(value, default):
-            return default if value is None else value
-
         bound = getattr(g.sampler_config, "entropy_bound", None) if g.sampler_config is not None else None
         return GenerationSettings(
-            max_new_tokens=pick(g.max_new_tokens, DEFAULT_MAX_NEW_TOKENS),
-            max_denoising_steps=pick(g.max_denoising_steps, DEFAULT_MAX_DENOISING_STEPS),
-            entropy_bound=pick(bound, DEFAULT_ENTROPY_BOUND),
-            t_min=pick(g.t_min, DEFAULT_T_MIN),
-            t_max=pick(g.t_max, DEFAULT_T_MAX),
+            **with_defaults(max_new_tokens=g.max_new_tokens, max_denoising_steps=g.max_denoising_steps,
+                            entropy_bound=bound, t_min=g.t_min, t_max=g.t_max),
             seed=0,
             sampler=SAMPLER_ENTROPY_BOUND,
             temperature=None,
@@ -336,7 +334,7 @@ def _where(model, parallel: str | None) -> str:
     return str(model.device)
 
 
-def _load_tokenizer(source: str):
+def load_tokenizer(source: str):
     """The checkpoint's processor tokenizer when it has one (the real model), else AutoTokenizer.
 
     AutoProcessor wants the image and video processors (torchvision); small local models carry

@@ -1,8 +1,8 @@
 """The capture on a GPU: bit-identical to stock generation, and what it costs per step.
 
-    python benchmarks/bench_capture_cuda.py                 # on the GPU machine (CUDA)
-    python benchmarks/bench_capture_cuda.py --topk 0                        # the capture without candidates
-    python benchmarks/bench_capture_cuda.py --device cpu --sizes tiny --reps 1 --vocab 8192   # a dry run here
+    python -m benchmarks.bench_capture_cuda                 # on the GPU machine (CUDA)
+    python -m benchmarks.bench_capture_cuda --topk 0                        # the capture without candidates
+    python -m benchmarks.bench_capture_cuda --device cpu --sizes tiny --reps 1 --vocab 8192   # a dry run here
 
 For each model size and each path (eager; static cache + torch.compile with CUDA graphs), it
 1. checks that `capture_steps` (the backend's real capture, CPU copies included, with the
@@ -22,12 +22,10 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import torch
 
-import torch  # noqa: E402
-
-from backends.capture import capture_steps  # noqa: E402
-from backends.small_models import Preset, small_config  # noqa: E402
+from backends.capture import capture_steps
+from backends.small_models import Preset, small_config
 
 SIZES = {
     # hidden, layers, heads, kv heads, head dim, dense MLP, experts, top-k, expert MLP

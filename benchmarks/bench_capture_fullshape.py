@@ -1,11 +1,11 @@
 """The capture at the real 26B-A4B shape: bit-identical to stock, and what watching costs per step.
 
-    python benchmarks/bench_capture_fullshape.py --paths eager                 # on the GPU machine
-    python benchmarks/bench_capture_fullshape.py --paths compiled --reps 5
-    python benchmarks/bench_capture_fullshape.py --paths compiled --topk 0           # without the candidates
-    python benchmarks/bench_capture_fullshape.py --batch 8 --paths eager,compiled --prompt-lengths 64 --reps 3   # batched
-    python benchmarks/bench_capture_fullshape.py --device cpu --layers 2 --experts 8 --vocab 4096 --paths eager --prompt-lengths 16 --reps 1   # dry run
-    python benchmarks/bench_capture_fullshape.py --pipeline diffusers --scheduler entropy-bound --paths eager   # diffusers' pipeline
+    python -m benchmarks.bench_capture_fullshape --paths eager                 # on the GPU machine
+    python -m benchmarks.bench_capture_fullshape --paths compiled --reps 5
+    python -m benchmarks.bench_capture_fullshape --paths compiled --topk 0           # without the candidates
+    python -m benchmarks.bench_capture_fullshape --batch 8 --paths eager,compiled --prompt-lengths 64 --reps 3   # batched
+    python -m benchmarks.bench_capture_fullshape --device cpu --layers 2 --experts 8 --vocab 4096 --paths eager --prompt-lengths 16 --reps 1   # dry run
+    python -m benchmarks.bench_capture_fullshape --pipeline diffusers --scheduler entropy-bound --paths eager   # diffusers' pipeline
 
 No hub is reachable, so the model is `DiffusionGemmaForBlockDiffusion` built from the published
 shape (REFERENCE.md: 30 layers, hidden 2816, 128 experts of which 8 are active, 262,144-token
@@ -48,11 +48,9 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import torch
 
-import torch  # noqa: E402
-
-from backends.capture import capture_steps  # noqa: E402
+from backends.capture import capture_steps
 
 # The published shape of google/diffusiongemma-26B-A4B-it (REFERENCE.md, "The model").
 REAL_SHAPE = dict(

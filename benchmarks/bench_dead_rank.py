@@ -1,7 +1,7 @@
 """A follower killed mid-run on a sharded server: how soon rank 0's run ends, and with what message.
 
-    torchrun --nproc-per-node 2 benchmarks/bench_dead_rank.py                 # NCCL on 2 GPUs
-    torchrun --nproc-per-node 2 benchmarks/bench_dead_rank.py --device cpu    # gloo
+    torchrun --nproc-per-node 2 -m benchmarks.bench_dead_rank                 # NCCL on 2 GPUs
+    torchrun --nproc-per-node 2 -m benchmarks.bench_dead_rank --device cpu    # gloo
 
 What the app does under torchrun (app.py `--parallel`), without the web page: rank 0 holds a `Leader`
 and runs requests on the backend's generation thread while its main thread consumes the records; the
@@ -33,12 +33,10 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from backends import default_model, load_backend  # noqa: E402
-from visualizer.settings import GenerationSettings  # noqa: E402
-from backends.sharded import Leader, follow_requests, is_follower  # noqa: E402
-from visualizer.trace import Trace  # noqa: E402
+from backends import default_model, load_backend
+from visualizer.settings import GenerationSettings
+from backends.sharded import Leader, follow_requests, is_follower
+from visualizer.trace import Trace
 
 
 def main(argv=None) -> int:

@@ -1,8 +1,8 @@
 """`record --parallel expert` under torchrun with rank 1 killed mid-run: how soon rank 0 has its trace
 on disk, and what the trace keeps.
 
-    python benchmarks/bench_dead_rank_record.py                   # NCCL, 2 GPUs (cuda when available)
-    python benchmarks/bench_dead_rank_record.py --device cpu      # gloo, 2 CPU processes
+    python -m benchmarks.bench_dead_rank_record                   # NCCL, 2 GPUs (cuda when available)
+    python -m benchmarks.bench_dead_rank_record --device cpu      # gloo, 2 CPU processes
 
 Starts torchrun itself (2 workers, the built-in model, a long run), waits for rank 0's progress line of
 step `--kill-at`, SIGKILLs rank 1 and prints one JSON line: seconds from the kill to the trace on disk
@@ -90,7 +90,6 @@ def main(argv=None) -> int:
            "trace_written_after_kill_s": None if written is None else round(written - killed, 2),
            "torchrun_ended_after_kill_s": round(ended - killed, 2), "terminate_called": "terminate called" in said}
     if out.exists():
-        sys.path.insert(0, str(ROOT))
         from visualizer.trace import Trace
 
         trace = Trace.load(out)

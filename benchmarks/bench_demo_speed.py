@@ -5,22 +5,19 @@ For each demo prompt: one warm-up run, then `--repeats` timed runs (seeds 0, 1, 
 record (tokenization, every denoising step, the step capture, decoding).  Prints the median,
 min and max seconds, the steps used and the seconds per step; all figures from this one run.
 
-    python benchmarks/bench_demo_speed.py                       # 2 threads, median of 5
-    taskset -c 0,1 python benchmarks/bench_demo_speed.py        # pin to 2 cores as well
-    python benchmarks/bench_demo_speed.py --demos acrostic --repeats 3 --model path/to/folder
+    python -m benchmarks.bench_demo_speed                       # 2 threads, median of 5
+    taskset -c 0,1 python -m benchmarks.bench_demo_speed        # pin to 2 cores as well
+    python -m benchmarks.bench_demo_speed --demos acrostic --repeats 3 --model path/to/folder
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from prompts.demos import DEMO_NAMES, demo_prompt  # noqa: E402
+from prompts.demos import DEMO_NAMES, demo_prompt
 
 DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "assets" / "models" / "diffusiongemma-tiny-demo"
 TARGET_S = 10.0

@@ -1,7 +1,7 @@
 """The capture's per-step summary of the logits: every way of computing it, checked and timed on one real-shaped step.
 
-    python benchmarks/bench_entropy.py                     # on the GPU machine (H100 or H200): 256 x 262,144, ~3 minutes
-    python benchmarks/bench_entropy.py --device cpu --canvas 16 --vocab 16384 --rep-ms 5 --no-sweep   # a dry run here
+    python -m benchmarks.bench_entropy                     # on the GPU machine (H100 or H200): 256 x 262,144, ~3 minutes
+    python -m benchmarks.bench_entropy --device cpu --canvas 16 --vocab 16384 --rep-ms 5 --no-sweep   # a dry run here
 
 The logits: batch 1, canvas 256, vocabulary 262,144, float32 (268 MB), made on the device: softcapped
 at 30 and divided by a schedule temperature, from near-flat to near-certain rows, with rows a processor
@@ -44,11 +44,9 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import torch
 
-import torch  # noqa: E402
-
-from backends.logit_summary import _summarize  # noqa: E402
+from backends.logit_summary import _summarize
 
 SWEEP = [(2048, 16, 4), (4096, 8, 8), (4096, 32, 8), (8192, 16, 8), (1024, 64, 4), (2048, 32, 4)]  # (block, slices, warps)
 

@@ -1,8 +1,8 @@
 """Benchmark: render and encode a 100-frame animation of a 256-token canvas, against the naive way.
 
-    python benchmarks/bench_gif.py                       # records the default run first (~1 min on CPU)
-    python benchmarks/bench_gif.py --trace run.json      # any saved run with at least --frames frames
-    python benchmarks/bench_gif.py --layout grid --repeats 5 --smooth
+    python -m benchmarks.bench_gif                       # records the default run first (~1 min on CPU)
+    python -m benchmarks.bench_gif --trace run.json      # any saved run with at least --frames frames
+    python -m benchmarks.bench_gif --layout grid --repeats 5 --smooth
 
 The default run is the `story` demo on the tiny random model (random weights never stop early:
 99 steps + the commit = 100 frames of one 256-token canvas) with an entropy bound of 40 nats:
@@ -28,17 +28,15 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from visualizer.animation import AnimationOptions, animation_layout, build_animation, caption  # noqa: E402
-from visualizer.export import save_gif  # noqa: E402
-from visualizer.palette import get_palette  # noqa: E402
-from visualizer.records import FINISH_CANCELLED, RunEnd  # noqa: E402
-from visualizer.render_image import render_frame_image  # noqa: E402
-from visualizer.states import frame_refs, frame_state  # noqa: E402
-from visualizer.trace import Trace  # noqa: E402
+from visualizer.animation import AnimationOptions, animation_layout, build_animation, caption
+from visualizer.export import save_gif
+from visualizer.palette import get_palette
+from visualizer.records import FINISH_CANCELLED, RunEnd
+from visualizer.render_image import render_frame_image
+from visualizer.states import frame_refs, frame_state
+from visualizer.trace import Trace
 
 BUDGET_SECONDS = 0.5
 BUDGET_KB = 300

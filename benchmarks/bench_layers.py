@@ -1,9 +1,9 @@
 """What looking inside the network costs per step: per-layer capture with the logit lens, and the shift (KL).
 
-    python benchmarks/bench_layers.py                                  # the real 26B shape, random bf16 weights, one GPU
-    python benchmarks/bench_layers.py --paths compiled --reps 5 --layers 0,9,19,29
-    python benchmarks/bench_layers.py --paths compiled --no-hook-guards   # what guarding module hooks costs (compare stock)
-    python benchmarks/bench_layers.py --dry-run                        # a tiny model on the CPU (CI runs this)
+    python -m benchmarks.bench_layers                                  # the real 26B shape, random bf16 weights, one GPU
+    python -m benchmarks.bench_layers --paths compiled --reps 5 --layers 0,9,19,29
+    python -m benchmarks.bench_layers --paths compiled --no-hook-guards   # what guarding module hooks costs (compare stock)
+    python -m benchmarks.bench_layers --dry-run                        # a tiny model on the CPU (CI runs this)
 
 The model is built at the published shape exactly as `bench_capture_fullshape.py` builds it (meta device,
 tied, one allocation per distinct tensor, random bf16 weights; 25.4 B parameters, ~47.5 GiB). For each path
@@ -37,17 +37,14 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import numpy as np
+import torch
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from backends.base import step_record  # noqa: E402
-from backends.capture import capture_steps  # noqa: E402
-from backends.layer_capture import guard_hooks  # noqa: E402
-from visualizer.records import ModelInfo, RunStart, frozen_array  # noqa: E402
-from visualizer.trace import Trace  # noqa: E402
+from backends.base import step_record
+from backends.capture import capture_steps
+from backends.layer_capture import guard_hooks
+from visualizer.records import ModelInfo, RunStart, frozen_array
+from visualizer.trace import Trace
 
 VARIANTS = ("stock", "captured", "captured+layers", "captured+shift", "captured+both")
 TOPK = 5  # the capture's default candidates (visualizer.settings.DEFAULT_RECORD_TOPK)
@@ -81,7 +78,7 @@ def build_model(args):
         with torch.no_grad():
             model.get_output_embeddings().weight[[1, 106]] = 0  # no EOS: every block stays full
         return model, sum(p.numel() for p in {id(p): p for p in model.parameters()}.values()), "tiny test model"
-    from bench_capture_fullshape import build, full_shape_config
+    from benchmarks.bench_capture_fullshape import build, full_shape_config
 
     model, params = build(full_shape_config(layers=args.model_layers, experts=128, vocab=262_144), args.device)
     return model, params, "real 26B-A4B shape, random bf16 weights"

@@ -20,9 +20,9 @@ It also prints, for the same trace, what the old server-rendered live view cost 
 (canvas + panel HTML bytes and render time, sampled on every 8th frame) and the encoder's own
 time per frame, so the ratios come from one run.
 
-    python benchmarks/bench_live.py                          # records a 4-block run first (no-EOS random model)
-    python benchmarks/bench_live.py --trace run.json --rates 25 50 --repeats 2
-    python benchmarks/bench_live.py serve --trace T --rate 25 --port 7870 --events E   # (used internally)
+    python -m benchmarks.bench_live                          # records a 4-block run first (no-EOS random model)
+    python -m benchmarks.bench_live --trace run.json --rates 25 50 --repeats 2
+    python -m benchmarks.bench_live serve --trace T --rate 25 --port 7870 --events E   # (used internally)
 
 The 4-block trace is recorded with the deterministic random-weight model whose EOS logits are
 pinned to zero (as tests/conftest.py builds it), so all four 256-token blocks run; the 1-block
@@ -46,10 +46,8 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from visualizer.records import StepRecord  # noqa: E402
-from visualizer.trace import Trace  # noqa: E402
+from visualizer.records import StepRecord
+from visualizer.trace import Trace
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
@@ -144,7 +142,7 @@ class StandInModels:
 
 
 def serve(args) -> None:
-    import app as app_module
+    from webapp import app as app_module
 
     trace = Trace.load(args.trace)
     # the app's model slot: its handlers and its check before the queue see the stand-in as loaded
@@ -215,8 +213,9 @@ def measure(trace_path: Path, rate: float, repeats: int) -> list[dict]:
     events = Path(tempfile.mkdtemp(prefix="bench-live-")) / "events.json"
     log = events.with_name("server.log")
     proc = subprocess.Popen(
-        [sys.executable, __file__, "serve", "--trace", str(trace_path), "--rate", str(rate), "--port", str(port), "--events", str(events)],
-        stdout=log.open("w"), stderr=subprocess.STDOUT,
+        [sys.executable, "-m", "benchmarks.bench_live", "serve", "--trace", str(trace_path), "--rate", str(rate), "--port", str(port),
+         "--events", str(events)],
+        stdout=log.open("w"), stderr=subprocess.STDOUT, cwd=ROOT,
     )
     results = []
     try:
@@ -285,7 +284,7 @@ def measure(trace_path: Path, rate: float, repeats: int) -> list[dict]:
 
 def offline_costs(trace_path: Path) -> dict:
     """The encoder's time per frame, and what the old server-rendered view sent and cost per frame."""
-    import app as app_module
+    from webapp import app as app_module
     from visualizer.live_stream import replay_log
     from visualizer.states import frame_refs
 

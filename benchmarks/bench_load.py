@@ -12,8 +12,8 @@ at the same moment.  Reports, all from this one run:
 - while the load runs, how long the app takes to refuse requests for a folder path or an unknown
   model id (they are checked before the model queue, so they never wait behind the runs).
 
-    python benchmarks/bench_load.py                          # 16 clients x 3 runs
-    python benchmarks/bench_load.py --clients 4 --runs 2 --idle 10
+    python -m benchmarks.bench_load                          # 16 clients x 3 runs
+    python -m benchmarks.bench_load --clients 4 --runs 2 --idle 10
 """
 
 from __future__ import annotations
@@ -34,9 +34,7 @@ from gradio_client import Client
 from gradio_client.utils import Status
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from prompts.demos import DEMOS  # noqa: E402
+from prompts.demos import DEMOS
 
 BUILTIN_LABEL = "Built-in small model (trained here, not the 26B one)"
 

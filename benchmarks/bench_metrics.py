@@ -4,25 +4,22 @@ A 256-position canvas with a 48-step block (the real checkpoint's shape), genera
 random model, is appended record by record to a fresh trace; after each record the readout, its
 HTML, the three charts and the token details are computed at the newest frame, as the app does.
 
-    python benchmarks/bench_metrics.py            # prints ms per frame and the ratio to the 50 ms goal
+    python -m benchmarks.bench_metrics            # prints ms per frame and the ratio to the 50 ms goal
 """
 
 from __future__ import annotations
 
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from visualizer.charts import commits_per_step_svg, entropy_heatmap_svg, tau_over_steps_svg  # noqa: E402
-from visualizer.readout import render_readout_html  # noqa: E402
-from visualizer.metrics import block_position_details, live_readout, run_metrics  # noqa: E402
-from visualizer.settings import GenerationSettings  # noqa: E402
-from visualizer.states import frame_refs  # noqa: E402
-from visualizer.trace import Trace  # noqa: E402
+from visualizer.charts import commits_per_step_svg, entropy_heatmap_svg, tau_over_steps_svg
+from visualizer.readout import render_readout_html
+from visualizer.metrics import block_position_details, live_readout, run_metrics
+from visualizer.settings import GenerationSettings
+from visualizer.states import frame_refs
+from visualizer.trace import Trace
 
 GOAL_MS = 50.0
 

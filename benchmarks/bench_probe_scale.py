@@ -1,9 +1,9 @@
 """The probe at scale on the GPU machine: batched vs batch-1 runner, capture vs stock, 4 GPUs vs 1, a 1,000-generation slice.
 
-    python benchmarks/bench_probe_scale.py single --out /tmp/bench                    # one GPU: runner, capture, rows
-    torchrun --nproc-per-node 4 benchmarks/bench_probe_scale.py slice --out /tmp/bench --items 1000
-    python benchmarks/bench_probe_scale.py report /tmp/bench                          # the markdown tables
-    python benchmarks/bench_probe_scale.py single --device cpu --layers 2 --experts 8 --vocab 8192 --batch 2 \\
+    python -m benchmarks.bench_probe_scale single --out /tmp/bench                    # one GPU: runner, capture, rows
+    torchrun --nproc-per-node 4 -m benchmarks.bench_probe_scale slice --out /tmp/bench --items 1000
+    python -m benchmarks.bench_probe_scale report /tmp/bench                          # the markdown tables
+    python -m benchmarks.bench_probe_scale single --device cpu --layers 2 --experts 8 --vocab 8192 --batch 2 \\
         --batch1-items 2 --items 4 --try-rows 0 --steps 4 --out /tmp/dry                # dry run on a CPU
     python benchmarks/bench_probe_scale.py single --device cpu --model assets/models/diffusiongemma-tiny-demo \\
         --batch 8 --items 48 --try-rows "" --out /tmp/tiny                               # the runner on a CPU
@@ -12,7 +12,7 @@ The model is the real 26B-A4B shape with random bf16 weights, built per process 
 copies (benchmarks/bench_capture_fullshape.py); random weights never converge and its EOS logits
 are zeroed, so every block runs all `--steps` (48) steps.  The prompts are the probe suite's
 (confirmatory half), tokenized by the built-in model's tokenizer and chat template; the runner is
-the probe command's own code (cli.probe_runner: plan, record_batch, writer thread, Parquet parts;
+the probe command's own code (cli.probe_runner: plan, record_batch, writer process, Parquet parts;
 cli.distributed.run_plan), so the numbers include everything a real run does on the host.
 
 `single` (one process, one GPU), every figure measured in this one call:
@@ -37,8 +37,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
-
 BUILTIN = ROOT / "assets" / "models" / "diffusiongemma-tiny-demo"
 
 
@@ -51,24 +49,19 @@ def full_shape_backend(args):
         from backends.transformers_backend import TransformersBackend
 
         return TransformersBackend(args.model, device=args.device)
-    from backends.transformers_backend import TransformersBackend, _load_tokenizer
-    from bench_capture_fullshape import build, full_shape_config
+    from backends.transformers_backend import TransformersBackend, load_tokenizer
+    from benchmarks.bench_capture_fullshape import build, full_shape_config
     from visualizer.records import ModelInfo
 
     model, params = build(full_shape_config(layers=args.layers, experts=args.experts, vocab=args.vocab), args.device)
     model.generation_config.max_denoising_steps = args.steps
-
-    class FullShapeBackend(TransformersBackend):
-        def __init__(self):  # no from_pretrained: the model is already built
-            self.model, self.tokenizer = model, _load_tokenizer(str(BUILTIN))
-            self.info = ModelInfo(
-                name=f"random {params / 1e9:.1f}B (26B-A4B shape)", source="random-full-shape", backend="transformers",
-                device=str(model.device), dtype=str(model.dtype).replace("torch.", ""), canvas_length=256,
-                vocab_size=args.vocab, eos_token_ids=(1, 106), pad_token_id=0, max_context=8192, parameters=params,
-            )
-
+    info = ModelInfo(
+        name=f"random {params / 1e9:.1f}B (26B-A4B shape)", source="random-full-shape", backend="transformers",
+        device=str(model.device), dtype=str(model.dtype).replace("torch.", ""), canvas_length=256,
+        vocab_size=args.vocab, eos_token_ids=(1, 106), pad_token_id=0, max_context=8192, parameters=params,
+    )
     torch.cuda.empty_cache() if args.device.startswith("cuda") else None
-    return FullShapeBackend()
+    return TransformersBackend.from_model(model, load_tokenizer(str(BUILTIN)), info)  # no from_pretrained: built here
 
 
 def probes_and_settings(args):
@@ -178,7 +171,7 @@ def capture_vs_stock(backend, probes, settings, *, batch: int, reps: int) -> dic
             _sync()
             return time.perf_counter() - t, out.sequences[:, -256:].cpu()
 
-        return backend._launch(run).result()
+        return backend.on_model_thread(run).result()
 
     def captured(seed):
         _sync()
@@ -223,7 +216,7 @@ def stock_over_plan(backend, probes, settings, *, seeds: int, items: int, batch:
             _sync()
             return time.perf_counter() - started
 
-        total += backend._launch(run).result()
+        total += backend.on_model_thread(run).result()
     return total
 
 

@@ -1,7 +1,7 @@
 """An error on rank 0 alone in a sharded server, then a good run: how long until the server serves again.
 
-    torchrun --standalone --nproc-per-node 2 --max-restarts 1 benchmarks/bench_rank0_error.py --out DIR
-    torchrun --standalone --nproc-per-node 2 --max-restarts 1 benchmarks/bench_rank0_error.py --out DIR --device cpu
+    torchrun --standalone --nproc-per-node 2 --max-restarts 1 -m benchmarks.bench_rank0_error --out DIR
+    torchrun --standalone --nproc-per-node 2 --max-restarts 1 -m benchmarks.bench_rank0_error --out DIR --device cpu
 
 What the app does under torchrun, without the page. Attempt 0: rank 0's `Leader` runs a request whose third step
 raises on rank 0 alone (as running out of GPU memory there would), so the followers wait in a collective rank 0
@@ -22,13 +22,11 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from backends import default_model, load_backend  # noqa: E402
-from backends.process_group import end_process  # noqa: E402
-from backends.sharded import Leader, follow_requests, is_follower  # noqa: E402
-from visualizer.settings import GenerationSettings  # noqa: E402
-from visualizer.trace import Trace  # noqa: E402
+from backends import default_model, load_backend
+from backends.process_group import end_process
+from backends.sharded import Leader, follow_requests, is_follower
+from visualizer.settings import GenerationSettings
+from visualizer.trace import Trace
 
 SETTINGS = GenerationSettings(seed=0, max_new_tokens=64, max_denoising_steps=48)
 

@@ -1,10 +1,10 @@
 """The 26B shape over several GPUs: per-GPU memory, ms per step, all-reduce cost, captured == stock.
 
-    torchrun --nproc-per-node 4 benchmarks/bench_sharded.py --kind expert      # on nvidia-h100-x4
-    torchrun --nproc-per-node 2 benchmarks/bench_sharded.py --kind tensor
-    torchrun --nproc-per-node 4 benchmarks/bench_sharded.py --kind expert --compiled  # and --kind none --compiled
-    python benchmarks/bench_sharded.py --kind none                               # the one-GPU baseline
-    torchrun --nproc-per-node 2 benchmarks/bench_sharded.py --kind expert --device cpu --layers 2 --experts 8 --vocab 4096 --reps 1   # dry run
+    torchrun --nproc-per-node 4 -m benchmarks.bench_sharded --kind expert      # on nvidia-h100-x4
+    torchrun --nproc-per-node 2 -m benchmarks.bench_sharded --kind tensor
+    torchrun --nproc-per-node 4 -m benchmarks.bench_sharded --kind expert --compiled  # and --kind none --compiled
+    python -m benchmarks.bench_sharded --kind none                               # the one-GPU baseline
+    torchrun --nproc-per-node 2 -m benchmarks.bench_sharded --kind expert --device cpu --layers 2 --experts 8 --vocab 4096 --reps 1   # dry run
 
 No hub is reachable, so the model is the published shape with random bf16 weights
 (bench_capture_fullshape.py), and every rank builds only its own shard, never the whole model:
@@ -41,14 +41,12 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import torch
 
-import torch  # noqa: E402
-
-from backends import sharded  # noqa: E402
-from backends.capture import capture_steps  # noqa: E402
-from backends.process_group import end_process  # noqa: E402
-from benchmarks.bench_capture_fullshape import build, full_shape_config  # noqa: E402
+from backends import sharded
+from backends.capture import capture_steps
+from backends.process_group import end_process
+from benchmarks.bench_capture_fullshape import build, full_shape_config
 
 STEPS = 48  # random weights never converge: every block runs all its steps
 

@@ -18,25 +18,22 @@ waits on Python and kernel launches, not the GPU) and, with `--top-ops N`, the N
 kernels that took the most GPU time, and `--recipe-steps` the minutes that many
 steps take with the first variant.
 
-    python benchmarks/bench_train_step.py --compile both --batch-sizes 256 512      # the comparison
-    python benchmarks/bench_train_step.py --profile --recipe-steps 4538
-    python benchmarks/bench_train_step.py --batch-sizes 1024 2048 --short-canvas 64 --profile --top-ops 15
-    python benchmarks/bench_train_step.py --batch-sizes 1024 --short-canvas 64 --routing stock gather --profile
-    python benchmarks/bench_train_step.py --batch-sizes 512 1024 --short-canvas 0 64
-    python benchmarks/bench_train_step.py --preset test --batch-sizes 4 8 --steps 3 --device cpu
+    python -m benchmarks.bench_train_step --compile both --batch-sizes 256 512      # the comparison
+    python -m benchmarks.bench_train_step --profile --recipe-steps 4538
+    python -m benchmarks.bench_train_step --batch-sizes 1024 2048 --short-canvas 64 --profile --top-ops 15
+    python -m benchmarks.bench_train_step --batch-sizes 1024 --short-canvas 64 --routing stock gather --profile
+    python -m benchmarks.bench_train_step --batch-sizes 512 1024 --short-canvas 0 64
+    python -m benchmarks.bench_train_step --preset test --batch-sizes 4 8 --steps 3 --device cpu
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from backends.small_models import PRESETS  # noqa: E402
-from training.train import TOKENIZER_DIR, TrainConfig, make_optimizer, train_step  # noqa: E402
+from backends.small_models import PRESETS
+from training.train import TOKENIZER_DIR, TrainConfig, make_optimizer, train_step
 
 ROUTING = ("stock", "gather")  # transformers' router as it is; training/routing.py's gathered per-expert scale
 

@@ -6,8 +6,10 @@ never a traceback.
 
 from __future__ import annotations
 
+import sys
+
 from backends.registry import backend_names
-from visualizer.settings import DEFAULT_RECORD_TOPK, GenerationSettings
+from visualizer.settings import KNOBS, GenerationSettings
 from visualizer.trace import Trace, TraceError
 
 
@@ -40,43 +42,46 @@ def load_trace(path: str) -> Trace:
 def add_generation_arguments(p) -> None:
     """The model and the knobs: shared by every command that runs the model on a prompt."""
     p.add_argument("--model", help="hub id or local folder (default: the built-in model)")
-    p.add_argument("--backend", choices=backend_names(), help="default: chosen from the model")
+    p.add_argument("--backend", choices=backend_names(), help="default: the first installed backend that runs the "
+                   "model with the chosen sampler")
     p.add_argument("--device", help="where the backend places the model: cuda, cuda:1, cpu (default: cuda when available)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-new-tokens", type=int)
-    p.add_argument("--steps", type=int, dest="max_denoising_steps", help="max denoising steps per block")
-    p.add_argument("--entropy-bound", type=float)
-    p.add_argument("--t-min", type=float)
-    p.add_argument("--t-max", type=float)
-    p.add_argument("--sampler", help="one of the samplers the model's backend runs (default: its first; "
-                   "another is refused with the list)")
-    p.add_argument("--temperature", type=float, help="sampling temperature, where the backend has that knob")
-    p.add_argument("--compiled", action="store_true", help="static cache + torch.compile, where the backend has that knob")
-    p.add_argument("--corrector-steps", type=int, help="discrete-ddim: Gibbs corrector sweeps per early step, out of the step budget (default 0)")
-    p.add_argument("--corrector-k", type=int, help="discrete-ddim: positions resampled per corrector sweep (default 1)")
-    p.add_argument("--refine-threshold", type=float, help="block-refinement: a sample this probable commits at once (default 0.95)")
-    p.add_argument("--editing-threshold", type=float, help="block-refinement: replace a committed token by a different sample this probable (default: never)")
-    p.add_argument("--topk", type=int, default=DEFAULT_RECORD_TOPK, dest="record_topk",
-                   help=f"record the K most probable candidates of every position at every step (default {DEFAULT_RECORD_TOPK}; 0: off)")
-    p.add_argument("--thinking", action="store_true",
-                   help="turn on the chat template's thinking channel (enable_thinking), where the model has one")
+    add_knob_arguments(p)
+
+
+def add_knob_arguments(p, *, skip: tuple[str, ...] = ()) -> None:
+    """A flag for every knob of the knob table (`visualizer.settings.KNOBS`) but those in `skip`."""
+    defaults = GenerationSettings()
+    for knob in KNOBS.values():
+        if knob.name in skip or not knob.generated_flag:  # pins, layers, --no-shift: the command's own flags
+            continue
+        notes = [f"{', '.join(knob.samplers)} only"] if knob.samplers else []
+        if knob.kind is bool:
+            p.add_argument(knob.cli_flag, dest=knob.name, action="store_true", help=_with_notes(knob.help, notes))
+            continue
+        default = getattr(defaults, knob.name)  # None: the model's generation config decides
+        notes.append(f"default {knob.default}" if default is not None else f"default: the model's own, else {knob.default}")
+        p.add_argument(knob.cli_flag, dest=knob.name, type=knob.kind, default=default, help=_with_notes(knob.help, notes))
+
+
+def _with_notes(text: str, notes: list[str]) -> str:
+    return f"{text} ({'; '.join(notes)})" if notes else text
+
+
+def load_model(args, settings: GenerationSettings, **options):
+    """The model of `--model` on `--backend`, or without it on the backend that runs the chosen sampler,
+    saying so on stderr when that is not the model's own; CliError in one line when it cannot load."""
+    from backends import BackendError, backend_for_source, default_model, load_backend
+
+    source = args.model or default_model()
+    try:
+        backend = load_backend(source, backend=args.backend, sampler=settings.sampler, device=args.device, **options)
+    except BackendError as exc:
+        raise CliError(str(exc)) from None
+    if args.backend is None and backend.name != backend_for_source(source):
+        print(f"the {settings.sampler} sampler runs on the {backend.name} backend", file=sys.stderr)
+    return backend
 
 
 def settings_from_args(args) -> GenerationSettings:
-    return GenerationSettings(
-        max_new_tokens=args.max_new_tokens,
-        max_denoising_steps=args.max_denoising_steps,
-        entropy_bound=args.entropy_bound,
-        t_min=args.t_min,
-        t_max=args.t_max,
-        seed=args.seed,
-        sampler=args.sampler,
-        temperature=args.temperature,
-        compiled=args.compiled,
-        record_topk=args.record_topk,
-        thinking=args.thinking,
-        corrector_steps=args.corrector_steps,
-        corrector_k=args.corrector_k,
-        refine_threshold=args.refine_threshold,
-        editing_threshold=args.editing_threshold,
-    )
+    """The settings of the knob flags parsed (`add_knob_arguments`); a knob without a flag keeps its default."""
+    return GenerationSettings(**{name: getattr(args, name) for name in KNOBS if hasattr(args, name)})

@@ -19,7 +19,7 @@ from visualizer.animation import LAYOUTS, AnimationError, AnimationOptions, pars
 from visualizer.export import ExportError, export_animation
 from visualizer.palette import PALETTES
 
-from .common import CliError, add_generation_arguments, load_trace, refuse_problems, settings_from_args
+from .common import CliError, add_generation_arguments, load_model, load_trace, refuse_problems, settings_from_args
 
 
 # ---- shared options --------------------------------------------------------------------------
@@ -132,7 +132,7 @@ def add_demos_command(subparsers) -> None:
 
 
 def run_demos(args) -> int:
-    from backends import BackendError, default_model, load_backend, record_trace
+    from backends import BackendError, record_trace
     from prompts.demos import DEMO_NAMES, demo
 
     names = DEMO_NAMES if args.only is None else tuple(n.strip() for n in args.only.split(",") if n.strip())
@@ -146,10 +146,7 @@ def run_demos(args) -> int:
     options = options_from_args(args)
     refuse_problems(settings.problems() + options.problems())
     out.mkdir(parents=True, exist_ok=True)
-    try:
-        backend = load_backend(args.model or default_model(), backend=args.backend, device=args.device)
-    except BackendError as exc:
-        raise CliError(str(exc)) from None
+    backend = load_model(args, settings)
     failed = 0
     for i, name in enumerate(names, 1):
         print(f"[{i}/{len(names)}] {name}: {demo(name).prompt}", file=sys.stderr)

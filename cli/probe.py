@@ -25,10 +25,9 @@ from backends.registry import backend_names
 from visualizer.metrics.stats import N_RESAMPLES
 from visualizer.plan import Batch
 from visualizer.probe import SPLIT_CONFIRMATORY, ProbeError, regime_tables, sampler_comparison_markdown, write_tables
-from visualizer.settings import GenerationSettings
 from visualizer.study_figures import write_figures
 
-from .common import CliError, refuse_problems
+from .common import CliError, add_knob_arguments, refuse_problems, settings_from_args
 from .report import SIDE_BY_SIDE, draw_figures
 from .probe_runner import finish_results, item_of, prepare_out, probe_items, progress_bar, run_batches
 
@@ -64,11 +63,6 @@ def add_probe_command(subparsers) -> None:
     parser.add_argument("--include-exploratory", action="store_true", help="also run and report the exploratory prompts")
     parser.add_argument("--model", default=None, help="model folder or hub id (default: the built-in model)")
     parser.add_argument("--backend", choices=backend_names(), default=None, help="default: picked from the model")
-    parser.add_argument("--max-new-tokens", type=int, default=None, help="output budget (default: the model's)")
-    parser.add_argument("--steps", type=int, dest="max_denoising_steps", help="max denoising steps per block (default: the model's)")
-    parser.add_argument("--compiled", action="store_true",
-                        help="static cache + torch.compile (transformers): prompts padded to a few length buckets, one "
-                        "compile per shape and host, cached per torch build (docs/study-at-scale.md)")
     parser.add_argument("--samplers", nargs="+", default=None,
                         help="run the same generations under each of these samplers (or 'all': every one the backend runs), "
                         "each into OUT/<sampler>/ with its own tables, and write OUT/samplers.md side by side")
@@ -76,6 +70,7 @@ def add_probe_command(subparsers) -> None:
     parser.add_argument("--no-shift", action="store_false", dest="record_shift",
                         help="do not record the step-to-step KL: saves one step's float32 distribution per batch row on "
                         "the device (256 MiB a row at the real 262,144-token vocabulary)")
+    add_knob_arguments(parser, skip=("sampler", "seed"))  # --samplers and --seeds above say those
     parser.set_defaults(run=probe_command)
 
 
@@ -231,8 +226,7 @@ def _probes_from_args(args):
         raise CliError("--per-regime draws prompts from the project's task families; --prompts brings your own: use one")
     if not args.prompts and (args.columns or args.regime):
         raise CliError("--columns and --regime describe a --prompts file: give one with --prompts")
-    settings = GenerationSettings(max_new_tokens=args.max_new_tokens, max_denoising_steps=args.max_denoising_steps,
-                                  record_shift=getattr(args, "record_shift", True), compiled=args.compiled)
+    settings = settings_from_args(args)
     refuse_problems(settings.problems())
     if args.prompts:
         columns = dict(item.split("=", 1) for item in args.columns or () if "=" in item)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from backends.sharded import PARALLEL_KINDS
 
-from .common import CliError, add_generation_arguments, load_trace, refuse_problems, settings_from_args
+from .common import CliError, add_generation_arguments, load_model, load_trace, refuse_problems, settings_from_args
 
 
 # ---- record ----------------------------------------------------------------------------------
@@ -89,7 +89,7 @@ def parse_pins(values: list[str]) -> tuple:
 
 
 def run_record(args) -> int:
-    from backends import BackendError, Stop, default_model, load_backend, record_trace
+    from backends import BackendError, Stop, record_trace
     from backends.sharded import is_follower, under_torchrun
     from prompts.demos import demo_prompt
 
@@ -111,8 +111,8 @@ def run_record(args) -> int:
         parallel = TORCHRUN_DEFAULT_PARALLEL
         if not is_follower():
             print(f"record under torchrun: --parallel {parallel} (the default there; rank 0 writes {out})", file=sys.stderr)
+    backend = load_model(args, settings, parallel=parallel)
     try:
-        backend = load_backend(args.model or default_model(), backend=args.backend, device=args.device, parallel=parallel)
         if parallel and is_follower():  # the same generation in lockstep, nothing recorded or written
             backend.follow(prompt, settings)
             return 0

@@ -1,5 +1,6 @@
-"""How the tests drive the app's API as a client does: the generate event's inputs in order, and
-the run's outcome, which the chained `/run_message` event reports after the stream ends."""
+"""How the tests drive the app's API as a client does: the generate event's inputs (the knobs by the
+knob table's names), the answers of events that update many components by name, and the run's outcome,
+which the chained `/run_message` event reports after the stream ends."""
 
 from __future__ import annotations
 
@@ -8,8 +9,15 @@ KNOBS = dict(entropy_bound=0.1, t_min=0.4, t_max=0.8, seed=0, sampler="entropy-b
 
 def submit_generate(client, prompt, model, max_new_tokens=256, steps=4, **overrides):
     """Start a run; the job yields the live view's values (`visualizer.live_stream.LiveRing`)."""
-    knobs = {**KNOBS, **overrides}
-    return client.submit(prompt, model, max_new_tokens, steps, *knobs.values(), api_name="/generate")
+    knobs = {**KNOBS, "max_new_tokens": max_new_tokens, "max_denoising_steps": steps, **overrides}
+    return client.submit(prompt, model, **knobs, api_name="/generate")
+
+
+def model_answer(values) -> dict:
+    """The `/load_model` API's answer by output name (`webapp.app.MODEL_OUTPUTS`)."""
+    from webapp.app import MODEL_OUTPUTS
+
+    return dict(zip(MODEL_OUTPUTS, values))
 
 
 def run_message(client) -> tuple[str, str]:

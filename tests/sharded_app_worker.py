@@ -21,7 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # torchrun runs
 import torch.distributed as dist  # noqa: E402
 
 import app  # noqa: E402
-import app_run  # noqa: E402
+from webapp import app as web_app  # noqa: E402
+from webapp import app_run  # noqa: E402
 from backends import sharded  # noqa: E402
 from backends import BUILTIN_MODEL_DIR, load_backend  # noqa: E402
 from backends.sharded import rank  # noqa: E402
@@ -39,7 +40,7 @@ dist.all_gather_object(every_rank, stock.tolist())
 if rank() == 0:
     (OUT / "stock.json").write_text(json.dumps(every_rank))
 sharded.KEEP_ALIVE_S = 0.5  # keep-alives between the test's requests, not only after a minute idle
-end_process = app.end_process
+end_process = web_app.end_process
 
 
 def counted_end(status, *, backend=None):
@@ -49,7 +50,7 @@ def counted_end(status, *, backend=None):
 
 
 if rank() == 0:
-    app.end_process = counted_end
+    web_app.end_process = counted_end
 
 FAIL_ALONE = "Fail on rank 0 alone"  # a request whose third step raises on rank 0 only, in torchrun's first attempt
 if rank() == 0 and os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0":

@@ -7,6 +7,7 @@ import json
 import logging
 import threading
 import time
+from pathlib import Path
 from concurrent.futures import ThreadPoolExecutor
 
 import gradio as gr
@@ -15,12 +16,14 @@ import pytest
 from gradio_client import Client
 from gradio_client.exceptions import ValidationError
 
-import app as app_module
+from webapp import app as app_module
+from tests.app_api import model_answer
 from visualizer.live_decode import LiveState
 from visualizer.live_stream import RING
 
 GENERATE_ARGS = dict(
-    max_new_tokens=768, steps=48, entropy_bound=0.1, t_min=0.4, t_max=0.8, seed=0, sampler="entropy-bound", temperature=1.0,
+    max_new_tokens=768, max_denoising_steps=48, entropy_bound=0.1, t_min=0.4, t_max=0.8, seed=0, sampler="entropy-bound",
+    temperature=1.0,
 )
 
 
@@ -38,8 +41,10 @@ def served(launched, no_eos_model_dir, random_model_dir):
 
 
 def generate(client, prompt, model, **overrides):
-    args = {**GENERATE_ARGS, **overrides}
-    return client.submit(prompt, model, *args.values(), api_name="/generate")
+    """A run through the `/generate` API, its knobs by the knob table's names (`steps`: max_denoising_steps)."""
+    if "steps" in overrides:
+        overrides["max_denoising_steps"] = overrides.pop("steps")
+    return client.submit(prompt, model, **{**GENERATE_ARGS, **overrides}, api_name="/generate")
 
 
 def frames_of(*values) -> list[dict]:
@@ -182,12 +187,14 @@ def test_stop_ends_the_run_and_keeps_its_frames(served):
 def test_picking_a_model_reports_it_or_says_why_not(served):
     url, model, random_model = served
     client = Client(url, verbose=False)
-    picked = client.predict(random_model, api_name="/load_model")
-    assert "vocab" in picked[1] and picked[2] == ""
-    assert picked[8]["visible"] is False  # the sampler knob is MLX-only
-    failed = client.predict("/no/such/folder", api_name="/load_model")
-    assert "No model folder" in failed[2]
-    assert "vocab" in failed[1]  # a working model stays loaded and described
+    picked = model_answer(client.predict(random_model, api_name="/load_model"))
+    assert "vocab" in picked["model_info"] and picked["message"] == ""
+    # its samplers, from every backend installed here that runs it; the knobs its default sampler reads
+    assert picked["sampler"]["visible"] and [c[0] for c in picked["sampler"]["choices"]] == ["entropy-bound", "discrete-ddim", "block-refinement"]
+    assert picked["entropy_bound"]["visible"] and not picked["temperature"]["visible"] and not picked["corrector_k"]["visible"]
+    failed = model_answer(client.predict("/no/such/folder", api_name="/load_model"))
+    assert "No model folder" in failed["message"]
+    assert "vocab" in failed["model_info"]  # a working model stays loaded and described
 
 
 def test_one_generation_at_a_time_and_the_queue_position_is_reported(served, monkeypatch):
@@ -219,9 +226,9 @@ def test_an_mlx_model_runs_with_its_own_sampler(served, mlx_models):
     url, _, _ = served
     client = Client(url, verbose=False)
     folder = str(mlx_models["float32"])
-    loaded = client.predict(folder, api_name="/load_model")
-    assert "mlx on" in loaded[1] and loaded[2] == ""
-    sampler, note = loaded[8], loaded[10]
+    loaded = model_answer(client.predict(folder, api_name="/load_model"))
+    assert "mlx on" in loaded["model_info"] and loaded["message"] == ""
+    sampler, note = loaded["sampler"], loaded["sampler_note"]
     assert sampler["visible"] and sampler["value"] == "entropy-bound"  # MLX-only knobs appear
     assert note["visible"] and "Entropy-bound" in note["value"]
     outputs = list(generate(client, "Write a haiku.", folder, max_new_tokens=256, steps=6,
@@ -279,3 +286,32 @@ def test_a_gradio_without_those_intervals_keeps_its_own_and_says_so_once(caplog)
     assert all(a._queue.poll_s == 0.001 and not hasattr(a._queue, "sleep_when_free") for a in apps)
     said = [r.getMessage() for r in caplog.records if r.name == app_module.__name__]
     assert len(said) == 1 and "no sleep_when_free or progress_update_sleep_when_free" in said[0]
+
+
+def test_every_scheduler_knob_is_set_through_the_api_and_recorded(served):
+    """The four diffusers knobs are /generate parameters named as the knob table names them; picking
+    their sampler runs the model on the backend that has it, and the trace records each value."""
+    url, model, _ = served
+    client = Client(url, verbose=False)
+    cases = {
+        "discrete-ddim": {"corrector_steps": 1, "corrector_k": 2},
+        "block-refinement": {"refine_threshold": 0.8, "editing_threshold": 0.99},
+    }
+    for sampler, knobs in cases.items():
+        outputs = list(generate(client, "Name a colour.", model, max_new_tokens=256, steps=4, sampler=sampler, **knobs))
+        assert frames_of(*outputs) and run_message(client)[1] == ""
+        saved, message = client.predict(api_name="/save_trace")
+        trace = json.loads(Path(saved[0]).read_text(encoding="utf-8"))
+        assert trace["model"]["backend"] == "diffusers" and trace["settings"]["sampler"] == sampler
+        assert {name: trace["settings"][name] for name in knobs} == knobs
+        assert trace["settings"]["entropy_bound"] is None  # a knob the sampler does not read is not recorded
+
+
+def test_picking_a_sampler_shows_the_knobs_it_reads(served):
+    _, model, _ = served
+    handlers = app_module.Handlers(app_module.Hosting.from_environment())
+    shown = {name: update.get("visible") if isinstance(update, dict) else update.visible
+             for name, update in handlers.select_sampler("block-refinement", model).items() if name in app_module.KNOBS}
+    assert shown["refine_threshold"] and shown["editing_threshold"] and shown["temperature"]
+    assert not shown["entropy_bound"] and not shown["corrector_steps"] and not shown["t_min"]
+    assert "must be one of" in handlers.select_sampler("confidence-threshold", model)["message"]

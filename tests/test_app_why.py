@@ -9,7 +9,8 @@ import httpx
 import pytest
 from gradio_client import Client
 
-import app as app_module
+from webapp import app as app_module
+from tests.app_api import model_answer
 from tests.test_app import GENERATE_ARGS, frames_of, run_message
 
 
@@ -22,14 +23,14 @@ def served(no_eos_model_dir):
 
 
 def run(client, model, *, thinking=False, topk=3, prompt="Write a short poem.", steps=6):
-    args = {**GENERATE_ARGS, "max_new_tokens": 256, "steps": steps}
-    outputs = list(client.submit(prompt, model, *args.values(), thinking, topk, api_name="/generate"))
+    args = {**GENERATE_ARGS, "max_new_tokens": 256, "max_denoising_steps": steps, "thinking": thinking, "record_topk": topk}
+    outputs = list(client.submit(prompt, model, **args, api_name="/generate"))
     return frames_of(*outputs)
 
 
 def refused(client, model, *, thinking=False, topk=3):
-    args = {**GENERATE_ARGS, "max_new_tokens": 256, "steps": 6}
-    client.submit("hi", model, *args.values(), thinking, topk, api_name="/generate").result()
+    args = {**GENERATE_ARGS, "max_new_tokens": 256, "max_denoising_steps": 6, "thinking": thinking, "record_topk": topk}
+    client.submit("hi", model, **args, api_name="/generate").result()
 
 
 def alternatives(client, frame, position) -> str:
@@ -120,8 +121,7 @@ class NoThinking:
 def test_thinking_and_top_k_knobs(served):
     url, model = served
     client = Client(url, verbose=False)
-    loaded = client.predict(model, api_name="/load_model")
-    thinking = loaded[11]
+    thinking = model_answer(client.predict(model, api_name="/load_model"))["thinking"]
     # the project's tokenizer carries Gemma 4's enable_thinking template (the built-in model learned the channel)
     assert thinking["interactive"] is True and "no thinking channel" not in thinking["info"]
     assert run(client, model, thinking=True) and run_message(client)[1] == ""
@@ -140,8 +140,8 @@ def test_the_views_answer_during_a_live_run_without_waiting_for_the_model(served
 
     url, model = served
     client = Client(url, verbose=False)
-    args = {**GENERATE_ARGS, "max_new_tokens": 768, "steps": 48}
-    job = client.submit("Tell me a long story.", model, *args.values(), False, 2, api_name="/generate")
+    args = {**GENERATE_ARGS, "max_new_tokens": 768, "max_denoising_steps": 48, "thinking": False, "record_topk": 2}
+    job = client.submit("Tell me a long story.", model, **args, api_name="/generate")
     while len(job.outputs()) < 3:
         time.sleep(0.05)
     answer, chart = alternatives(client, 1, 3), budget(client, 1)

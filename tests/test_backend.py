@@ -184,3 +184,21 @@ def test_dtype_can_be_chosen(random_model_dir):
 def test_asking_for_cuda_without_a_gpu_is_a_clear_error(random_model_dir):
     with pytest.raises(BackendError, match="no CUDA GPU"):
         TransformersBackend(str(random_model_dir), device="cuda")
+
+
+def test_the_tokenizer_meets_the_backend_contract(random_backend):
+    from backends.base import Tokenizer
+
+    assert isinstance(random_backend.tokenizer, Tokenizer)  # what generate_rows and text.py call on it
+    assert not isinstance(object(), Tokenizer)
+
+
+def test_a_backend_around_a_model_built_elsewhere_runs_as_the_loaded_one(random_backend):
+    """`TransformersBackend.from_model` (what the benchmarks use for a model no folder holds)."""
+    from backends.transformers_backend import TransformersBackend
+
+    settings = GenerationSettings(seed=4, max_new_tokens=256, max_denoising_steps=3)
+    built = TransformersBackend.from_model(random_backend.model, random_backend.tokenizer, random_backend.info)
+    ours, theirs = (list(b.generate("Name a colour.", settings))[-1] for b in (built, random_backend))
+    assert ours.error is None and np.array_equal(ours.sequence, theirs.sequence)
+    assert built.on_model_thread(lambda: 7).result() == 7

@@ -3,14 +3,10 @@ GPU run is not its first; every variant (layers, shift) must give the stock sequ
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+from benchmarks import bench_layers
 
 
 def test_bench_layers_dry_run(capsys):
-    import bench_layers
 
     assert bench_layers.main(["--dry-run"]) == 0
     out = capsys.readouterr().out

@@ -1,4 +1,4 @@
-"""benchmarks/bench_sharded.py: its dry run under torchrun, and how its profile names kernels.
+"""`python -m benchmarks.bench_sharded`: its dry run under torchrun, and how its profile names kernels.
 
 The benchmark's real runs happen on a 4-GPU machine lent for minutes, where a crash costs the whole
 call; this dry run (gloo, 2 CPU processes, 2 layers and 8 experts) keeps its every path working.
@@ -14,11 +14,10 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from benchmarks.bench_sharded import kernel_kind
+from tests.torchrun import single_host
 
-from benchmarks.bench_sharded import kernel_kind  # noqa: E402
-from tests.torchrun import single_host  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 # Kernel names as torch.profiler reported them for the 26B shape on 2 H200s (truncated as the benchmark keeps them).
 H200_KERNELS = {
@@ -47,7 +46,7 @@ def test_dry_run_under_torchrun_reports_every_rank_and_the_profile(tmp_path):
     env = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
     done = subprocess.run(
         [*single_host(2),
-         str(ROOT / "benchmarks" / "bench_sharded.py"), "--kind", "expert", "--device", "cpu", "--layers", "2",
+         "-m", "benchmarks.bench_sharded", "--kind", "expert", "--device", "cpu", "--layers", "2",
          "--experts", "8", "--vocab", "4096", "--reps", "1", "--profile", "--json", str(rows)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
     )

@@ -1,5 +1,6 @@
-"""The sampler picker in a real headless browser: the built-in model on diffusers offers its three
-samplers, each with its note, and a run under a picked sampler is recorded with that sampler."""
+"""The sampler picker in a real headless browser: the built-in model, listed once, offers the samplers of
+every installed backend that runs it, each with its note; picking one shows the knobs it reads, and a run
+under it is recorded with that sampler on the backend that has it."""
 
 from __future__ import annotations
 
@@ -15,23 +16,25 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this ma
 @pytest.fixture(scope="module")
 def page():
     from backends import BUILTIN_MODEL_DIR
-    from backends.registry import DIFFUSERS_SOURCE_PREFIX
 
-    with app_in_chromium(DIFFUSERS_SOURCE_PREFIX + str(BUILTIN_MODEL_DIR)) as page:
+    with app_in_chromium(str(BUILTIN_MODEL_DIR)) as page:
         yield page
 
 
 def test_the_picker_offers_every_sampler_with_its_note_and_runs_the_picked_one(page):
     page.get_by_text("Knobs (defaults").click()
-    picker = page.get_by_label("Sampler")
-    picker.click()
+    page.get_by_label("Entropy bound (nats)").wait_for(timeout=10_000)  # the knobs entropy-bound reads, and no other
+    assert not page.get_by_label("Refine threshold").is_visible()
+    assert page.get_by_text("lowest-entropy positions").first.is_visible()  # the default's note
+    page.get_by_label("Sampler").click()
     offered = [o.text_content().replace("✓", "").strip() for o in page.get_by_role("option").all()]
     assert offered == ["entropy-bound", "discrete-ddim", "block-refinement"]
-    assert page.get_by_text("lowest-entropy positions").first.is_visible()  # the default's note
     page.get_by_role("option", name="block-refinement").click()
     page.get_by_text("commits accumulate").first.wait_for(timeout=10_000)  # its note replaces the default's
+    page.get_by_label("Refine threshold").wait_for(timeout=10_000)  # the knobs it reads appear, the others go
+    assert page.get_by_label("Editing threshold").is_visible() and not page.get_by_label("Entropy bound (nats)").is_visible()
 
-    steps = page.get_by_label("Max denoising steps per block").first  # a short run: the machine may be shared
+    steps = page.get_by_label("Max denoising steps").first  # a short run: the machine may be shared
     steps.fill("8")
     steps.press("Enter")
     page.get_by_role("button", name="Generate").click()

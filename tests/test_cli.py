@@ -118,3 +118,22 @@ def test_insight_commands_refuse_bad_input_in_one_line(random_model_dir, tmp_pat
         assert out.returncode == 2, (args, out.stderr)
         assert "Traceback" not in out.stderr and expected in out.stderr, (args, out.stderr)
         assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_a_sampler_picks_its_backend_and_the_record_says_so(random_model_dir, tmp_path):
+    """`record --sampler discrete-ddim` with no --backend runs on diffusers (the model's own backend,
+    transformers, has no such sampler); a sampler no backend runs on this model is one line naming who has it."""
+    run = tmp_path / "ddim.json"
+    out = cli("record", "--prompt", "hi", "--model", random_model_dir, "--sampler", "discrete-ddim", "--steps", "3",
+              "--corrector-steps", "1", "--max-new-tokens", "256", "--quiet", "--out", run)
+    assert out.returncode == 0, out.stderr
+    assert "the discrete-ddim sampler runs on the diffusers backend" in out.stderr
+    trace = Trace.load(run)
+    assert trace.model.backend == "diffusers" and trace.settings.sampler == "discrete-ddim"
+    assert trace.settings.corrector_steps == 1 and trace.settings.entropy_bound is None
+    for args, expected in [
+        (("--sampler", "confidence-threshold"), "error: this model cannot run the confidence-threshold sampler (it runs on the mlx backend"),
+        (("--backend", "transformers", "--sampler", "block-refinement"), "error: the transformers backend has no block-refinement sampler; the diffusers backend runs it"),
+    ]:
+        out = cli("record", "--prompt", "hi", "--model", random_model_dir, *args, "--out", tmp_path / "x.json")
+        assert out.returncode == 2 and out.stderr.startswith(expected) and out.stderr.count("\n") == 1, out.stderr

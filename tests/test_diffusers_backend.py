@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from backends.base import BackendError
-from backends.diffusers_backend import SAMPLER_KNOBS, DiffusersBackend, IdsProcessor
+from backends.diffusers_backend import DiffusersBackend, IdsProcessor
 from backends.diffusers_capture import CALLBACK_TENSORS, capture_pipeline
 from visualizer.accept_budget import accept_budget
 from visualizer.records import BlockRecord, RunEnd, RunStart, StepRecord
@@ -57,6 +57,14 @@ def stock_sequence(backend, prompt: str, settings: GenerationSettings) -> np.nda
     return sequence
 
 
+# What each diffusers scheduler takes (its constructor and the pipeline's call), as diffusers 0.42 defines them.
+SCHEDULER_KNOBS = {
+    "entropy-bound": {"entropy_bound", "t_min", "t_max"},
+    "discrete-ddim": {"temperature", "corrector_steps", "corrector_k"},
+    "block-refinement": {"temperature", "refine_threshold", "editing_threshold"},
+}
+
+
 def run(backend, prompt, settings):
     records = list(backend.generate(prompt, settings))
     steps = [r for r in records if isinstance(r, StepRecord)]
@@ -77,8 +85,9 @@ def test_captured_run_equals_the_stock_pipeline_on_the_builtin_model(builtin, sa
     assert isinstance(start, RunStart)
     for knob, value in CASES[sampler].items():
         assert start.settings[knob] == value
-    unread = set().union(*SAMPLER_KNOBS.values()) - SAMPLER_KNOBS[sampler]
+    unread = set().union(*SCHEDULER_KNOBS.values()) - SCHEDULER_KNOBS[sampler]
     assert all(start.settings[knob] is None for knob in unread)  # never a knob that did nothing
+    assert all(start.settings[knob] is not None for knob in SCHEDULER_KNOBS[sampler] - {"editing_threshold"})
 
 
 @pytest.mark.parametrize("sampler", list(CASES))

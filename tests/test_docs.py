@@ -197,3 +197,11 @@ def test_model_card_is_the_docs_page_in_the_hubs_form():
     metadata = yaml.safe_load(tool.front_matter(card).strip("-\n"))
     assert metadata["license"] == "apache-2.0" and metadata["library_name"] == "transformers"
     assert metadata["datasets"] and "block-diffusion" in metadata["tags"]
+
+
+def test_the_knob_table_is_written_from_the_declarations():
+    from tools import sync_knob_table
+
+    page = sync_knob_table.PAGE.read_text(encoding="utf-8")
+    assert page == sync_knob_table.page_text(page), "run: python -m tools.sync_knob_table"
+    assert "| `refine_threshold` | `--refine-threshold` | 0.95 | block-refinement |" in page

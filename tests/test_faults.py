@@ -12,8 +12,8 @@ import pytest
 import torch
 from gradio_client import Client
 
-import app as app_module
-import hosting
+from webapp import app as app_module
+from webapp import hosting
 from backends import ModelChoice
 from backends.base import BackendError
 from backends.cache import LoadedModels

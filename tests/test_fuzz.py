@@ -24,8 +24,8 @@ from gradio_client.exceptions import AppError, ValidationError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import app as app_module
-import hosting
+from webapp import app as app_module
+from webapp import hosting
 from backends import ModelChoice
 from visualizer.replay import load_upload
 from visualizer.states import frame_refs
@@ -58,7 +58,7 @@ GENERIC_ERROR = "has not enabled verbose error reporting"  # gradio_client's tex
 
 
 def fuzz_mode(model_dir, label="Test model"):
-    return hosting.Hosting(True, hosting.Limits(max_new_tokens=256, max_denoising_steps=4, max_upload_mb=2, max_export_frames=40),
+    return hosting.Hosting(True, hosting.Limits(knob_caps={"max_new_tokens": 256, "max_denoising_steps": 4}, max_upload_mb=2, max_export_frames=40),
                            (ModelChoice(label, str(model_dir), "transformers", True),))
 
 
@@ -72,8 +72,7 @@ def served(no_eos_model_dir, tmp_path_factory):
     demo = app_module.build_app(hosting_mode=mode)
     app_module.queue_app(demo).launch(prevent_thread_lock=True, quiet=True, max_file_size=mode.limits.max_file_size)
     client = Client(demo.local_url, verbose=False)
-    client.submit("Name a colour.", label, 256, 4, 0.1, 0.4, 0.8, 0, "entropy-bound", 1.0,
-                  api_name="/generate").result(timeout=120)  # a recorded run, so replay and export have work to do
+    client.submit("Name a colour.", label, max_new_tokens=256, max_denoising_steps=4, api_name="/generate").result(timeout=120)  # a recorded run, so replay and export have work to do
     yield client, label
     demo.close()
     tempfile.tempdir = None
@@ -85,11 +84,12 @@ def served(no_eos_model_dir, tmp_path_factory):
 def test_non_finite_knobs_reach_the_handlers(served, no_eos_model_dir, knob, which):
     """NaN and infinity, handed to the handlers as Python floats (what no JSON client can send)."""
     _, label = served
-    knobs = [256, 4, 0.1, 0.4, 0.8, 0]
-    knobs[which] = knob
+    names = ["max_new_tokens", "max_denoising_steps", "entropy_bound", "t_min", "t_max", "seed"]
+    knobs = dict(zip(names, [256, 4, 0.1, 0.4, 0.8, 0]), sampler="entropy-bound", temperature=1.0)
+    knobs[names[which]] = knob
     handlers = app_module.Handlers(fuzz_mode(no_eos_model_dir, label))
     session = app_module.RunSession()
-    list(handlers.generate("hi", label, *knobs, "entropy-bound", 1.0, session))
+    list(handlers.generate("hi", label, session, **knobs))
     message = app_module.finish_run(session)[1]
     assert isinstance(message, str) and message and "\n" not in message
     session.trace = load_upload(VALID_TRACE)
@@ -143,8 +143,9 @@ def test_generate(served, capfd, prompt, model, tokens, steps, knob, seed, choic
     client, label = served
     model = label if isinstance(model, int) else model  # some examples reach the model with hostile knobs
     before = set(os.listdir(tempfile.gettempdir()))
-    result = outcome(client.submit(prompt, model, tokens, steps, knob, 0.4, knob, seed, choice, knob,
-                                   api_name="/generate"))
+    result = outcome(client.submit(prompt, model, max_new_tokens=tokens, max_denoising_steps=steps, entropy_bound=knob,
+                                   t_min=0.4, t_max=knob, seed=seed, sampler=choice, temperature=knob, refine_threshold=knob,
+                                   corrector_k=knob, editing_threshold=knob, api_name="/generate"))
     assert_clear(result)
     if not isinstance(result, str):  # the run was accepted: its outcome is one line
         _, message = outcome(client.submit(api_name="/run_message"))
@@ -184,8 +185,7 @@ def test_export_and_save(served, capfd, formats, blocks, frame_ms, hold_ms, widt
 def test_download_names_are_sanitized(served):
     client, label = served
     for prompt in ("../../etc/passwd", "\u202eevil\x00.exe", "<b>bold</b> /tmp/x", "CON"):
-        client.submit(prompt, label, 256, 2, 0.1, 0.4, 0.8, 0, "entropy-bound", 1.0,
-                      api_name="/generate").result(timeout=HANG_TIMEOUT_S)
+        client.submit(prompt, label, max_new_tokens=256, max_denoising_steps=2, api_name="/generate").result(timeout=HANG_TIMEOUT_S)
         saved, message = client.predict(api_name="/save_trace")
         assert message == "" and re.fullmatch(r"trace-[a-z0-9-]+\.json", Path(saved[0]).name), saved
 

@@ -20,8 +20,8 @@ import httpx
 import pytest
 from gradio_client import Client
 
-import app as app_module
-import hosting
+from webapp import app as app_module
+from webapp import hosting
 from visualizer.replay import example_traces
 
 ROOT = Path(__file__).resolve().parent.parent

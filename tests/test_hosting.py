@@ -14,14 +14,13 @@ import pytest
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError, ValidationError
 
-import app as app_module
-import app_run
-import hosting
+from webapp import app as app_module
+from webapp import app_run, hosting
 from backends import REAL_CHECKPOINT, ModelChoice
 from backends.lookup import forget_answers, source_problem
 from tests.app_api import finished_run, submit_generate
 
-LIMITS = hosting.Limits(max_new_tokens=512, max_denoising_steps=8, max_upload_mb=1, max_export_frames=5, max_prompt_chars=2000)
+LIMITS = hosting.Limits(knob_caps={"max_new_tokens": 512, "max_denoising_steps": 8}, max_upload_mb=1, max_export_frames=5, max_prompt_chars=2000)
 
 
 def generate(client, prompt, model, max_new_tokens=256, steps=4):
@@ -137,7 +136,7 @@ def test_hosted_mode_turns_on_on_a_space_and_takes_the_owners_models(monkeypatch
     monkeypatch.setenv("SPACE_ID", "someone/diffusion-visualizer")
     monkeypatch.setenv("DV_EXTRA_MODELS", "My fine-tune=someone/dg-finetune, other/model")
     mode = hosting.Hosting.from_environment()
-    assert mode.hosted and mode.limits.max_new_tokens == 1024
+    assert mode.hosted and mode.limits.knob_caps == {"max_new_tokens": 1024, "max_denoising_steps": 64}  # the knob table's caps
     labels = {c.label: c.source for c in mode.choices}
     assert labels["My fine-tune"] == "someone/dg-finetune" and labels["other/model"] == "other/model"
     assert REAL_CHECKPOINT not in labels.values()  # this machine (no 70 GB GPU) cannot run it
@@ -235,7 +234,7 @@ def test_on_zero_gpu_records_cross_a_process_boundary_and_stop_works_from_here(m
     from visualizer.trace import Trace
 
     monkeypatch.setenv("SPACES_ZERO_GPU", "true")
-    monkeypatch.setattr(app_run, "MODELS", app_run.LoadedModels(load=lambda source: no_eos_backend))
+    monkeypatch.setattr(app_run, "MODELS", app_run.LoadedModels(load=lambda source, **options: no_eos_backend))
     worker = app_run._generate_on_gpu
 
     def through_the_worker(*args):
@@ -258,6 +257,19 @@ def test_on_zero_gpu_records_cross_a_process_boundary_and_stop_works_from_here(m
 
 
 def test_the_hosted_note_names_only_the_caps_that_are_set():
-    note = hosting.hosted_note(hosting.Limits(max_new_tokens=256))  # the other caps left unset: no "None" shown
-    assert "up to 256 new tokens" in note and "None" not in note and "characters" not in note
+    note = hosting.hosted_note(hosting.Limits(knob_caps={"max_new_tokens": 256}))  # the other caps unset: no "None" shown
+    assert "max new tokens up to 256" in note and "None" not in note and "characters" not in note
     assert "prompts up to 8,000 characters" in hosting.hosted_note(hosting.Limits.hosted())
+
+
+def test_a_public_server_offers_other_backends_samplers_for_its_built_in_models_only(no_eos_model_dir):
+    """Another backend is a second copy of the weights: fine for the small built-in models, not for the 26B."""
+    from backends import ModelChoice
+
+    small = ModelChoice("Small", str(no_eos_model_dir), "transformers", True)
+    big = ModelChoice("Big", str(no_eos_model_dir), "transformers", False)
+    handlers = app_module.Handlers(hosting.Hosting(True, LIMITS, (small, big)))
+    assert handlers.samplers_for(small) == {"entropy-bound": None, "discrete-ddim": "diffusers", "block-refinement": "diffusers"}
+    assert handlers.samplers_for(big) == {"entropy-bound": None}
+    desktop = app_module.Handlers(hosting.Hosting(False, LIMITS, (small, big)))
+    assert "discrete-ddim" in desktop.samplers_for(big)

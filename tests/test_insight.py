@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 from scipy.stats import kendalltau
 
-import app as app_module
+from webapp import app as app_module
 from tests.trace_factory import trace_from_masks, trace_from_text
 from visualizer.accept_budget import BudgetError, ConfidenceBudget, EntropyBudget, accept_budget, budget_sentence
 from visualizer.alternatives import AlternativesError, alternatives_html, alternatives_text, position_alternatives

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-import app as app_module
-import hosting
+from webapp import app as app_module
+from webapp import hosting
 from backends import BUILTIN_MODEL_DIR
 from benchmarks.bench_load import BUILTIN_LABEL, run_load
 

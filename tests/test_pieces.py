@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 from backends.text import PieceDecoder, PieceTable
-from backends.transformers_backend import _load_tokenizer
+from backends.transformers_backend import load_tokenizer
 
 BUILTIN = Path(__file__).resolve().parent.parent / "assets" / "models" / "diffusiongemma-tiny-demo"
 
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    return _load_tokenizer(str(BUILTIN))
+    return load_tokenizer(str(BUILTIN))
 
 
 class CountingTokenizer:

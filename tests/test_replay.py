@@ -67,7 +67,7 @@ def test_every_frame_and_statistic_replays_the_same(live, loaded):
 
 
 def test_app_view_of_a_loaded_run_is_the_live_view(live, loaded):
-    app = pytest.importorskip("app")
+    from webapp import app
     refs = frame_refs(live)
     for i in (0, len(refs) // 2, len(refs) - 1):
         for layout in ("grid", "text"):

@@ -10,8 +10,8 @@ from pathlib import Path
 import gradio as gr
 import pytest
 
-import app as app_module
-from sessions import RunSession
+from webapp import app as app_module
+from webapp.sessions import RunSession
 from tests.browser import CHROMIUM, app_in_chromium
 from visualizer.replay import example_traces
 from visualizer.states import frame_refs

@@ -25,7 +25,7 @@ import pytest
 from gradio_client import Client
 
 import app as app_module
-from hosting import Hosting
+from webapp.hosting import Hosting
 from tests.app_api import finished_run, submit_generate
 from tests.torchrun import free_port, single_host
 from visualizer.trace import Trace

@@ -1,6 +1,6 @@
 """Screenshot of the app mid-run, in a real headless browser (for the README).
 
-    python tools/screenshot_app.py --out assets/screenshot.png [--model FOLDER] [--demo acrostic] [--at-step 15]
+    python -m tools.screenshot_app --out assets/screenshot.png [--model FOLDER] [--demo acrostic] [--at-step 15]
 
 Launches the app, opens it in headless Chromium through Playwright (Debian's /usr/bin/chromium,
 no browser download), picks a demo prompt, presses Generate and takes the picture as soon as the
@@ -15,8 +15,6 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 CHROMIUM_FLAGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
     "--disable-component-update", "--disable-sync",
@@ -27,7 +25,7 @@ CHROMIUM_FLAGS = [
 def app_page(*, model=None, hosting_mode=None, chromium="/usr/bin/chromium", width=1500, height=1000):
     """The app launched in this process and opened in headless Chromium (Playwright never downloads a
     browser here): yields the page; the browser and the app are closed afterwards."""
-    import app as app_module
+    from webapp import app as app_module
     from playwright.sync_api import sync_playwright
 
     ui = app_module.build_app(model, hosting_mode)

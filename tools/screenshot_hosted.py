@@ -1,6 +1,6 @@
 """Screenshot of the hosted model picker, opened, in a real headless browser (for docs/hosting.md).
 
-    python tools/screenshot_hosted.py --out assets/hosted_picker.png
+    python -m tools.screenshot_hosted --out assets/hosted_picker.png
 
 Launches the app in hosted mode (as on a Space) and opens the Model dropdown: the allowlist is all
 a visitor can pick, and the note under the title states the caps.
@@ -9,12 +9,9 @@ a visitor can pick, and the note under the title states the caps.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from tools.screenshot_app import app_page  # noqa: E402
+from tools.screenshot_app import app_page
 
 
 def main(argv=None) -> int:

@@ -1,6 +1,6 @@
 """Screenshots of the app's "why" views, in a real headless browser (for docs/why-views.md).
 
-    python tools/screenshot_insights.py --out assets/insights [--model FOLDER] [--demo acrostic] [--step 3] [--inspect-step 1] [--position 9]
+    python -m tools.screenshot_insights --out assets/insights [--model FOLDER] [--demo acrostic] [--step 3] [--inspect-step 1] [--position 9]
 
 Launches the app, runs a demo prompt on the model (the built-in one by default) with candidates
 recorded, moves the replay slider to a step, clicks a token and photographs: the token inspector
@@ -13,12 +13,9 @@ measures the answer only (thinking.png, thinking_readout.png).
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from tools.screenshot_app import app_page  # noqa: E402
+from tools.screenshot_app import app_page
 
 THINKING_PROMPT = "Write an acrostic poem about the ocean for the word WAVE."  # thought, then answer (training/tasks/thinking.py)
 

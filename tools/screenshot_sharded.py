@@ -1,6 +1,6 @@
 """Screenshot of the app serving a sharded model, in a real headless browser (for docs/sharded.md).
 
-    python tools/screenshot_sharded.py --out docs/images/sharded-app.png [--parallel expert] [--demo acrostic]
+    python -m tools.screenshot_sharded --out docs/images/sharded-app.png [--parallel expert] [--demo acrostic]
 
 Starts `torchrun --nproc-per-node 2 app.py --parallel KIND` on this machine (CPU, gloo, the built-in
 model), opens it in headless Chromium, runs a demo prompt to its end and takes the picture: the
@@ -21,9 +21,7 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from tools.screenshot_app import CHROMIUM_FLAGS, dismiss_notices  # noqa: E402
+from tools.screenshot_app import CHROMIUM_FLAGS, dismiss_notices
 
 
 def free_port() -> int:

@@ -4,17 +4,31 @@
 checkpoint's generation config decides".  A backend resolves the Nones and records the values
 it really used in `RunStart.settings`, so a trace always says exactly how it was made.
 
+`KNOBS` declares each field once more, for everything that is not the value itself: its range,
+label, one-line help, which samplers read it, its CLI flag, its widget and any hosted cap.  The
+CLI's flags, the app's widgets and API parameters, hosted mode's caps, the validation below and
+docs/running.md's knob table are all made from it (tests/test_knobs.py holds every field to a
+declaration).  Adding a knob: a field here, its `Knob` below, and the code that reads it.
+
     settings = GenerationSettings(max_new_tokens=128, seed=0)
     problems = settings.problems(max_context=4096, prompt_tokens=40)   # [] when valid
     settings = GenerationSettings.from_dict({"seed": 3})                # unknown keys raise
+    KNOBS["refine_threshold"].read_by("block-refinement")              # True
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from .samplers import SAMPLER_CONFIDENCE_THRESHOLD, SAMPLER_ENTROPY_BOUND, is_sampler_name  # noqa: F401  (re-exported)
+from .samplers import (  # noqa: F401  (SAMPLER_CONFIDENCE_THRESHOLD re-exported)
+    SAMPLER_BLOCK_REFINEMENT,
+    SAMPLER_CONFIDENCE_THRESHOLD,
+    SAMPLER_DISCRETE_DDIM,
+    SAMPLER_ENTROPY_BOUND,
+    is_sampler_name,
+)
 
 # The checkpoint's defaults (google/diffusiongemma-26B-A4B-it, transformers 5.x): used when a
 # model's generation config leaves a knob unset.
@@ -36,10 +50,10 @@ MAX_DENOISING_STEPS_LIMIT = 1024
 MAX_SEED = 2**32 - 1
 DEFAULT_RECORD_TOPK = 5  # candidates recorded per position and step (the alternatives view)
 MAX_RECORD_TOPK = 32
-MAX_CORRECTOR_STEPS = 16
+MAX_CORRECTOR_STEPS = 16  # discrete-ddim: more sweeps than this leave almost no predictor steps
 LAYERS_ALL = "all"  # `layers`: every decoder layer of the model
 MAX_LAYERS = 1024  # far above any DiffusionGemma (the 26B model has 30)
-MAX_PINS = 4096  # pins per run (a canvas has at most this many positions in a trace)  # discrete-ddim: more sweeps than this leave almost no predictor steps
+MAX_PINS = 4096  # pins per run (a canvas has at most this many positions in a trace)
 
 
 @dataclass(frozen=True)
@@ -105,69 +119,22 @@ class GenerationSettings:
     ) -> list[str]:
         """Human-readable reasons these settings cannot run; empty when they can.
 
-        With `max_context` and `prompt_tokens` it also checks that the prompt plus the output
-        fits the model; the output is whole canvases, so the budget is rounded up to them.
+        Each knob is checked against its declaration (`KNOBS`); with `max_context` and
+        `prompt_tokens` it also checks that the prompt plus the output fits the model; the
+        output is whole canvases, so the budget is rounded up to them.
         """
-        out = []
-
-        def is_int(v):
-            return isinstance(v, int) and not isinstance(v, bool)
-
-        def is_number(v):
-            return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v  # rejects NaN
-
-        if self.max_new_tokens is not None and (
-            not is_int(self.max_new_tokens) or not 1 <= self.max_new_tokens <= MAX_NEW_TOKENS_LIMIT
-        ):
-            out.append(f"max new tokens must be a whole number from 1 to {MAX_NEW_TOKENS_LIMIT} (got {self.max_new_tokens!r})")
-        if self.max_denoising_steps is not None and (
-            not is_int(self.max_denoising_steps) or not 1 <= self.max_denoising_steps <= MAX_DENOISING_STEPS_LIMIT
-        ):
-            out.append(
-                f"max denoising steps must be a whole number from 1 to {MAX_DENOISING_STEPS_LIMIT} "
-                f"(got {self.max_denoising_steps!r})"
-            )
-        if self.entropy_bound is not None and (not is_number(self.entropy_bound) or not 0 < self.entropy_bound <= 1000):
-            out.append(f"entropy bound must be a number above 0 and at most 1000 nats (got {self.entropy_bound!r})")
-        for name in ("t_min", "t_max", "temperature"):
-            value = getattr(self, name)
-            if value is not None and (not is_number(value) or not 0 <= value <= 100):
-                out.append(f"{name} must be a number from 0 to 100 (got {value!r})")
-        if is_number(self.t_min) and is_number(self.t_max) and self.t_max <= self.t_min:
+        out = [problem for knob in KNOBS.values() if (problem := knob.problem(getattr(self, knob.name)))]
+        if _is_number(self.t_min) and _is_number(self.t_max) and self.t_max <= self.t_min:
             out.append(f"t_max must be larger than t_min (got t_min={self.t_min}, t_max={self.t_max})")
-        if not is_int(self.seed) or not 0 <= self.seed <= MAX_SEED:
-            out.append(f"seed must be a whole number from 0 to {MAX_SEED} (got {self.seed!r})")
-        if not is_int(self.record_topk) or not 0 <= self.record_topk <= MAX_RECORD_TOPK:
-            out.append(f"record top-k must be a whole number from 0 to {MAX_RECORD_TOPK} (got {self.record_topk!r})")
-        if not isinstance(self.thinking, bool):
-            out.append(f"thinking must be true or false (got {self.thinking!r})")
-        if self.corrector_steps is not None and (not is_int(self.corrector_steps) or not 0 <= self.corrector_steps <= MAX_CORRECTOR_STEPS):
-            out.append(f"corrector steps must be a whole number from 0 to {MAX_CORRECTOR_STEPS} (got {self.corrector_steps!r})")
-        if self.corrector_k is not None and (not is_int(self.corrector_k) or not 1 <= self.corrector_k <= 4096):
-            out.append(f"corrector k must be a whole number from 1 to 4096 (got {self.corrector_k!r})")
-        for name in ("refine_threshold", "editing_threshold"):
-            value = getattr(self, name)
-            if value is not None and (not is_number(value) or not 0 < value <= 1):
-                out.append(f"{name.replace('_', ' ')} must be a probability above 0 and at most 1 (got {value!r})")
-        out.extend(pin_problems(self.pins))
-        if self.layers is not None and self.layers != LAYERS_ALL and not (
-            isinstance(self.layers, tuple) and self.layers and all(is_int(i) and 0 <= i < MAX_LAYERS for i in self.layers)
-            and len(set(self.layers)) == len(self.layers)
-        ):
-            out.append(f"layers must be distinct layer numbers from 0, or {LAYERS_ALL!r} (got {self.layers!r})")
-        if self.record_shift is not None and not isinstance(self.record_shift, bool):
-            out.append(f"record shift must be true or false (got {self.record_shift!r})")
-        if self.sampler is not None and not is_sampler_name(self.sampler):
-            out.append(f"sampler must be a sampler's name such as {SAMPLER_ENTROPY_BOUND!r} (got {self.sampler!r})")
         if max_context is not None and prompt_tokens is not None:
             budget = self.max_new_tokens or DEFAULT_MAX_NEW_TOKENS
-            if canvas_length and is_int(budget):
+            if canvas_length and _is_int(budget):
                 budget = -(-budget // canvas_length) * canvas_length
             if prompt_tokens >= max_context:
                 out.append(
                     f"the prompt is {prompt_tokens} tokens long; this model's context is {max_context} tokens"
                 )
-            elif is_int(budget) and prompt_tokens + budget > max_context:
+            elif _is_int(budget) and prompt_tokens + budget > max_context:
                 out.append(
                     f"prompt ({prompt_tokens} tokens) + output ({budget} tokens in whole blocks) exceeds this "
                     f"model's context of {max_context} tokens; lower max new tokens or shorten the prompt"
@@ -191,3 +158,177 @@ def pin_problems(pins) -> list[str]:
         if not pin[1]:
             return [f"the pin at position {pin[0]} has an empty text: give the text to place there"]
     return []
+
+
+def layer_problems(layers) -> list[str]:
+    """What is wrong with `layers` ((layer, ...), "all" or None) before the model is known; [] when fine.
+    Layers past the model's depth are checked by the backend, which knows it."""
+    if layers is None or layers == LAYERS_ALL:
+        return []
+    if not (isinstance(layers, tuple) and layers and all(_is_int(i) and 0 <= i < MAX_LAYERS for i in layers)
+            and len(set(layers)) == len(layers)):
+        return [f"layers must be distinct layer numbers from 0, or {LAYERS_ALL!r} (got {layers!r})"]
+    return []
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value  # rejects NaN
+
+
+# ---- the knob table --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Knob:
+    """Everything about one `GenerationSettings` field but its value. Its type and whether it may be
+    None come from the field's annotation (`kind`, `optional`), so they are written once."""
+
+    name: str  # the field; also the app's API parameter and, with dashes, the CLI flag (unless `flag`)
+    label: str  # lower case, as in messages ("max new tokens"); the app's widget capitalizes it
+    help: str  # one line: the CLI's --help, the widget's info, docs/running.md's table
+    low: float | None = None  # the smallest value allowed (None: no check beyond the type)
+    high: float | None = None  # the largest value allowed
+    above_low: bool = False  # True: `low` itself is excluded (a bound of 0 nats accepts nothing)
+    unit: str = ""  # said after the range in messages ("nats")
+    text_check: Callable[[object], bool] | None = None  # a text knob's test of a value (the sampler's name)
+    shown_default: object = None  # the value a run uses when the model's config has none (docs; the widget
+    #                               before a model loads); None: the field's own default
+    samplers: tuple[str, ...] | None = None  # the samplers that read it; None: every sampler
+    every_backend: bool = False  # every backend reads it (`backends.base.COMMON_KNOBS`)
+    flag: str | None = None  # the CLI flag where it is not --name-with-dashes (kept for old command lines)
+    slider: tuple[float, float, float] | None = None  # the app shows (min, max, step) as a slider; None: a number box
+    in_app: bool = True  # False: the app has no widget for it (compiled: ZeroGPU forbids torch.compile)
+    hosted_cap: tuple[str, int] | None = None  # hosted mode caps it: (environment variable, default cap)
+    # A structured knob (pins, layers) is tested by `check` instead of a range; it and `own_flag` knobs get no
+    # generated CLI flag: the command that reads them parses its own (record's --pin, --layers, --no-shift).
+    check: Callable[[object], str | None] | None = None
+    own_flag: bool = False
+
+    @property
+    def kind(self) -> type:
+        """int, float, bool or str: from the field's annotation ("int | None" is int); object for a structured knob."""
+        return {"int": int, "float": float, "bool": bool, "str": str}.get(_annotation(self.name).split(" | ")[0], object)
+
+    @property
+    def generated_flag(self) -> bool:
+        """The CLI's flag for it comes from this table (not for structured or `own_flag` knobs)."""
+        return self.check is None and not self.own_flag
+
+    @property
+    def optional(self) -> bool:
+        """None is a value (the model decides)."""
+        return _annotation(self.name).endswith("| None")
+
+    @property
+    def default(self):
+        """The value a run uses when nobody sets it, as the docs and the widgets show it."""
+        return self.shown_default if self.shown_default is not None else _FIELDS[self.name].default
+
+    @property
+    def cli_flag(self) -> str:
+        return self.flag or "--" + self.name.replace("_", "-")
+
+    def read_by(self, sampler: str) -> bool:
+        return self.samplers is None or sampler in self.samplers
+
+    def problem(self, value) -> str | None:
+        """One line when `value` is not a value of this knob; None when it is."""
+        if self.check is not None:
+            return self.check(value)
+        if value is None and self.optional:
+            return None
+        if self.kind is bool:
+            return None if isinstance(value, bool) else f"{self.label} must be true or false (got {value!r})"
+        if self.kind is str:
+            fits = isinstance(value, str) and (self.text_check is None or self.text_check(value))
+            return None if fits else f"{self.label} must be a name such as {self.default!r} (got {value!r})"
+        whole = self.kind is int
+        fits = _is_int(value) if whole else _is_number(value)
+        if fits and self.low is not None:
+            fits = value > self.low if self.above_low else value >= self.low
+        if fits and self.high is not None:
+            fits = value <= self.high
+        return None if fits else f"{self.label} must be {self.range_text()} (got {value!r})"
+
+    def range_text(self) -> str:
+        """"a whole number from 1 to 8192", "a number above 0 and at most 1000 nats"."""
+        what = "a whole number" if self.kind is int else "a number"
+        low, high = _plain(self.low), _plain(self.high)
+        unit = f" {self.unit}" if self.unit else ""
+        if self.above_low:
+            return f"{what} above {low} and at most {high}{unit}"
+        return f"{what} from {low} to {high}{unit}"
+
+
+def _plain(number) -> str:
+    return str(int(number)) if float(number).is_integer() else str(number)
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(GenerationSettings)}
+
+
+def _annotation(name: str) -> str:
+    return str(_FIELDS[name].type)
+
+
+_SCHEDULE = (SAMPLER_ENTROPY_BOUND, SAMPLER_CONFIDENCE_THRESHOLD)  # the samplers with transformers' temperature schedule
+KNOBS: dict[str, Knob] = {knob.name: knob for knob in (
+    Knob("max_new_tokens", "max new tokens", "output budget; rounded up to whole 256-token blocks",
+         low=1, high=MAX_NEW_TOKENS_LIMIT, shown_default=DEFAULT_MAX_NEW_TOKENS, every_backend=True,
+         slider=(1, 2048, 1), hosted_cap=("DV_MAX_NEW_TOKENS", 1024)),
+    Knob("max_denoising_steps", "max denoising steps",
+         "step budget per block; a block stops early when its argmax is stable and its mean entropy is below 0.005 nats",
+         low=1, high=MAX_DENOISING_STEPS_LIMIT, shown_default=DEFAULT_MAX_DENOISING_STEPS, every_backend=True,
+         flag="--steps", slider=(1, 256, 1), hosted_cap=("DV_MAX_STEPS", 64)),
+    Knob("entropy_bound", "entropy bound",
+         "each step accepts the lowest-entropy positions while their summed entropy, minus the largest, stays within this many nats",
+         low=0, high=1000, above_low=True, unit="nats", shown_default=DEFAULT_ENTROPY_BOUND, samplers=(SAMPLER_ENTROPY_BOUND,)),
+    Knob("t_min", "t_min", "the temperature schedule's last step (linear from t_max at the first step)",
+         low=0, high=100, shown_default=DEFAULT_T_MIN, samplers=_SCHEDULE),
+    Knob("t_max", "t_max", "the temperature schedule's first step",
+         low=0, high=100, shown_default=DEFAULT_T_MAX, samplers=_SCHEDULE),
+    Knob("seed", "seed", "seeds every random draw of the run, canvas initialisation included",
+         low=0, high=MAX_SEED, every_backend=True),
+    Knob("sampler", "sampler", "how a step decides what it accepts; the model's samplers, each with its note",
+         shown_default=SAMPLER_ENTROPY_BOUND, text_check=is_sampler_name),
+    Knob("temperature", "temperature", "sampling temperature: 0 takes the argmax",
+         low=0, high=100, shown_default=1.0, slider=(0, 2, 0.05)),
+    Knob("compiled", "compiled", "static cache + torch.compile (CUDA graphs): faster after a first compile; "
+         "results differ from eager", in_app=False),
+    Knob("record_topk", "record top-k",
+         "candidates recorded per position and step (the token inspector); 0: none. Changes nothing the model does",
+         low=0, high=MAX_RECORD_TOPK, every_backend=True, flag="--topk", slider=(0, MAX_RECORD_TOPK, 1)),
+    Knob("thinking", "thinking channel",
+         "renders the chat template with enable_thinking (Gemma 4's thinking channel), where the template has it",
+         every_backend=True),
+    Knob("corrector_steps", "corrector steps",
+         "Gibbs corrector sweeps per early step, taken out of the step budget (0: plain ancestral DDIM)",
+         low=0, high=MAX_CORRECTOR_STEPS, shown_default=0, samplers=(SAMPLER_DISCRETE_DDIM,), slider=(0, MAX_CORRECTOR_STEPS, 1)),
+    Knob("corrector_k", "corrector k", "positions resampled per corrector sweep",
+         low=1, high=4096, shown_default=1, samplers=(SAMPLER_DISCRETE_DDIM,)),
+    Knob("refine_threshold", "refine threshold",
+         "a sample this probable commits at once, beyond the step's even share of the block",
+         low=0, high=1, above_low=True, shown_default=0.95, samplers=(SAMPLER_BLOCK_REFINEMENT,)),
+    Knob("editing_threshold", "editing threshold",
+         "a committed token is replaced by a different sample this probable; empty: never",
+         low=0, high=1, above_low=True, samplers=(SAMPLER_BLOCK_REFINEMENT,)),
+    Knob("pins", "pins", "tokens placed on the first canvas before the first step and kept accepted at every step "
+         "(record --pin POS=TEXT); the metrics leave pinned positions out", check=lambda v: _first(pin_problems(v)),
+         in_app=False),
+    Knob("layers", "layers", "decoder layers recorded every step: RMS of the output and the logit lens "
+         "(record --layers 0,9,19,29 or all)", check=lambda v: _first(layer_problems(v)), in_app=False),
+    Knob("record_shift", "record shift", "record the KL of each position's distribution from the previous step's "
+         "(--no-shift: off; keeps one step's float32 distribution per row on the device)", own_flag=True, in_app=False),
+)}
+
+
+def _first(problems: list[str]) -> str | None:
+    return problems[0] if problems else None
+
+
+def with_defaults(**configured) -> dict:
+    """The knobs a checkpoint's generation config gives, each left unset (None) replaced by the knob's
+    default: transformers' own rule (save_pretrained writes null for every knob a model leaves unset)."""
+    return {name: KNOBS[name].default if value is None else value for name, value in configured.items()}

@@ -1,8 +1,8 @@
 """The app's runs: the models every session shares, and one generation driven into a trace.
 
-    backend = MODELS.get(source)                          # loaded once for everyone
+    backend = MODELS.get(source, kind)                    # loaded once for everyone (kind: the backend, None: the model's own)
     trace = Trace(model=backend.info, prompt=prompt)
-    for batch in run_live(backend, source, prompt, settings, trace=trace, stop=session.stop):
+    for batch in run_live(backend, source, prompt, settings, trace=trace, stop=session.stop, kind=kind):
         ...                                               # the records appended to `trace` since the last batch
 
 Every run goes through `backends.run_records`, as the CLI's and the probe's do.  On ZeroGPU
@@ -10,17 +10,12 @@ hardware (SPACES_ZERO_GPU, set by the Space) the backend's run happens inside `s
 forked worker that inherits the model moved to CUDA at start-up (`preload_for_zero_gpu`), with
 arguments and batches of records travelling pickled.  That worker cannot see this process's stop
 event, so there Stop closes the worker's stream and the run ends here as cancelled, keeping every
-recorded step.  Import this module before anything imports torch: on ZeroGPU `spaces` comes first.
+recorded step.
 Under torchrun (a sharded model, `serve_only`) rank 0's runs go through its `backends.Leader`,
 which announces each to the other ranks and runs one at a time.
 """
 
 from __future__ import annotations
-
-try:  # ZeroGPU: `spaces` must be imported before torch (it prepares CUDA for the lent GPU)
-    import spaces
-except ImportError:
-    spaces = None
 
 import time
 from collections.abc import Iterator
@@ -29,9 +24,11 @@ from backends import run_records
 from backends.base import BackendError, run_end
 from backends.cache import LoadedModels
 from backends.known import on_zero_gpu
-from hosting import env_int
 from visualizer.records import FINISH_CANCELLED, BlockRecord, RunEnd
 from visualizer.trace import Trace
+
+from .hosting import env_int
+from .zero_gpu import on_gpu
 
 GPU_SECONDS_ENV = "DV_GPU_SECONDS"
 MODELS = LoadedModels(keep=2)  # every session's loaded models (module level: ZeroGPU's worker finds them here)
@@ -51,9 +48,9 @@ def sharded_problem() -> str | None:
     return LEADER.problem() if LEADER is not None else None
 
 
-def run_live(backend, source: str, prompt: str, settings, *, trace: Trace, stop) -> Iterator[list]:
+def run_live(backend, source: str, prompt: str, settings, *, trace: Trace, stop, kind: str | None = None) -> Iterator[list]:
     """Run one generation into `trace` (`backends.run_records`), yielding each batch of records
-    after appending it.  A bad request raises BackendError at the first batch, before anything is
+    after appending it; `backend` is `MODELS.get(source, kind)`.  A bad request raises BackendError at the first batch, before anything is
     appended; setting `stop` ends the run at the next step; closing the generator ends it too."""
     if settings.compiled:
         raise BackendError("torch.compile is off in the app (ZeroGPU forbids it).")
@@ -61,33 +58,25 @@ def run_live(backend, source: str, prompt: str, settings, *, trace: Trace, stop)
         return LEADER.run_records(prompt, settings, trace=trace, stop=stop)
     if on_zero_gpu():
         backend.check(prompt, settings)  # a bad request gets its message here, not from the GPU worker
-        backend = _OnZeroGPU(backend, source)
+        backend = _OnZeroGPU(backend, source, kind)
     return run_records(backend, prompt, settings, trace=trace, stop=stop)
 
 
-def on_gpu(duration: int):
-    """`spaces.GPU(duration=...)` where the `spaces` package is installed (it is a no-op itself off
-    ZeroGPU hardware); a plain pass-through elsewhere."""
-    if spaces is None:
-        return lambda fn: fn
-    return spaces.GPU(duration=duration)
-
-
 @on_gpu(duration=env_int(GPU_SECONDS_ENV, 120))
-def _generate_on_gpu(source: str, prompt: str, settings):
+def _generate_on_gpu(source: str, kind: str | None, prompt: str, settings):
     """The batches of one run, computed where the GPU is."""
-    yield from MODELS.get(source).generate_batches(prompt, settings)
+    yield from MODELS.get(source, kind).generate_batches(prompt, settings)
 
 
 class _OnZeroGPU:
     """A backend as `run_records` sees it, whose runs happen in ZeroGPU's worker."""
 
-    def __init__(self, backend, source: str):
-        self.backend, self.source = backend, source
+    def __init__(self, backend, source: str, kind: str | None):
+        self.backend, self.source, self.kind = backend, source, kind
 
     def generate_batches(self, prompt: str, settings, stop) -> Iterator[list]:
         started, blocks = time.perf_counter(), []
-        batches = _generate_on_gpu(self.source, prompt, settings)
+        batches = _generate_on_gpu(self.source, self.kind, prompt, settings)
         for batch in batches:
             yield batch
             blocks += [record.tokens for record in batch if isinstance(record, BlockRecord)]

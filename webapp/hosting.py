@@ -19,7 +19,6 @@ Policy only: running a generation (here or on ZeroGPU) is `app_run.py`'s job.
 
 from __future__ import annotations
 
-import inspect
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -37,6 +36,7 @@ from backends import (
 )
 from backends.known import on_zero_gpu
 from backends.lookup import source_problem
+from visualizer.settings import KNOBS
 from visualizer.states import frame_refs
 from visualizer.trace import Trace
 from visualizer.trace_format import MAX_TRACE_BYTES
@@ -65,10 +65,10 @@ def env_int(name: str, default: int) -> int:
 # ---- caps --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Limits:
-    """What one request may ask for; None is "no cap beyond the library's own limits"."""
+    """What one request may ask for; None (or a knob missing from `knob_caps`) is "no cap beyond the
+    library's own limits"."""
 
-    max_new_tokens: int | None = None
-    max_denoising_steps: int | None = None
+    knob_caps: dict[str, int] = field(default_factory=dict)  # the knob table's `hosted_cap`s (visualizer.settings)
     max_prompt_chars: int | None = None  # checked before the prompt is tokenized (a 1 MB prompt took 4.8 s to tokenize)
     max_upload_mb: int = MAX_TRACE_BYTES // 2**20  # Gradio refuses bigger uploads before reading them ("mb" is MiB there)
     max_export_frames: int | None = None
@@ -77,8 +77,7 @@ class Limits:
     def hosted(cls) -> "Limits":
         """The hosted caps, each changeable by the Space owner through an environment variable."""
         return cls(
-            max_new_tokens=env_int("DV_MAX_NEW_TOKENS", 1024),
-            max_denoising_steps=env_int("DV_MAX_STEPS", 64),
+            knob_caps={k.name: env_int(*k.hosted_cap) for k in KNOBS.values() if k.hosted_cap},
             max_prompt_chars=env_int("DV_MAX_PROMPT_CHARS", 8000),
             max_upload_mb=env_int("DV_MAX_UPLOAD_MB", 20),
             max_export_frames=env_int("DV_MAX_EXPORT_FRAMES", 600),
@@ -89,19 +88,16 @@ class Limits:
         """For `launch(max_file_size=...)`: Gradio's own upload limit."""
         return f"{self.max_upload_mb}mb"
 
-    def tokens_problem(self, max_new_tokens) -> str | None:
-        if self.max_new_tokens is not None and _number(max_new_tokens) > self.max_new_tokens:
-            return f"This server caps max new tokens at {self.max_new_tokens} (asked: {max_new_tokens})."
+    def knob_problem(self, name: str, value) -> str | None:
+        """One line when a knob's value is over this server's cap for it."""
+        cap = self.knob_caps.get(name)
+        if cap is not None and _number(value) > cap:
+            return f"This server caps {KNOBS[name].label} at {cap} (asked: {value})."
         return None
 
     def prompt_problem(self, prompt) -> str | None:
         if self.max_prompt_chars is not None and isinstance(prompt, str) and len(prompt) > self.max_prompt_chars:
             return f"This server takes prompts of up to {self.max_prompt_chars:,} characters (this one has {len(prompt):,})."
-        return None
-
-    def steps_problem(self, steps) -> str | None:
-        if self.max_denoising_steps is not None and _number(steps) > self.max_denoising_steps:
-            return f"This server caps denoising steps per block at {self.max_denoising_steps} (asked: {steps})."
         return None
 
     def export_problem(self, trace: Trace, blocks: tuple[int, ...] | None) -> str | None:
@@ -121,8 +117,7 @@ def hosted_note(limits: Limits) -> str:
     """One line under the app's title saying what this server allows."""
     caps = [
         (limits.max_prompt_chars, "prompts up to {:,} characters"),
-        (limits.max_new_tokens, "up to {} new tokens"),
-        (limits.max_denoising_steps, "{} denoising steps per block"),
+        *((cap, f"{KNOBS[name].label} up to {{}}") for name, cap in limits.knob_caps.items()),
         (limits.max_upload_mb, "trace uploads up to {} MB"),
         (limits.max_export_frames, "exports up to {} frames"),
     ]
@@ -218,34 +213,18 @@ class Hosting:
 
 
 # ---- checks before the model queue ----------------------------------------------------------------
-def generate_validator(hosting: Hosting, inputs: list, *, prompt, model, max_new_tokens, steps, session,
-                       register_session, loaded: Callable[[str], bool]):
-    """Gradio's event validator for the generate event: it runs outside the queue, with the same
-    inputs as the handler, and refuses a request before it can wait for the model.  It also
-    registers the session for release (`sessions.py`): an API client loads no page.
-
-    `inputs` is the event's input list; `prompt`, `model`, `max_new_tokens`, `steps` and `session` are the
-    components among them to check.  Gradio pairs each returned `gr.validate` with an input by
-    position and hands a `gr.Request` to a parameter annotated with it, so the validator's
-    signature is built to match: one positional parameter per input, then the request.
+def generate_validator(hosting: Hosting, knob_names: list[str], *, register_session, loaded: Callable[[str], bool]):
+    """Gradio's event validator for the generate event, whose inputs are (prompt, model, session)
+    and the knobs by name (`inputs_kwargs`, in `knob_names`' order): it runs outside the queue, with
+    the same inputs as the handler, and refuses a request before it can wait for the model.  It
+    also registers the session for release (`sessions.py`): an API client loads no page.
+    Gradio pairs each returned `gr.validate` with an input by position, the keyword inputs last.
     """
-    where = {name: inputs.index(component) for name, component in
-             (("prompt", prompt), ("model", model), ("tokens", max_new_tokens), ("steps", steps), ("session", session))}
 
-    def validate(*values):
-        *values, request = values
-        register_session(values[where["session"]], request)
-        problems = [None] * len(values)
-        problems[where["prompt"]] = hosting.limits.prompt_problem(values[where["prompt"]])
-        problems[where["model"]] = hosting.model_problem(values[where["model"]], loaded=loaded)
-        problems[where["tokens"]] = hosting.limits.tokens_problem(values[where["tokens"]])
-        problems[where["steps"]] = hosting.limits.steps_problem(values[where["steps"]])
+    def validate(prompt, model, session, request: gr.Request, **knobs):
+        register_session(session, request)
+        problems = [hosting.limits.prompt_problem(prompt), hosting.model_problem(model, loaded=loaded), None]
+        problems += [hosting.limits.knob_problem(name, knobs.get(name)) for name in knob_names]
         return [gr.validate(problem is None, problem or "") for problem in problems]
 
-    positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
-    validate.__signature__ = inspect.Signature(
-        [inspect.Parameter(f"input_{i}", positional) for i in range(len(inputs))]
-        + [inspect.Parameter("request", positional, annotation=gr.Request)]
-    )
-    validate.__annotations__ = {"request": gr.Request}
     return validate
