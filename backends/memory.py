@@ -14,20 +14,26 @@ during a run; an out-of-memory error says how many rows this estimate allows now
 from __future__ import annotations
 
 VOCAB_TENSORS_PER_ROW = 8  # measured ~7 (REFERENCE.md); one more for the capture's entropy and top-k
+# The shift (KL from the previous step, recorded by default) keeps one step's float32 distribution per row and
+# needs the step's log-probabilities beside it: the peak of 8 rows went from ~49 + 8 x 1.9 to 64.3 GiB with it
+# on one H100 (BENCHMARKS.md, "The probe runner after the overlap").
+SHIFT_TENSORS_PER_ROW = 2
 HEADROOM = 0.15  # share of free memory left unused
 MAX_AUTO_ROWS = 64  # beyond this a step is compute-bound: more rows add no throughput
 CPU_AUTO_ROWS = 8  # no GPU memory to measure: a batch that keeps a CPU busy without swapping
 
 
-def row_bytes(config, *, canvas: int) -> int:
+def row_bytes(config, *, canvas: int, shift: bool = True) -> int:
     """Estimated bytes one more row of a batch needs at this model shape: its vocabulary-sized
-    float32 tensors (the KV cache of a row, ~80 MB at the real shape, is left out: 4% of them)."""
+    float32 tensors, the shift's too when it is recorded (the KV cache of a row, ~80 MB at the real
+    shape, is left out: 4% of them)."""
     vocab = int(getattr(config, "text_config", config).vocab_size)
-    return VOCAB_TENSORS_PER_ROW * canvas * vocab * 4
+    return (VOCAB_TENSORS_PER_ROW + (SHIFT_TENSORS_PER_ROW if shift else 0)) * canvas * vocab * 4
 
 
-def rows_that_fit(backend) -> int | None:
-    """Rows of one batch the free memory of this process's GPU holds (at least 1); None without CUDA."""
+def rows_that_fit(backend, *, shift: bool = True) -> int | None:
+    """Rows of one batch the free memory of this process's GPU holds (at least 1); None without CUDA.
+    `shift`: the run records the step-to-step KL (`GenerationSettings.record_shift`)."""
     import torch
 
     model = getattr(backend, "model", None)  # a torch backend's model; MLX has no CUDA memory to read
@@ -35,5 +41,5 @@ def rows_that_fit(backend) -> int | None:
         return None
     torch.cuda.empty_cache()
     free, _total = torch.cuda.mem_get_info()
-    per_row = row_bytes(model.config, canvas=int(getattr(model.config, "canvas_length", 256)))
+    per_row = row_bytes(model.config, canvas=int(getattr(model.config, "canvas_length", 256)), shift=shift)
     return max(1, min(MAX_AUTO_ROWS, int(free * (1 - HEADROOM) // per_row)))
