@@ -232,10 +232,14 @@ class TransformersBackend(Backend):
             model.generate(input_ids, **kwargs)
 
     def model_inputs(self, rows_ids, settings: GenerationSettings, device) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """`batch_inputs` as this backend runs them: compiled, padded to a length bucket
-        (`compile_cache.bucket_length`), so a long run compiles a bounded number of graphs."""
-        pad_to = None  # a sharded model's followers run the prompt as it is (`follow`): no bucket there
-        if settings.compiled and self.info.pad_token_id is not None and self.parallel not in sharded.TORCHRUN_KINDS:
+        """`batch_inputs` as this backend runs them: a compiled batch of several rows is padded to a
+        length bucket (`compile_cache.bucket_length`), so a long probe run compiles a bounded number of
+        graphs. Not a batch of one: that is exactly the single-prompt run, bit for bit as plain
+        `generate` on its prompt (padding changes the numbers); nor a sharded model, whose followers run
+        the prompt as it is (`follow`)."""
+        pad_to = None
+        if (settings.compiled and len(rows_ids) > 1 and self.info.pad_token_id is not None
+                and self.parallel not in sharded.TORCHRUN_KINDS):
             pad_to = bucket_length(max(len(ids) for ids in rows_ids))
         return batch_inputs(rows_ids, self.info.pad_token_id, device, pad_to=pad_to)
 

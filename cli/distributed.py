@@ -43,7 +43,7 @@ from backends import sharded
 
 # A batch can take minutes at the real shape and ranks wait for the slowest at the end.
 _GROUP_TIMEOUT = timedelta(hours=12)
-# Test hook: "RANK:N" makes that rank kill itself (SIGKILL, no cleanup) after N batches, on
+# Test hook: "RANK:N" makes that rank kill itself (SIGKILL, no cleanup) once it generated N batches, on
 # torchrun's first attempt only, to test resuming after a killed worker.
 KILL_AFTER_ENV = "VISUALIZER_TEST_KILL_AFTER"
 
@@ -138,8 +138,9 @@ def run_plan(
     """Run a plan over every rank (module docstring); rank 0 returns `finish(plan)`, the others None.
 
     `prepare(world_size) -> (plan, todo)` runs on rank 0 only; a ProbeError-like exception there is
-    raised on every rank (rank 0 shows it).  `work(my_batches, after_batch)` calls `after_batch()`
-    after each batch it finishes.  `describe(batches)` names batches in a failure message.
+    raised on every rank (rank 0 shows it).  `work(my_batches, kill_hook)` calls `kill_hook()`
+    after each batch it generates (a test's hook: KILL_AFTER_ENV).  `describe(batches)` names
+    batches in a failure message.
     """
     problem = None
     plan = todo = None
@@ -171,7 +172,8 @@ def run_plan(
 
 
 def _kill_hook(rank: int) -> Callable[[], None]:
-    """After each batch: nothing, unless KILL_AFTER_ENV names this rank (a test of resuming)."""
+    """After each batch generated (before it is saved, so the batches after it are not on disk):
+    nothing, unless KILL_AFTER_ENV names this rank (a test of resuming)."""
     spec = os.environ.get(KILL_AFTER_ENV, "")
     if not spec or os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") != "0":
         return lambda: None

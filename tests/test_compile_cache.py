@@ -53,6 +53,8 @@ def test_the_backend_pads_compiled_runs_to_a_bucket_and_eager_ones_not():
     eager, _ = backend.model_inputs(rows, GenerationSettings(compiled=False), "cpu")
     assert eager.shape == (2, longest)
     assert torch.equal(compiled[:, -longest:], eager)  # the same rows, more pad on the left
+    one, no_mask = backend.model_inputs(rows[:1], GenerationSettings(compiled=True), "cpu")
+    assert one.shape == (1, len(rows[0])) and no_mask is None  # a batch of one is the single-prompt run, unpadded
 
 
 def test_the_cache_folder_is_one_per_build_and_shared_by_every_rank(tmp_path):

@@ -69,10 +69,11 @@ def test_two_processes_give_the_traces_and_tables_of_one(one_process, tmp_path):
 def test_a_killed_worker_is_restarted_and_redoes_only_unfinished_batches(one_process, tmp_path):
     reference, _ = one_process
     out = tmp_path / "probe"
-    # rank 1 kills itself (SIGKILL) after its first batch; torchrun restarts both workers once
+    # rank 1 kills itself (SIGKILL) once it generated its second batch (not saved: it is redone); torchrun restarts
+    # both workers once
     reports = tmp_path / "exit"
     reports.mkdir()
-    done = _probe(out, *single_host(2, "--max-restarts", "1"), VISUALIZER_TEST_KILL_AFTER="1:1",
+    done = _probe(out, *single_host(2, "--max-restarts", "1"), VISUALIZER_TEST_KILL_AFTER="1:2",
                   VISUALIZER_TEST_EXIT_REPORT=str(reports))
     assert done.returncode == 0, done.stderr
     assert "failed (exitcode: -9) local_rank: 1" in done.stderr  # torchrun saw rank 1 killed
