@@ -256,9 +256,15 @@ def test_a_layer_the_model_lacks_is_refused(random_backend):
     assert resolved.layers == tuple(range(random_backend.info.layers))
 
 
-def test_compiled_layers_cost_a_recompile_and_change_nothing(no_eos_backend):
+def test_compiled_layers_cost_a_recompile_and_change_nothing(no_eos_model_dir):
     """The compiled path (static cache, torch.compile): stock first, then a run with layers (the hooks are
-    guarded, so the decoder compiles once more and they run), then stock again on the graph without them."""
+    guarded, so the decoder compiles once more and they run), then stock again on the graph without them.
+    On a backend of its own: transformers keeps a model's compiled forward on the model, and the shared
+    session backend's was compiled by earlier tests (in the full suite the hooks then did not run: found,
+    not yet explained; see docs/layers-and-pins.md, Not done yet)."""
+    from backends.transformers_backend import TransformersBackend
+
+    no_eos_backend = TransformersBackend(str(no_eos_model_dir), device="cpu")
     settings = GenerationSettings(seed=7, max_new_tokens=256, max_denoising_steps=6, compiled=True)
     stock = _plain(no_eos_backend, settings)
     records = list(no_eos_backend.generate(PROMPT, settings.replace(layers=(0, 1))))
@@ -275,6 +281,7 @@ def test_compiled_layers_cost_a_recompile_and_change_nothing(no_eos_backend):
     (position, token), = first[0].pins
     assert all(s.accepted[position] and s.canvas[position] == token for s in first if isinstance(s, StepRecord))
     assert first[-1].sequence[position] == token
+    no_eos_backend.close()
 
 
 def test_backends_without_the_hooks_refuse_pins_and_layers_in_one_line(random_backend):
