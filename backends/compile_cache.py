@@ -1,6 +1,6 @@
 """Compiled runs: prompt lengths in a few buckets, one compile per host, a cache that trusts only its own build.
 
-    length = bucket_length(70)                   # 128: prompts are left-padded up to a bucket
+    length = bucket_length(70)                   # 256: prompts are left-padded up to a bucket
     folder = use_compile_cache()                 # TORCHINDUCTOR_CACHE_DIR, keyed by the torch build
     with first_compile(folder, shape_key(8, 128, 256)):
         model.generate(...)                      # the host's first process at this shape compiles it;
@@ -8,10 +8,12 @@
 
 **Buckets.** A compiled (`cache_implementation="static"`) generate specializes on the prompt
 length (the static cache is prompt + max_new_tokens long), so every new length could cost a
-compile.  Padded to BUCKETS (multiples of 64 up to 256, then powers of two), a run whose longest
-prompt is L tokens meets at most `len(buckets_up_to(L))` lengths: 4 for every prompt of the probe
-suite (all under 256 tokens), and `buckets × batch sizes` graphs in all, where a plan has at most
-two batch sizes (full batches and the one short batch its seeds end with).
+compile, and one compile at the real shape takes minutes (BENCHMARKS.md).  Padded to BUCKETS (one
+bucket up to 256 tokens, then powers of two), a run whose longest prompt is L tokens meets at most
+`len(buckets_up_to(L))` lengths: one for every prompt of the probe suite (all under 256 tokens), and
+`buckets × batch sizes` graphs in all, where a plan has at most two batch sizes (full batches and
+the one short batch its seeds end with; none when the batch size divides the generations). Finer
+buckets (64, 128, 192) would spare a step attention over at most 192 pad positions, at a compile each.
 
 **One compile per host.** Inductor's caches (FX graphs, AOT autograd, Triton kernels, autotuning)
 live in one folder per torch build (`cache_key`: torch, CUDA, Triton and Python versions), shared by
@@ -32,7 +34,7 @@ import os
 import platform
 from pathlib import Path
 
-BUCKETS = (64, 128, 192, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
+BUCKETS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 CACHE_ROOT_ENV = "DIFFUSIONGEMMA_COMPILE_CACHE"  # where the per-build folders go (default: ~/.cache/...)
 _DEFAULT_ROOT = Path.home() / ".cache" / "diffusiongemma-visualizer" / "inductor"
 

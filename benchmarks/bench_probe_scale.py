@@ -70,7 +70,8 @@ def probes_and_settings(args):
 
     per_regime = max(20, -(-args.items // (6 * args.seeds)) * 2 + 2)  # confirmatory half: enough prompts a regime
     probes = [p for p in probe_suite(per_regime=per_regime) if p.split == "confirmatory"]
-    settings = GenerationSettings(max_new_tokens=256, max_denoising_steps=args.steps, compiled=args.compiled)
+    settings = GenerationSettings(max_new_tokens=256, max_denoising_steps=args.steps, compiled=args.compiled,
+                                  record_shift=not getattr(args, "no_shift", False))
     return probes, settings
 
 
@@ -374,6 +375,7 @@ def main(argv=None) -> int:
     parser.add_argument("--vocab", type=int, default=262_144)
     parser.add_argument("--steps", type=int, default=48)
     parser.add_argument("--compiled", action="store_true")
+    parser.add_argument("--no-shift", action="store_true", help="record no KL shift (probe --no-shift)")
     parser.add_argument("--batch", default="8", help="rows a batch; single takes several, e.g. 8,12 (the capture is "
                         "timed at the fastest); slice one")
     parser.add_argument("--seeds", type=int, default=5)

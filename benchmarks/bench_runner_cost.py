@@ -46,14 +46,14 @@ def _plan_batches(backend, probes, settings, *, seeds: int, items: int, batch: i
 
 def capture_over_plan(backend, probes, settings, *, seeds: int, items: int, batch: int) -> float:
     """Seconds `record_batch` takes over the plan's batches, one after the other, nothing else running."""
-    from cli.probe_runner import _record_batch  # the runner's own call: a batch of one is record_trace
-    import threading
+    from backends.run import record_batch, record_trace
 
     total = 0.0
     for planned, rows in _plan_batches(backend, probes, settings, seeds=seeds, items=items, batch=batch):
+        prompts, seeded = [p.prompt for p in rows], settings.replace(seed=planned.seed)
         _sync()
-        started = time.perf_counter()
-        traces = _record_batch(backend, [p.prompt for p in rows], settings.replace(seed=planned.seed), threading.Event())
+        started = time.perf_counter()  # as the runner records a batch: a batch of one is record_trace
+        traces = [record_trace(backend, prompts[0], seeded)] if len(rows) == 1 else record_batch(backend, prompts, seeded)
         _sync()
         total += time.perf_counter() - started
         assert all(t.end.finish_reason in ("eos", "length") for t in traces), traces[0].end
@@ -107,7 +107,10 @@ def timeline(args) -> int:
     from backends.run import record_trace
 
     record_trace(backend, probes[0].prompt, settings.replace(max_denoising_steps=2))  # CUDA and cuBLAS warm-up
-    compile_s = warm_up_compiled(backend, probes, settings, [1, batch] if batch != 1 else [1])
+    compile_s = warm_up_compiled(backend, probes, settings, [batch])
+    import cli.probe_runner
+
+    cli.probe_runner.BATCHES_AHEAD = args.ahead  # the runner's own knob, to see what starting ahead costs
     plan = dict(seeds=args.seeds, items=args.items, batch=batch)
     timed_runner(backend, probes, settings, **plan, out=out / "untimed")  # pieces decoded, writer imports cached
     runs = {"stock": [], "capture": [], "runner": []}
@@ -125,7 +128,7 @@ def timeline(args) -> int:
     runner = {k: statistics.median(r[k] for r in runs["runner"]) for k in
               ("wall_s", "work_s", "start_s", "generate_s", "gaps_s", "tail_s", "largest_gap_s")}
     report = dict(device=torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu", torch=torch.__version__,
-                  path="compiled" if args.compiled else "eager", shift=not args.no_shift, compile_s=compile_s, **plan,
+                  path="compiled" if args.compiled else "eager", shift=not args.no_shift, ahead=args.ahead, compile_s=compile_s, **plan,
                   reps=args.reps, stock_s=stock, capture_s=capture, runner=runner, runs=runs,
                   capture_over_stock=capture / stock, runner_over_stock=runner["work_s"] / stock,
                   runner_over_capture=runner["work_s"] / capture,
@@ -135,7 +138,7 @@ def timeline(args) -> int:
     (out / "bench-runner-cost.json").write_text(json.dumps(report, indent=1))
     print(json.dumps({k: v for k, v in report.items() if k != "runs"}, indent=1))
     print(f"\n{report['device']}, {report['path']}, shift {'on' if report['shift'] else 'off'}, batch {batch}, "
-          f"{args.items} generations, median of {args.reps}")
+          f"{args.items} generations, {args.ahead} batch(es) started ahead, median of {args.reps}")
     print("| part | seconds | x stock |\n|---|---|---|")
     print(f"| stock generate over the batches | {stock:.2f} | 1.000 |")
     print(f"| capture (record_batch) over them | {capture:.2f} | {capture / stock:.3f} |")
@@ -182,6 +185,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--items", type=int, default=48)
     parser.add_argument("--reps", type=int, default=2)
+    parser.add_argument("--ahead", type=int, default=1, help="timeline: cli.probe_runner.BATCHES_AHEAD")
     args = parser.parse_args(argv)
     return {"timeline": timeline, "warm": warm}[args.mode](args)
 
