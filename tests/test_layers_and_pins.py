@@ -19,6 +19,7 @@ import torch
 from backends.base import BackendError
 from backends.capture import capture_steps
 from backends.layer_capture import LayerTaps, decoder_layers, lens_logits
+from tests.spies import spy_on_summaries
 from visualizer.records import BlockRecord, RunEnd, StepRecord
 from visualizer.settings import GenerationSettings
 from visualizer.trace import Trace
@@ -144,17 +145,73 @@ def test_rms_and_lens_equal_a_separate_forward_with_hidden_states(no_eos_backend
     assert np.all(block.lens_ranks[-1, -1][steps[-1].argmax == block.tokens] == 0)
 
 
+class _HeadIsIdentity:
+    """A stand-in model whose 'layer outputs' are already the head's raw logits: final norm and head are identities."""
+
+    def __init__(self, cap):
+        self.final_logit_softcapping = cap
+        self.lm_head = torch.nn.Identity()
+        self.model = type("Inner", (), {"decoder": type("Decoder", (), {"norm": torch.nn.Identity()})()})()
+
+
+def _raw_logits_with_ties(dtype, rows=64, vocab=3000):
+    """16-bit raw logits where the softcap makes ties the raw values do not have: in some rows several distinct
+    raw values past tanh's float32 saturation (about 9 x the cap) all cap to exactly the cap, the largest raw one
+    last, so the capped argmax (the first of them) is not the raw argmax; plus the ties 16-bit values have anyway."""
+    torch.manual_seed(0)
+    raw = (torch.randn(rows, vocab) * 6).to(dtype)
+    for row in range(0, rows, 2):
+        raw[row, [row + 5, row + 90, 2000 + row]] = torch.tensor([300.0, 400.0, 900.0 if dtype == torch.bfloat16 else 600.0], dtype=dtype)
+        raw[row, 2500 + row] = -500.0  # saturates at -cap too
+    return raw[None]  # (batch 1, rows as canvas positions, vocab)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+@pytest.mark.parametrize("cap", [30.0, None], ids=["softcap", "no-softcap"])
+def test_the_fast_lens_equals_the_reference_with_softcap_and_ties(dtype, cap):
+    """layer_summary and lens_ranks on a 16-bit head (`CapTable`: order taken on the raw logits) give exactly the
+    ids and ranks of the definition computed on float32 capped logits, ties included; probabilities to float16."""
+    from backends.layer_capture import cap_table, layer_summary, layer_summary_reference, lens_ranks, lens_ranks_reference
+
+    model = _HeadIsIdentity(cap)
+    raw = _raw_logits_with_ties(dtype)
+    assert cap_table(dtype, "cpu", cap) is not None  # the table is non-decreasing: the fast path ran
+    fast, reference = layer_summary(model, [raw, raw]), layer_summary_reference(model, [raw, raw])
+    assert torch.equal(fast[0], reference[0]) and torch.equal(fast[1], reference[1])
+    np.testing.assert_allclose(fast[2].float().numpy(), reference[2].float().numpy(), rtol=1e-3)
+    # committed tokens: the saturated ids, ordinary ones and ids whose raw value others share
+    tokens = torch.randint(0, raw.shape[-1], raw.shape[:2])
+    tokens[0, 0::2] = torch.arange(0, raw.shape[1], 2) + 90  # the middle of three saturated ties
+    tokens[0, 1::4] = raw[0, 1::4].float().argmin(-1)  # ranks near the vocabulary size
+    ranks = lens_ranks(model, [raw], tokens)
+    assert torch.equal(ranks, lens_ranks_reference(model, [raw], tokens))
+    if cap:  # the ties are real: on the raw logits the argmax and those ranks would differ
+        assert not torch.equal(raw[0].float().argmax(-1).to(torch.int32), reference[1][0, 0])
+        raw_ranks = (raw[0] > raw[0].gather(-1, tokens[0, :, None])).sum(-1)
+        assert not torch.equal(raw_ranks.to(torch.int32), ranks[0, 0])
+
+
+def test_the_fast_lens_equals_the_reference_on_a_bf16_model(random_backend):
+    """The same through the random model's own final norm, tied head and softcap, cast to bf16 (as on a GPU)."""
+    import copy
+
+    from backends.layer_capture import cap_table, layer_summary, layer_summary_reference, lens_ranks, lens_ranks_reference
+
+    model = copy.deepcopy(random_backend.model).to(torch.bfloat16)
+    assert model.final_logit_softcapping and cap_table(torch.bfloat16, "cpu", model.final_logit_softcapping) is not None
+    torch.manual_seed(1)
+    hiddens = [torch.randn(2, 256, model.config.text_config.hidden_size, dtype=torch.bfloat16) * s for s in (1, 40)]
+    fast, reference = layer_summary(model, hiddens), layer_summary_reference(model, hiddens)
+    assert torch.equal(fast[1], reference[1]) and torch.equal(fast[0], reference[0])
+    np.testing.assert_allclose(fast[2].float().numpy(), reference[2].float().numpy(), rtol=1e-3)
+    tokens = torch.randint(0, model.config.text_config.vocab_size, (2, 256))
+    assert torch.equal(lens_ranks(model, hiddens, tokens), lens_ranks_reference(model, hiddens, tokens))
+
+
 def test_recorded_shift_equals_a_float64_recomputation(random_backend, monkeypatch):
     import backends.capture as capture_module
 
-    seen = []
-    real = capture_module.summarize_logits
-
-    def spy(scores, k):
-        seen.append(scores.detach().clone())
-        return real(scores, k)
-
-    monkeypatch.setattr(capture_module, "summarize_logits", spy)
+    seen = spy_on_summaries(monkeypatch, capture_module)
     settings = GenerationSettings(seed=3, max_new_tokens=256, max_denoising_steps=6)
     steps = [r for r in random_backend.generate("Name three rivers.", settings) if isinstance(r, StepRecord)]
     assert len(steps) == len(seen) == 6
@@ -310,14 +367,7 @@ def test_diffusers_records_the_shift_of_the_distribution_it_summarizes(random_mo
     import backends.diffusers_capture as capture_module
     from backends.diffusers_backend import DiffusersBackend
 
-    seen = []
-    real = capture_module.summarize_logits
-
-    def spy(logits, k):
-        seen.append(logits.detach().clone())
-        return real(logits, k)
-
-    monkeypatch.setattr(capture_module, "summarize_logits", spy)
+    seen = spy_on_summaries(monkeypatch, capture_module)
     backend = DiffusersBackend(str(random_model_dir), device="cpu")
     settings = GenerationSettings(seed=2, max_new_tokens=256, max_denoising_steps=4)
     steps = [r for r in backend.generate("Name three rivers.", settings) if isinstance(r, StepRecord)]
