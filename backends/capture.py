@@ -73,10 +73,10 @@ class _LogitRecorder:
 
     def __call__(self, input_ids, scores, cur_step):  # LogitsProcessorList passes cur_step by name
         try:
-            self.summary = summarize_logits(scores, self.topk)
-            if self.shift:
+            self.summary = summarize_logits(scores, self.topk, log_partition=self.shift)
+            if self.shift:  # normalized with the summary's log sum exp: one more read of the logits, not three
                 first = self.previous is None
-                kl, self.previous = shift_nats(scores, self.previous)
+                kl, self.previous = shift_nats(scores, self.previous, log_partition=self.summary.log_partition)
                 self.kl = None if first else kl
         except Exception as exc:
             if not self.hold:

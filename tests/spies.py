@@ -12,9 +12,9 @@ def spy_on_summaries(monkeypatch, module) -> list:
     seen = []
     real = module.summarize_logits
 
-    def spy(logits, k):
+    def spy(logits, k, **options):
         seen.append(logits.detach().clone())
-        return real(logits, k)
+        return real(logits, k, **options)
 
     monkeypatch.setattr(module, "summarize_logits", spy)
     return seen
