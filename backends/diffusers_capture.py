@@ -53,7 +53,7 @@ import torch
 
 from .base import GenerationCancelled
 from .captured import CapturedBlock, CapturedStep, pad_after_eos
-from .layer_capture import LayerTaps, layer_summary, lens_ranks
+from .layer_capture import LayerTaps, guard_hooks, layer_summary, lens_ranks
 from .logit_summary import shift_nats, summarize_logits
 
 CALLBACK_TENSORS = ["canvas", "logits"]  # all the pipeline hands its callback (`_callback_tensor_inputs`)
@@ -225,6 +225,7 @@ def capture_pipeline(pipe, on_step: Callable[[CapturedStep], None], on_block: Ca
                      layers: tuple[int, ...] = (), pins: tuple[tuple[int, int], ...] = ()):
     """Install the scheduler wrap and the encoder hook (and the layer taps and the pins' model hook when asked)
     for the duration of the run; always undone."""
+    guard_hooks()  # in this thread, for a decoder the caller compiles (dynamo's config is thread-local: layer_capture)
     scheduler = pipe.scheduler
     if "step" in vars(scheduler):
         raise RuntimeError("capture_pipeline is already active on this scheduler")

@@ -20,12 +20,18 @@ Pitfalls of the libraries this works around:
 - transformers' `output_hidden_states` holds the embeddings, then layers 0..n-2, then the *final norm's*
   output in place of layer n-1's: a hook on the layer is the only place its own output is seen.
 - torch.compile guards no module hooks by default (`torch._dynamo.config.skip_nnmodule_hook_guards`):
-  a hook added after the decoder was compiled would silently never run. Importing this module turns the
-  guards on for the process (the guards are made when a function is compiled, so it has to happen before
-  the decoder's first compile: every backend imports this module), so on the compiled path adding the
-  hooks costs one recompile (cached for the next run with the same layers) and removing them falls back
-  to the stock graph. A decoder compiled before that (outside the project's backends) keeps unguarded
-  graphs: `LayerTaps.take` then says the hooks did not run, never records a wrong value.
+  a hook added after the decoder was compiled would silently never run. `guard_hooks()` turns the guards
+  on; the guards are made when a function is compiled, so it has to happen before the decoder's first
+  compile, *in the thread that compiles*: since torch 2.12 dynamo's config is thread-local (each setting
+  a ContextVar; pytorch/pytorch#186537), and a new thread starts from the defaults. Importing this module
+  sets it for the importing thread, and every capture sets it again in the thread it runs in
+  (`capture.capture_steps`, `diffusers_capture.capture_pipeline`: the backends generate on a worker
+  thread, where the decoder compiles). So on the compiled path adding the hooks costs one recompile
+  (cached for the next run with the same layers) and removing them falls back to the stock graph. A
+  decoder compiled without the guards (outside the project's captures) keeps unguarded graphs:
+  `LayerTaps.take` then says the hooks did not run, never records a wrong value. (Before the captures
+  set it, a compiled run with layers refused so on torch 2.13 whenever its decoder had first been
+  compiled by an earlier run on a worker thread: the order-dependent test failure once seen.)
 """
 
 from __future__ import annotations
@@ -40,9 +46,13 @@ def decoder_layers(model) -> list:
     return list(model.model.decoder.layers)
 
 
+HOOK_GUARDS = True  # False: torch's default, no hook guards (benchmarks/bench_layers.py --no-hook-guards measures them)
+
+
 def guard_hooks() -> None:
-    """Make torch.compile guard module hooks from now on (see the module docstring); idempotent."""
-    torch._dynamo.config.skip_nnmodule_hook_guards = False
+    """Make torch.compile guard module hooks from now on in the calling thread (as HOOK_GUARDS says; see the
+    module docstring: dynamo's config is thread-local since torch 2.12); idempotent."""
+    torch._dynamo.config.skip_nnmodule_hook_guards = not HOOK_GUARDS
 
 
 guard_hooks()
@@ -87,7 +97,8 @@ class LayerTaps:
         if missing:
             raise RuntimeError(
                 f"the hooks on decoder layer(s) {missing} did not run in this step's forward: a decoder compiled "
-                "before module hooks were guarded ignores them (import backends before compiling, or run eager)"
+                "without module-hook guards ignores them (layer_capture.guard_hooks() in the thread that compiles, before it "
+                "compiles; or run eager)"
             )
         taken = [self.outputs[i] for i in self.layers]
         self.outputs.clear()

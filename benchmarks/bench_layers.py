@@ -45,6 +45,7 @@ import time
 import numpy as np
 import torch
 
+from backends import layer_capture
 from backends.base import step_record
 from backends.capture import capture_steps
 from backends.layer_capture import (LayerTaps, guard_hooks, layer_summary, layer_summary_reference, lens_ranks,
@@ -196,11 +197,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     args.vocab = 3072
     variants = ("stock",) + tuple(v for v in VARIANTS[1:] if v in args.variants.split(","))
-    if args.no_hook_guards:  # importing the backends turned them on; before anything compiles, off again
-        torch._dynamo.config.skip_nnmodule_hook_guards = True
+    if args.no_hook_guards:  # importing the backends and every capture turn them on: off for the whole run
+        layer_capture.HOOK_GUARDS = False
         variants = tuple(v for v in variants if v not in ("captured+layers", "captured+both"))
-    else:
-        guard_hooks()  # as importing the backends does (said here, since the compiled figures depend on it)
+    guard_hooks()  # in this thread, as every capture does in its own (said here: the compiled figures depend on it)
     if args.dry_run:
         args.device, args.steps, args.reps, args.prompt_length = "cpu", 4, 1, 16
         args.paths = "eager" if args.paths == parser.get_default("paths") else args.paths

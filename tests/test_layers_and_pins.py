@@ -314,16 +314,21 @@ def test_a_layer_the_model_lacks_is_refused(random_backend):
 
 
 def test_compiled_layers_cost_a_recompile_and_change_nothing(no_eos_model_dir):
-    """The compiled path (static cache, torch.compile): stock first, then a run with layers (the hooks are
-    guarded, so the decoder compiles once more and they run), then stock again on the graph without them.
-    On a backend of its own: transformers keeps a model's compiled forward on the model, and the shared
-    session backend's was compiled by earlier tests (in the full suite the hooks then did not run: found,
-    not yet explained; see docs/layers-and-pins.md, Not done yet)."""
+    """The compiled path (static cache, torch.compile): a stock run through the backend first, which compiles the
+    decoder on the backend's worker thread; then a run with layers (the hooks are guarded, so the decoder compiles
+    once more and they run), then stock again on the graph without them.
+
+    On a backend of its own, so that the first compile is this test's, on a worker thread: dynamo's config is
+    thread-local since torch 2.12, and before every capture set the hook guard in its own thread, a decoder first
+    compiled there had no hook guards and the layers run refused ("the hooks ... did not run"); in the full suite
+    that happened whenever an earlier test had first compiled the shared backend's model on a worker thread."""
     from backends.transformers_backend import TransformersBackend
 
     no_eos_backend = TransformersBackend(str(no_eos_model_dir), device="cpu")
     settings = GenerationSettings(seed=7, max_new_tokens=256, max_denoising_steps=6, compiled=True)
+    first = list(no_eos_backend.generate(PROMPT, settings))  # compiles on the backend's worker thread
     stock = _plain(no_eos_backend, settings)
+    np.testing.assert_array_equal(first[-1].sequence, stock)
     records = list(no_eos_backend.generate(PROMPT, settings.replace(layers=(0, 1))))
     assert records[-1].error is None
     np.testing.assert_array_equal(records[-1].sequence, stock)
@@ -339,6 +344,21 @@ def test_compiled_layers_cost_a_recompile_and_change_nothing(no_eos_model_dir):
     assert all(s.accepted[position] and s.canvas[position] == token for s in first if isinstance(s, StepRecord))
     assert first[-1].sequence[position] == token
     no_eos_backend.close()
+
+
+def test_every_capture_guards_module_hooks_in_its_own_thread(random_backend):
+    """dynamo's config is thread-local since torch 2.12 (a new thread starts from torch's defaults, which guard no
+    hooks): the capture sets the guard in the thread that runs `generate`, before anything compiles there."""
+    seen = {}
+
+    def worker():
+        with capture_steps(random_backend.model, lambda s: None, lambda b: None):
+            seen["inside"] = torch._dynamo.config.skip_nnmodule_hook_guards
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join()
+    assert seen == {"inside": False}
 
 
 def test_backends_without_the_hooks_refuse_pins_and_layers_in_one_line(random_backend):
