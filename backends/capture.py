@@ -51,7 +51,7 @@ import torch
 
 from .base import BackendError, FailedInStep, GenerationCancelled
 from .captured import CapturedBlock, CapturedStep
-from .layer_capture import LayerTaps, layer_summary, lens_ranks, no_taps
+from .layer_capture import LayerTaps, guard_hooks, layer_summary, lens_ranks, no_taps
 from .logit_summary import LogitSummary, shift_nats, summarize_logits
 
 
@@ -73,10 +73,10 @@ class _LogitRecorder:
 
     def __call__(self, input_ids, scores, cur_step):  # LogitsProcessorList passes cur_step by name
         try:
-            self.summary = summarize_logits(scores, self.topk)
-            if self.shift:
+            self.summary = summarize_logits(scores, self.topk, log_partition=self.shift)
+            if self.shift:  # normalized with the summary's log sum exp: one more read of the logits, not three
                 first = self.previous is None
-                kl, self.previous = shift_nats(scores, self.previous)
+                kl, self.previous = shift_nats(scores, self.previous, log_partition=self.summary.log_partition)
                 self.kl = None if first else kl
         except Exception as exc:
             if not self.hold:
@@ -171,6 +171,9 @@ def capture_steps(
     stop, and this rank raises FailedInStep from the error there, or when `generate` returns if no
     vote came after it. Raised at once, it would leave the other ranks waiting in a collective this
     rank never joins."""
+    # In the thread that runs `generate` (a backend's worker), before anything compiles there: dynamo's config
+    # is thread-local since torch 2.12, so the import-time setting does not reach this thread (layer_capture).
+    guard_hooks()
     names = ("_prepare_logits_processor", "_prepare_denoiser_inputs", "_denoising_step", "_finalize_canvas")
     if any(name in vars(model) for name in names):
         raise BackendError(

@@ -71,7 +71,7 @@ SAMPLERS = (
 # Which scheduler reads which knob is the knob table's `samplers` (visualizer/settings.py): a trace records the
 # others as None, never a knob that did nothing.
 CAPABILITIES = Capabilities(
-    knobs=COMMON_KNOBS | {"sampler", "record_shift", "entropy_bound", "t_min", "t_max", "temperature", "corrector_steps",
+    knobs=COMMON_KNOBS | {"sampler", "record_shift", "pins", "layers", "entropy_bound", "t_min", "t_max", "temperature", "corrector_steps",
                           "corrector_k", "refine_threshold", "editing_threshold"},
     samplers=SAMPLERS,
     not_read={SAMPLER_ENTROPY_BOUND: frozenset({"temperature"})},  # EntropyBoundScheduler has its own t schedule
@@ -169,6 +169,8 @@ class DiffusersBackend(TransformersBackend):
             pad_id=self.info.pad_token_id,
             confidence_sampler=spec.name == SAMPLER_BLOCK_REFINEMENT,
             shift=bool(settings.record_shift),
+            layers=tuple(settings.layers or ()),
+            pins=self.pinned_ids(settings),
         ) as capture:
             out = pipe(prompt="", callback_on_step_end=capture.callback,
                        callback_on_step_end_tensor_inputs=CALLBACK_TENSORS, **self.call_kwargs(settings))

@@ -15,13 +15,27 @@ What each part of a record comes from, and why:
   pipeline has no block-end hook, but it encodes each committed canvas before the next block, so the
   encoder's input is exactly what the previous block committed; the last block is the tail of the
   returned sequences. The pad after the first EOS is added here, as transformers does.
+- `layers`: forward hooks on those decoder layers (`layer_capture.LayerTaps`, the transformers path's
+  own): the pipeline drives the same model, so the layers are read where the scheduler's step begins,
+  right after the step's predictor forward (DDIM's corrector sweeps run their own forwards after it),
+  and the lens ranks of the committed tokens when the block closes.
+- `pins` (the one intervention; without pins nothing of this is installed), in the first block: a
+  forward pre-hook on the model puts them into every decoder input (the first step's random canvas
+  included); the scheduler's step gets the pinned canvas and logits in which every other token of a
+  pinned position is -inf (so every scheduler samples the pin with probability 1, takes it as its argmax
+  and accepts or commits it, and self-conditions on that); and the callback hands the pipeline its canvas
+  with the pins on it, which the pipeline takes as the next step's canvas (`callback_outputs.pop("canvas")`):
+  DDIM's posterior and its corrector sweeps (left as they are: their leave-one-out logits are not made
+  for -inf) may move a pinned position, and it is put back before the step ends.
 
 The pipeline's private details this relies on (diffusers 0.42.1; tests/test_diffusers_backend.py
 checks each): the callback may ask for `canvas` and `logits` (`_callback_tensor_inputs`); the
 scheduler is called as `self.scheduler.step(..., return_dict=True)` once per step, before the
 callback, with the keyword arguments its signature names (so the wrap keeps the signature); each block starts with one call of `self.model.model.encoder(input_ids=...)` whose
 `input_ids` are the tokens not yet cached (the previous canvas after the first block); a block
-that converges early leaves its loop with a `break` after the callback.
+that converges early leaves its loop with a `break` after the callback; the decoder is called as
+`self.model(decoder_input_ids=canvas, ...)` (keywords only) and the canvas the callback returns
+is the next step's.
 
 Nothing here draws random numbers or writes to a tensor the pipeline reads, so a captured run is
 bit-identical to the stock pipeline with the same generator (tests/test_diffusers_backend.py).
@@ -39,6 +53,7 @@ import torch
 
 from .base import GenerationCancelled
 from .captured import CapturedBlock, CapturedStep, pad_after_eos
+from .layer_capture import LayerTaps, guard_hooks, layer_summary, lens_ranks
 from .logit_summary import shift_nats, summarize_logits
 
 CALLBACK_TENSORS = ["canvas", "logits"]  # all the pipeline hands its callback (`_callback_tensor_inputs`)
@@ -70,7 +85,7 @@ class PipelineCapture:
 
     def __init__(self, on_step, on_block, should_stop, *, topk: int, scaled_entropy: bool,
                  canvas_length: int, eos_ids: tuple[int, ...], pad_id: int | None, confidence_sampler: bool,
-                 shift: bool = False):
+                 shift: bool = False, model=None, pins: tuple[tuple[int, int], ...] = ()):
         self.on_step, self.on_block, self.should_stop = on_step, on_block, should_stop
         self.shift = shift  # the KL of each position's distribution from the previous step's (logit_summary.shift_nats)
         self.previous: torch.Tensor | None = None  # the previous step's log p (one float32 distribution a row)
@@ -83,6 +98,37 @@ class PipelineCapture:
         self.accepted: torch.Tensor | None = None  # the previous step's set (block refinement accumulates)
         self.last_canvas: np.ndarray | None = None
         self.clock = time.perf_counter()
+        self.model = model  # the pipeline's model: its head reads the layers (layer_capture)
+        self.taps: LayerTaps | None = None  # set by capture_pipeline when layers are recorded
+        self.inside: dict = {}  # the step's layer RMS and lens, read at the scheduler's step
+        self.kept: list[list[torch.Tensor]] = []  # the block's layer outputs per step, for the lens ranks
+        self.pins = pins
+        self.pinned_logits: torch.Tensor | None = None  # the step's logits with the pins held (what the scheduler saw)
+
+    # ---- pins (the first block only) ---------------------------------------------------------------
+    def _pinning(self) -> bool:
+        return bool(self.pins) and self.block == 0
+
+    def pin_canvas(self, canvas: torch.Tensor) -> torch.Tensor:
+        """The canvas with the pinned tokens on it (a copy: the pipeline's tensor is never written)."""
+        where = torch.tensor([p for p, _ in self.pins], device=canvas.device)
+        pinned = canvas.clone()
+        pinned[:, where] = torch.tensor([t for _, t in self.pins], device=canvas.device, dtype=canvas.dtype)
+        return pinned
+
+    def pin_logits(self, logits: torch.Tensor) -> torch.Tensor:
+        """At each pinned position every logit but the pinned token's is -inf (a copy)."""
+        rows = torch.full((len(self.pins), logits.shape[-1]), float("-inf"), dtype=logits.dtype, device=logits.device)
+        rows[torch.arange(len(self.pins)), torch.tensor([t for _, t in self.pins])] = 0.0
+        pinned = logits.clone()
+        pinned[:, torch.tensor([p for p, _ in self.pins], device=logits.device)] = rows
+        return pinned
+
+    def decoder_inputs(self, module, args, kwargs):
+        """Model pre-hook (installed only with pins): every decoder input of the first block holds the pins."""
+        if self._pinning() and kwargs.get("decoder_input_ids") is not None:
+            return args, {**kwargs, "decoder_input_ids": self.pin_canvas(kwargs["decoder_input_ids"])}
+        return None
 
     def _check_stop(self) -> None:
         if self.should_stop is not None and self.should_stop():
@@ -95,10 +141,18 @@ class PipelineCapture:
         if self.block >= 0:
             self._close_block(kwargs["input_ids"][:, -self.canvas_length:])
         self.block, self.steps, self.accepted, self.previous = self.block + 1, 0, None, None
+        self.kept.clear()
         self.clock = time.perf_counter()
 
     def scheduler_step(self, original, *args, **kwargs):
         self._check_stop()
+        if self.taps is not None:  # the step's predictor forward has just run (the corrector's come after)
+            hiddens = self.taps.take()
+            self.inside = dict(zip(("layer_rms", "lens_ids", "lens_probs"), layer_summary(self.model, hiddens)))
+            self.kept.append([h.clone() for h in hiddens])  # a cudagraph-compiled decoder reuses its outputs
+        if self._pinning():
+            kwargs["model_output"] = self.pinned_logits = self.pin_logits(kwargs["model_output"])
+            kwargs["sample"] = self.pin_canvas(kwargs["sample"])
         self.out = original(*args, **kwargs)
         return self.out
 
@@ -106,16 +160,20 @@ class PipelineCapture:
         """`callback_on_step_end`: one StepRecord's worth, copied; returns nothing to change. A step is one
         predictor step, with any corrector sweeps that followed it (the canvas is the one after them)."""
         out, canvas = self.out, tensors["canvas"]
+        returned = {}
+        if self._pinning():  # the pipeline takes this canvas as the next step's
+            canvas = returned["canvas"] = self.pin_canvas(canvas)
         # The scheduler's step count after the pipeline's set_timesteps: the predictor steps, fewer than
         # num_inference_steps when DDIM's corrector sweeps take their share of the budget.
         self.num_steps = int(pipe.scheduler.num_inference_steps)
         self.accepted = accepted_set(out, canvas, self.accepted)
-        logits = out.pred_logits if self.scaled_entropy else tensors["logits"]
-        summary = summarize_logits(logits, self.topk)
+        raw = self.pinned_logits if self._pinning() else tensors["logits"]  # what the scheduler sampled from
+        logits = out.pred_logits if self.scaled_entropy else raw
+        summary = summarize_logits(logits, self.topk, log_partition=self.shift)
         kl = None
-        if self.shift:  # of the distribution the summary describes; none at a block's first step
+        if self.shift:  # of the distribution the summary describes (normalized with its log sum exp); none at a block's first step
             first = self.previous is None
-            kl, self.previous = shift_nats(logits, self.previous)
+            kl, self.previous = shift_nats(logits, self.previous, log_partition=summary.log_partition)
             kl = None if first else kl
         step = CapturedStep(
             block=self.block,
@@ -130,12 +188,15 @@ class PipelineCapture:
             topk_probs=_host(summary.topk_probs),
             sample_probability=_host(out.sampled_probs).astype(np.float32) if self.confidence_sampler else None,
             kl_nats=None if kl is None else _host(kl).astype(np.float32, copy=False),
+            layer_rms=_host(self.inside.get("layer_rms")),
+            lens_top_ids=_host(self.inside.get("lens_ids")),
+            lens_top_probs=_host(self.inside.get("lens_probs")),
         )
         now = time.perf_counter()
         step.wall_time_s, self.clock = now - self.clock, now  # since the previous step ended: the forward included
         self.steps, self.last_canvas = step_idx + 1, step.canvas
         self.on_step(step)
-        return {}
+        return returned
 
     def finish(self, sequences: torch.Tensor) -> None:
         """The pipeline returned: its last canvas is the last block."""
@@ -148,32 +209,46 @@ class PipelineCapture:
         # the last step). A block converging at its last step on a canvas equal to its argmax reads as
         # out of steps: the pipeline does not say.
         converged = self.steps < self.num_steps or not np.array_equal(_host(committed), self.last_canvas)
-        self.on_block(CapturedBlock(block=self.block, tokens=tokens, steps_used=self.steps, converged=converged))
+        ranks = None
+        if self.kept:  # (steps, layers, canvas): each layer's lens rank of the tokens the block recorded
+            recorded = torch.from_numpy(tokens.astype(np.int64))[None].to(self.kept[0][0].device)
+            ranks = torch.stack([lens_ranks(self.model, hiddens, recorded)[0] for hiddens in self.kept]).cpu().numpy()
+            self.kept.clear()
+        self.on_block(CapturedBlock(block=self.block, tokens=tokens, steps_used=self.steps, converged=converged,
+                                    lens_ranks=ranks))
 
 
 @contextlib.contextmanager
 def capture_pipeline(pipe, on_step: Callable[[CapturedStep], None], on_block: Callable[[CapturedBlock], None],
                      should_stop: Callable[[], bool] | None = None, *, topk: int, scaled_entropy: bool,
-                     eos_ids: tuple[int, ...], pad_id: int | None, confidence_sampler: bool = False, shift: bool = False):
-    """Install the scheduler wrap and the encoder hook for the duration of the block; always undone."""
+                     eos_ids: tuple[int, ...], pad_id: int | None, confidence_sampler: bool = False, shift: bool = False,
+                     layers: tuple[int, ...] = (), pins: tuple[tuple[int, int], ...] = ()):
+    """Install the scheduler wrap and the encoder hook (and the layer taps and the pins' model hook when asked)
+    for the duration of the run; always undone."""
+    guard_hooks()  # in this thread, for a decoder the caller compiles (dynamo's config is thread-local: layer_capture)
     scheduler = pipe.scheduler
     if "step" in vars(scheduler):
         raise RuntimeError("capture_pipeline is already active on this scheduler")
     capture = PipelineCapture(
         on_step, on_block, should_stop, topk=topk, scaled_entropy=scaled_entropy,
         canvas_length=int(pipe.model.config.canvas_length), eos_ids=eos_ids, pad_id=pad_id,
-        confidence_sampler=confidence_sampler, shift=shift,
+        confidence_sampler=confidence_sampler, shift=shift, model=pipe.model, pins=tuple(pins),
     )
     original = scheduler.step
-    handle = None
+    handles = []
     try:
         # functools.wraps: the pipeline passes `generator` and `temperature` only to a step whose signature
         # names them (inspect.signature follows __wrapped__); a bare (*args, **kwargs) would drop them.
         scheduler.step = functools.wraps(original)(lambda *args, **kwargs: capture.scheduler_step(original, *args, **kwargs))
-        handle = pipe.model.model.encoder.register_forward_pre_hook(capture.block_starts, with_kwargs=True)
-        yield capture
+        handles.append(pipe.model.model.encoder.register_forward_pre_hook(capture.block_starts, with_kwargs=True))
+        if pins:
+            handles.append(pipe.model.register_forward_pre_hook(capture.decoder_inputs, with_kwargs=True))
+        with (LayerTaps(pipe.model, layers) if layers else contextlib.nullcontext()) as taps:
+            capture.taps = taps
+            yield capture
     finally:
-        capture.previous = None  # the kept distribution, freed with the run
+        capture.previous = capture.taps = None  # the kept distribution, freed with the run
+        capture.kept.clear()  # and the layer outputs
         vars(scheduler).pop("step", None)
-        if handle is not None:
+        for handle in handles:
             handle.remove()

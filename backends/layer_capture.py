@@ -20,12 +20,18 @@ Pitfalls of the libraries this works around:
 - transformers' `output_hidden_states` holds the embeddings, then layers 0..n-2, then the *final norm's*
   output in place of layer n-1's: a hook on the layer is the only place its own output is seen.
 - torch.compile guards no module hooks by default (`torch._dynamo.config.skip_nnmodule_hook_guards`):
-  a hook added after the decoder was compiled would silently never run. Importing this module turns the
-  guards on for the process (the guards are made when a function is compiled, so it has to happen before
-  the decoder's first compile: every backend imports this module), so on the compiled path adding the
-  hooks costs one recompile (cached for the next run with the same layers) and removing them falls back
-  to the stock graph. A decoder compiled before that (outside the project's backends) keeps unguarded
-  graphs: `LayerTaps.take` then says the hooks did not run, never records a wrong value.
+  a hook added after the decoder was compiled would silently never run. `guard_hooks()` turns the guards
+  on; the guards are made when a function is compiled, so it has to happen before the decoder's first
+  compile, *in the thread that compiles*: since torch 2.12 dynamo's config is thread-local (each setting
+  a ContextVar; pytorch/pytorch#186537), and a new thread starts from the defaults. Importing this module
+  sets it for the importing thread, and every capture sets it again in the thread it runs in
+  (`capture.capture_steps`, `diffusers_capture.capture_pipeline`: the backends generate on a worker
+  thread, where the decoder compiles). So on the compiled path adding the hooks costs one recompile
+  (cached for the next run with the same layers) and removing them falls back to the stock graph. A
+  decoder compiled without the guards (outside the project's captures) keeps unguarded graphs:
+  `LayerTaps.take` then says the hooks did not run, never records a wrong value. (Before the captures
+  set it, a compiled run with layers refused so on torch 2.13 whenever its decoder had first been
+  compiled by an earlier run on a worker thread: the order-dependent test failure once seen.)
 """
 
 from __future__ import annotations
@@ -40,9 +46,13 @@ def decoder_layers(model) -> list:
     return list(model.model.decoder.layers)
 
 
+HOOK_GUARDS = True  # False: torch's default, no hook guards (benchmarks/bench_layers.py --no-hook-guards measures them)
+
+
 def guard_hooks() -> None:
-    """Make torch.compile guard module hooks from now on (see the module docstring); idempotent."""
-    torch._dynamo.config.skip_nnmodule_hook_guards = False
+    """Make torch.compile guard module hooks from now on in the calling thread (as HOOK_GUARDS says; see the
+    module docstring: dynamo's config is thread-local since torch 2.12); idempotent."""
+    torch._dynamo.config.skip_nnmodule_hook_guards = not HOOK_GUARDS
 
 
 guard_hooks()
@@ -87,7 +97,8 @@ class LayerTaps:
         if missing:
             raise RuntimeError(
                 f"the hooks on decoder layer(s) {missing} did not run in this step's forward: a decoder compiled "
-                "before module hooks were guarded ignores them (import backends before compiling, or run eager)"
+                "without module-hook guards ignores them (layer_capture.guard_hooks() in the thread that compiles, before it "
+                "compiles; or run eager)"
             )
         taken = [self.outputs[i] for i in self.layers]
         self.outputs.clear()
@@ -103,41 +114,175 @@ class LayerTaps:
         self.close()
 
 
+def head_logits(model, hidden: torch.Tensor) -> torch.Tensor:
+    """The tied head's raw output on a layer output (after the final norm), in the head's dtype (bf16 on a GPU)."""
+    return model.lm_head(model.model.decoder.norm(hidden))
+
+
+def softcap(logits: torch.Tensor, cap: float | None) -> torch.Tensor:
+    """The model's final logit softcap on float32 logits, written as `DiffusionGemmaForBlockDiffusion.forward` does."""
+    return torch.tanh(logits / cap) * cap if cap else logits
+
+
 def lens_logits(model, hidden: torch.Tensor) -> torch.Tensor:
-    """The model's own readout of a layer output: final norm, tied head, float32, final softcap."""
-    logits = model.lm_head(model.model.decoder.norm(hidden)).to(torch.float32)
-    cap = getattr(model, "final_logit_softcapping", None)
-    if cap:
-        logits = torch.tanh(logits / cap) * cap
-    return logits
+    """The model's own readout of a layer output: final norm, tied head, float32, final softcap (the definition)."""
+    return softcap(head_logits(model, hidden).to(torch.float32), getattr(model, "final_logit_softcapping", None))
+
+
+# ---- the plain reference: the definition, one float32 vocabulary-sized tensor at a time --------------------------
+@torch.no_grad()
+def layer_summary_reference(model, hiddens: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """What `layer_summary` returns, computed on the float32 capped logits themselves (slow at a large vocabulary)."""
+    rms, ids, probs = [], [], []
+    for hidden in hiddens:
+        where, prob = _summary_of_capped(lens_logits(model, hidden))
+        rms.append(_rms(hidden))
+        ids.append(where.to(torch.int32))
+        probs.append(prob)
+    return torch.stack(rms, 1), torch.stack(ids, 1), torch.stack(probs, 1)
+
+
+@torch.no_grad()
+def lens_ranks_reference(model, hiddens: list[torch.Tensor], tokens: torch.Tensor) -> torch.Tensor:
+    """What `lens_ranks` returns, counted on the float32 capped logits themselves."""
+    index = tokens[..., None].to(torch.int64)
+    return torch.stack([_ranks_of_capped(lens_logits(model, hidden), index) for hidden in hiddens], 1)
+
+
+def _summary_of_capped(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(top id, its probability as float16) of float32 capped logits: the definition."""
+    best, where = logits.max(dim=-1)  # the first id among equal maxima
+    return where, (1.0 / torch.exp(logits - best[..., None]).sum(dim=-1)).to(torch.float16)
+
+
+def _ranks_of_capped(logits: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    return (logits > logits.gather(-1, index)).sum(dim=-1).to(torch.int32)
+
+
+def _rms(hidden: torch.Tensor) -> torch.Tensor:
+    return hidden.float().pow(2).mean(dim=-1).sqrt()
+
+
+# ---- the fast path: order on the head's 16-bit output, through a table of the softcap ----------------------------
+class CapTable:
+    """The softcap of every 16-bit value, sorted by value: order questions about capped logits, answered on raw ones.
+
+    The head's output on a GPU is bf16: a capped logit is a function of one of 65,536 values, computed here once
+    with the very ops of `lens_logits` on the same device (an elementwise op gives a value the same result wherever
+    it sits in a tensor). Where that function is non-decreasing (checked here, not assumed: a float32 tanh is not
+    promised monotonic), "capped above c(t)" is "raw above hi(t)", the largest raw value whose capped value equals
+    c(t): so the top id and the rank are exact on the raw logits, ties included. Ties are the point: tanh
+    flattens, and distinct raw values near saturation round to one capped float32 value (the definition's argmax
+    is then the first of them, not the raw argmax; its rank counts neither).
+    """
+
+    def __init__(self, dtype: torch.dtype, device, cap: float | None):
+        every = torch.arange(-(2**15), 2**15, dtype=torch.int32, device=device).to(torch.int16).view(dtype)
+        capped = softcap(every.to(torch.float32), cap)  # all 65,536 at once: the same kernel path as the lens
+        keep = ~torch.isnan(every)
+        values, capped = every[keep].to(torch.float32), capped[keep]
+        order = torch.argsort(values, stable=True)
+        self.values, self.capped = values[order], capped[order]  # (n,) float32 each, values ascending
+        self.monotonic = bool((self.capped[1:] >= self.capped[:-1]).all())
+
+    def capped_of(self, raw: torch.Tensor) -> torch.Tensor:
+        """The capped value of raw 16-bit values (looked up: every non-NaN value is in the table)."""
+        return self.capped[torch.searchsorted(self.values, raw.to(torch.float32))]
+
+    def lowest_equal(self, raw: torch.Tensor) -> torch.Tensor:
+        """The smallest raw value whose capped value equals raw's, in raw's dtype."""
+        return self.values[torch.searchsorted(self.capped, self.capped_of(raw))].to(raw.dtype)
+
+    def highest_equal(self, raw: torch.Tensor) -> torch.Tensor:
+        """The largest raw value whose capped value equals raw's, in raw's dtype."""
+        return self.values[torch.searchsorted(self.capped, self.capped_of(raw), right=True) - 1].to(raw.dtype)
+
+
+_tables: dict = {}
+
+
+def cap_table(dtype: torch.dtype, device, cap: float | None) -> CapTable | None:
+    """The table for the head's dtype, or None where the fast path does not apply (float32 logits, or a softcap
+    that is not non-decreasing in that dtype: then the reference runs)."""
+    if dtype not in (torch.bfloat16, torch.float16):
+        return None
+    key = (dtype, torch.device(device), cap)
+    if key not in _tables:
+        _tables[key] = CapTable(dtype, device, cap)
+    table = _tables[key]
+    return table if table.monotonic else None
+
+
+def _partition(raw: torch.Tensor, cap: float | None, top: torch.Tensor) -> torch.Tensor:
+    """sum over the vocabulary of exp(capped - top): 1 / the top token's probability. Read once, fused when compiled."""
+    return torch.exp(softcap(raw.to(torch.float32), cap) - top[..., None]).sum(dim=-1)
+
+
+_compiled_partition = None
+
+
+def partition(raw: torch.Tensor, cap: float | None, top: torch.Tensor) -> torch.Tensor:
+    """`_partition`, compiled on CUDA (Inductor fuses the cast, softcap, exp and sum into one read of the bf16
+    logits: no float32 vocabulary-sized tensor), eager elsewhere. It feeds a float16 probability only: Inductor's
+    rounding (a division by the cap may become a product) moves it by float32 ulps, never the ids or ranks."""
+    global _compiled_partition
+    if not raw.is_cuda:
+        return _partition(raw, cap, top)
+    if _compiled_partition is None:
+        _compiled_partition = torch.compile(_partition, dynamic=False)
+    return _compiled_partition(raw, cap, top)
+
+
+def _cap_of(model) -> float | None:
+    return getattr(model, "final_logit_softcapping", None)
 
 
 @torch.no_grad()
 def layer_summary(model, hiddens: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(RMS float32, lens top id int32, lens top probability float16), each (batch, layers, canvas).
 
-    One layer's lens logits (batch x canvas x vocab float32) exist at a time."""
+    Equal to `layer_summary_reference` (ids exactly, probabilities to float16 rounding); where the head's
+    output is 16-bit (a GPU), computed on it through `CapTable` with no float32 vocabulary-sized tensor:
+    the raw max, a comparison with the first raw value capped equal to it, and one fused pass for the sum."""
+    cap = _cap_of(model)
     rms, ids, probs = [], [], []
     for hidden in hiddens:
-        rms.append(hidden.float().pow(2).mean(dim=-1).sqrt())
-        logits = lens_logits(model, hidden)
-        best, where = logits.max(dim=-1)
-        probs.append((1.0 / torch.exp(logits - best[..., None]).sum(dim=-1)).to(torch.float16))
+        raw = head_logits(model, hidden)
+        table = cap_table(raw.dtype, raw.device, cap)
+        if table is None:  # float32 logits (a CPU model): the definition itself
+            where, prob = _summary_of_capped(softcap(raw.to(torch.float32), cap))
+        else:
+            peak = raw.amax(dim=-1)
+            # the definition's argmax is the first id whose capped value is the maximum: the first raw value at
+            # or above the lowest raw value capped to the maximum (uint8: argmax takes no bool)
+            first = raw >= table.lowest_equal(peak)[..., None]
+            where = first.view(torch.uint8).argmax(dim=-1)
+            prob = (1.0 / partition(raw, cap, table.capped_of(peak))).to(torch.float16)
+        rms.append(_rms(hidden))
         ids.append(where.to(torch.int32))
-        del logits
+        probs.append(prob)
+        del raw
     return torch.stack(rms, 1), torch.stack(ids, 1), torch.stack(probs, 1)
 
 
 @torch.no_grad()
 def lens_ranks(model, hiddens: list[torch.Tensor], tokens: torch.Tensor) -> torch.Tensor:
     """(batch, layers, canvas) int32: how many tokens each layer's lens ranks strictly above `tokens`
-    ((batch, canvas), the committed ones); 0 means the lens's top token is the committed one."""
+    ((batch, canvas), the committed ones); 0 means the lens's top token is the committed one.
+
+    Equal to `lens_ranks_reference`; on a 16-bit head's output one comparison with the largest raw value
+    capped equal to the token's (`CapTable`) and a count."""
+    cap = _cap_of(model)
+    index = tokens[..., None].to(torch.int64)
     ranks = []
     for hidden in hiddens:
-        logits = lens_logits(model, hidden)
-        mine = logits.gather(-1, tokens[..., None].to(torch.int64))
-        ranks.append((logits > mine).sum(dim=-1).to(torch.int32))
-        del logits
+        raw = head_logits(model, hidden)
+        table = cap_table(raw.dtype, raw.device, cap)
+        if table is None:
+            ranks.append(_ranks_of_capped(softcap(raw.to(torch.float32), cap), index))
+        else:  # capped above the token's is raw above the largest raw value capped equal to it
+            ranks.append((raw > table.highest_equal(raw.gather(-1, index))).sum(dim=-1).to(torch.int32))
+        del raw
     return torch.stack(ranks, 1)
 
 

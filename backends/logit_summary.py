@@ -40,6 +40,7 @@ class LogitSummary(NamedTuple):
     entropy: torch.Tensor  # (batch, canvas) float32, nats
     topk_ids: torch.Tensor | None  # (batch, canvas, k) int32, most probable first; None when k == 0
     topk_probs: torch.Tensor | None  # (batch, canvas, k) float16
+    log_partition: torch.Tensor | None = None  # (batch, canvas) float32 log sum exp, when asked: the shift's normalizer
 
 
 def entropy_nats(logits: torch.Tensor) -> torch.Tensor:
@@ -75,20 +76,24 @@ def top_k(logits: torch.Tensor, k: int, *, two_stage: bool = True) -> tuple[torc
     return best, torch.gather(ids, -1, where)
 
 
-def _summarize(logits: torch.Tensor, k: int, two_stage: bool = True) -> LogitSummary:
+def _summarize(logits: torch.Tensor, k: int, two_stage: bool = True, log_partition: bool = False) -> LogitSummary:
     x = logits.float()
     peak, total, entropy = _entropy_parts(x)
+    lse = peak[..., 0] + total.log() if log_partition else None
     if k == 0:
-        return LogitSummary(entropy, None, None)
+        return LogitSummary(entropy, None, None, lse)
     values, ids = top_k(x, k, two_stage=two_stage)
     probs = (values - peak).exp() / total[..., None]
-    return LogitSummary(entropy, ids.to(torch.int32), probs.to(torch.float16))
+    return LogitSummary(entropy, ids.to(torch.int32), probs.to(torch.float16), lse)
 
 
-def _shift(logits: torch.Tensor, previous: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-    """(KL(p || q) per position in nats, log p) for p = softmax(logits), q = exp(previous); KL is 0 without q."""
+def _shift(logits: torch.Tensor, previous: torch.Tensor | None,
+           log_partition: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(KL(p || q) per position in nats, log p) for p = softmax(logits), q = exp(previous); KL is 0 without q.
+    `log_partition` (the summary's log sum exp of the same logits) spares the two reads that compute it."""
     x = logits.float()
-    logp = x - torch.logsumexp(x, dim=-1, keepdim=True)
+    lse = torch.logsumexp(x, dim=-1) if log_partition is None else log_partition
+    logp = x - lse[..., None]
     if previous is None:
         return torch.zeros(x.shape[:-1], device=x.device), logp
     p = logp.exp()
@@ -101,22 +106,24 @@ def _shift(logits: torch.Tensor, previous: torch.Tensor | None) -> tuple[torch.T
 _compiled_shift = None
 
 
-def shift_nats(logits: torch.Tensor, previous: torch.Tensor | None, *, compiled: bool | None = None):
+def shift_nats(logits: torch.Tensor, previous: torch.Tensor | None, *, log_partition: torch.Tensor | None = None,
+               compiled: bool | None = None):
     """The step-to-step shift: (KL(p_t || p_t-1) of every position in float32 nats, log p_t to keep for the next step).
 
     `previous` is the log p of the step before (what this returned last), None at a block's first
     step. The kept log p is one float32 distribution per position: batch x canvas x vocab x 4 bytes
     (256 MiB a row at the real 256 x 262,144). Compiled on CUDA (Inductor fuses the passes) whatever
-    the summary path, the Triton one included: the kernels there read the logits for entropy and top-k,
-    this reads them once more with the previous step's log p."""
+    the summary path, the Triton one included. Given `log_partition` (`summarize_logits(...,
+    log_partition=True)`: the entropy's own max and sum, no extra read), this is one pass: read the
+    logits and the previous log p, write log p, sum the KL; without it, two more reads for the log sum exp."""
     global _compiled_shift
     if compiled is None:
         compiled = logits.is_cuda
     if not compiled:
-        return _shift(logits, previous)
+        return _shift(logits, previous, log_partition)
     if _compiled_shift is None:
         _compiled_shift = torch.compile(_shift, dynamic=False)
-    return _compiled_shift(logits, previous)
+    return _compiled_shift(logits, previous, log_partition)
 
 
 _compiled_summarize = None
@@ -124,7 +131,7 @@ _triton_summarize = None  # logit_summary_triton.summarize_triton once imported 
 _triton_state = "untried"  # "untried", "ok", or "off" (not installed, or its first launch failed)
 
 
-def _try_triton(logits: torch.Tensor, k: int) -> LogitSummary | None:
+def _try_triton(logits: torch.Tensor, k: int, log_partition: bool = False) -> LogitSummary | None:
     """The Triton summary, or None where it is not to be used: no Triton, or its first launch failed.
 
     Only the first launch is guarded (an old Triton or an unsupported GPU fails while compiling):
@@ -134,11 +141,11 @@ def _try_triton(logits: torch.Tensor, k: int) -> LogitSummary | None:
     if _triton_state == "off":
         return None
     if _triton_state == "ok":
-        return LogitSummary(*_triton_summarize(logits, k))
+        return LogitSummary(*_triton_summarize(logits, k, log_partition=log_partition))
     try:
         from .logit_summary_triton import summarize_triton
 
-        summary = LogitSummary(*summarize_triton(logits, k))
+        summary = LogitSummary(*summarize_triton(logits, k, log_partition=log_partition))
     except Exception as error:  # noqa: BLE001 - any failure to import or compile means "use the fallback"
         _triton_state = "off"
         warnings.warn(f"Triton logit summary unavailable ({type(error).__name__}: {error}); using torch.compile",
@@ -160,18 +167,20 @@ def summary_path(logits: torch.Tensor, k: int, compiled: bool | None = None) -> 
     return "compiled"
 
 
-def summarize_logits(logits: torch.Tensor, k: int, *, compiled: bool | None = None) -> LogitSummary:
-    """Entropy and top-k of the processed logits; `compiled` defaults to "on CUDA" (see the module docstring)."""
+def summarize_logits(logits: torch.Tensor, k: int, *, compiled: bool | None = None,
+                     log_partition: bool = False) -> LogitSummary:
+    """Entropy and top-k of the processed logits; `compiled` defaults to "on CUDA" (see the module docstring).
+    `log_partition` also keeps each row's log sum exp, from the entropy's own max and sum (for `shift_nats`)."""
     global _compiled_summarize
     path = summary_path(logits, k, compiled)
     if path == "eager":
-        return _summarize(logits, k)
+        return _summarize(logits, k, log_partition=log_partition)
     if path == "triton":
-        summary = _try_triton(logits, k)
+        summary = _try_triton(logits, k, log_partition)
         if summary is not None:
             return summary
     if _compiled_summarize is None:
         # Default mode, not "reduce-overhead": CUDA-graph outputs would be overwritten at the next
         # replay, and these are read after the step. Shapes are fixed for a run, so no dynamic shapes.
         _compiled_summarize = torch.compile(_summarize, dynamic=False)
-    return _compiled_summarize(logits, k)
+    return _compiled_summarize(logits, k, log_partition=log_partition)

@@ -130,8 +130,8 @@ def _slice_kernel(
 @triton.jit
 def _combine_kernel(
     peak_ptr, total_ptr, moment_ptr, cand_ptr,
-    entropy_ptr, ids_ptr, probs_ptr, parts,
-    K: tl.constexpr, KP: tl.constexpr, PARTS: tl.constexpr,
+    entropy_ptr, ids_ptr, probs_ptr, lse_ptr, parts,
+    K: tl.constexpr, KP: tl.constexpr, PARTS: tl.constexpr, LSE: tl.constexpr,
 ):
     row = tl.program_id(0)
     part = tl.arange(0, PARTS)
@@ -146,6 +146,8 @@ def _combine_kernel(
     total = tl.sum(scales * totals, axis=0)
     moment = tl.sum(scales * (moments + moved), axis=0)
     tl.store(entropy_ptr + row, tl.log(total) - moment / total)
+    if LSE:  # log sum exp of the row, for the shift (logit_summary.shift_nats): no second read of the logits for it
+        tl.store(lse_ptr + row, shift_to + tl.log(total))
 
     if K > 0:
         slots = tl.arange(0, KP)
@@ -172,10 +174,11 @@ def launch_plan(vocab: int, *, block: int = BLOCK, slices: int = SLICES) -> tupl
 
 def summarize_into(
     x: torch.Tensor, k: int, entropy: torch.Tensor, ids: torch.Tensor | None, probs: torch.Tensor | None,
-    *, block: int = BLOCK, slices: int = SLICES, num_warps: int = NUM_WARPS,
+    *, log_partition: torch.Tensor | None = None, block: int = BLOCK, slices: int = SLICES, num_warps: int = NUM_WARPS,
 ):
     """Write the summary of (rows, vocab) logits x into given outputs: (rows,) float32 entropy,
-    (rows, k) int32 ids and float16 probabilities (None when k == 0). Reads x only.
+    (rows, k) int32 ids and float16 probabilities (None when k == 0), and where given the (rows,) float32
+    log sum exp of each row. Reads x only.
 
     Returns the launched slice kernel (its `n_regs` and `n_spills` on a GPU; None in the interpreter)."""
     rows, vocab = x.shape
@@ -190,17 +193,19 @@ def summarize_into(
     )
     _combine_kernel[(rows,)](
         peak, total, moment, cands, entropy,
-        ids if k else entropy, probs if k else entropy, parts,
-        K=k, KP=kp, PARTS=parts_p, num_warps=4 if parts_p * kp >= 512 else 1,
+        ids if k else entropy, probs if k else entropy, entropy if log_partition is None else log_partition, parts,
+        K=k, KP=kp, PARTS=parts_p, LSE=log_partition is not None, num_warps=4 if parts_p * kp >= 512 else 1,
     )
     return launched
 
 
 def summarize_triton(
-    logits: torch.Tensor, k: int, *, block: int = BLOCK, slices: int = SLICES, num_warps: int = NUM_WARPS,
-) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    logits: torch.Tensor, k: int, *, log_partition: bool = False, block: int = BLOCK, slices: int = SLICES,
+    num_warps: int = NUM_WARPS,
+) -> tuple:
     """(entropy, top-k ids, their probabilities) of logits (..., vocab): (...) float32, (..., k) int32 and
-    float16 (None when k == 0), as `logit_summary._summarize` gives them (see the module docstring)."""
+    float16 (None when k == 0), as `logit_summary._summarize` gives them (see the module docstring);
+    with `log_partition`, a fourth: the (...) float32 log sum exp of each row."""
     *lead, vocab = logits.shape
     if not 0 <= k <= min(MAX_TOPK, vocab):
         raise ValueError(f"k must be in 0..{min(MAX_TOPK, vocab)} here, got {k}")
@@ -211,8 +216,8 @@ def summarize_triton(
     entropy = torch.empty(rows, dtype=torch.float32, device=x.device)
     ids = torch.empty(rows, k, dtype=torch.int32, device=x.device) if k else None
     probs = torch.empty(rows, k, dtype=torch.float16, device=x.device) if k else None
+    lse = torch.empty(rows, dtype=torch.float32, device=x.device) if log_partition else None
     if rows:
-        summarize_into(x, k, entropy, ids, probs, block=block, slices=slices, num_warps=num_warps)
-    if not k:
-        return entropy.reshape(lead), None, None
-    return entropy.reshape(lead), ids.reshape(*lead, k), probs.reshape(*lead, k)
+        summarize_into(x, k, entropy, ids, probs, log_partition=lse, block=block, slices=slices, num_warps=num_warps)
+    summary = (entropy.reshape(lead), None, None) if not k else (entropy.reshape(lead), ids.reshape(*lead, k), probs.reshape(*lead, k))
+    return summary + (lse.reshape(lead),) if log_partition else summary

@@ -1,13 +1,17 @@
 """What looking inside the network costs per step: per-layer capture with the logit lens, and the shift (KL).
 
-    python -m benchmarks.bench_layers                                  # the real 26B shape, random bf16 weights, one GPU
-    python -m benchmarks.bench_layers --paths compiled --reps 5 --layers 0,9,19,29
+    python -m benchmarks.bench_layers --paths eager --reps 5           # the real 26B shape, random bf16 weights, one GPU
+    python -m benchmarks.bench_layers --paths compiled --reps 3        # static cache + torch.compile (compiles twice)
     python -m benchmarks.bench_layers --paths compiled --no-hook-guards   # what guarding module hooks costs (compare stock)
     python -m benchmarks.bench_layers --dry-run                        # a tiny model on the CPU (CI runs this)
 
 The model is built at the published shape exactly as `bench_capture_fullshape.py` builds it (meta device,
-tied, one allocation per distinct tensor, random bf16 weights; 25.4 B parameters, ~47.5 GiB). For each path
-(eager; static cache + torch.compile) it times, in one process and alternating `--reps` times:
+tied, one allocation per distinct tensor, random bf16 weights; 25.4 B parameters, ~47.5 GiB). First, the
+lens itself: the layer outputs of one real step (hooks on the recorded layers during a short stock run)
+go through `layer_summary` and `lens_ranks` and through their plain references (float32 capped logits,
+the definition), which must agree (ids and ranks exactly, probabilities to float16), each timed per
+layer-step with CUDA events. Then for each path (eager; static cache + torch.compile) it times, in one
+process and alternating `--reps` times:
 
     stock             plain `model.generate`
     captured          the project's capture as recorded by default before issue 44 (entropy, top-5), no shift
@@ -16,16 +20,18 @@ tied, one allocation per distinct tensor, random bf16 weights; 25.4 B parameters
     captured+both     layers and shift together
 
 checks that every variant gives the stock sequence bit for bit first, and prints the median ms per step
-with min-max, the ratio to stock's median (same run), peak GPU memory, and the trace bytes per step each
-variant writes (JSON, as `Trace.save` writes it; a block's lens ranks counted per step). Random weights
-never converge early, so every block runs all its steps.
+with min-max, the ratios to stock's and to captured's medians (same run), peak GPU memory, and the trace
+bytes per step each variant writes (JSON, as `Trace.save` writes it; a block's lens ranks counted per step).
+Random weights never converge early, so every block runs all its steps.
 
-On the compiled path every variant (stock included) runs with module hooks guarded
-(`layer_capture.guard_hooks`, set when the backends are imported): the run that adds the layer hooks
-compiles the decoder once more (the first call of captured+layers in the warm-up: its time is printed)
-and later runs with the same layers reuse it; the guard's own cost is inside every compiled figure. To see it,
-run once more with `--no-hook-guards` (torch's default: no +layers variants then) on the same warm machine and
-compare the two stock rows.
+Compiling is reported apart from the steady step: each variant's first run (the checked one) against its
+median timed run. On the compiled path the first stock run compiles the decoder; with module hooks guarded
+(`layer_capture.guard_hooks`, set when the backends are imported) the first captured+layers run compiles
+it once more (the hooks are part of the graph), and later runs with the same layers reuse that graph;
+the guard's own cost is inside every compiled figure. To see it, run once more with `--no-hook-guards`
+(torch's default: no +layers variants then) on the same warm machine and compare the two stock rows.
+The memory the shift keeps (one float32 distribution a row) is printed as computed and as measured
+(captured+shift's peak minus captured's).
 """
 
 from __future__ import annotations
@@ -35,14 +41,15 @@ import contextlib
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
+from backends import layer_capture
 from backends.base import step_record
 from backends.capture import capture_steps
-from backends.layer_capture import guard_hooks
+from backends.layer_capture import (LayerTaps, guard_hooks, layer_summary, layer_summary_reference, lens_ranks,
+                                    lens_ranks_reference)
 from visualizer.records import ModelInfo, RunStart, frozen_array
 from visualizer.trace import Trace
 
@@ -129,10 +136,54 @@ def trace_bytes_per_step(model, result: dict, layers: tuple, shift: bool) -> flo
     return (size(n) - size(0) + ranks) / max(n, 1)
 
 
+def check_lens(model, prompt, layers: tuple, device: str) -> bool:
+    """The fast lens against its plain reference on one real step's layer outputs; prints both timings."""
+    with LayerTaps(model, layers) as taps:  # a short eager stock run: the taps keep its last step's outputs
+        torch.manual_seed(0)
+        model.generate(prompt, max_new_tokens=256, max_denoising_steps=2)
+        hiddens = taps.take()
+    tokens = torch.randint(0, model.config.text_config.vocab_size, hiddens[0].shape[:2], device=hiddens[0].device)
+    timed = {}
+    for name, work in (("layer_summary", lambda: layer_summary(model, hiddens)),
+                       ("layer_summary_reference", lambda: layer_summary_reference(model, hiddens)),
+                       ("lens_ranks", lambda: lens_ranks(model, hiddens, tokens)),
+                       ("lens_ranks_reference", lambda: lens_ranks_reference(model, hiddens, tokens))):
+        result = work()  # the first call compiles the fused sum (CUDA) and builds the softcap table
+        times = []
+        for _ in range(3 if device.startswith("cuda") else 1):
+            started = time.perf_counter()
+            if device.startswith("cuda"):
+                begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                begin.record()
+                result = work()
+                end.record()
+                torch.cuda.synchronize()
+                times.append(begin.elapsed_time(end))
+            else:
+                result = work()
+                times.append((time.perf_counter() - started) * 1e3)
+        timed[name] = (result, statistics.median(times) / len(hiddens))
+    fast, ref = timed["layer_summary"][0], timed["layer_summary_reference"][0]
+    same_ids = torch.equal(fast[1], ref[1]) and torch.equal(fast[0], ref[0])
+    prob_gap = (fast[2].float() - ref[2].float()).abs().max().item()
+    same_ranks = torch.equal(timed["lens_ranks"][0], timed["lens_ranks_reference"][0])
+    head = model.lm_head.weight.dtype  # bf16 on a GPU: the fast path; float32 (the CPU dry run): the reference itself
+    print(f"lens ({head} head) on one real step's outputs of layers {layers}: top ids equal to the reference: {same_ids}, "
+          f"ranks equal: {same_ranks}, largest probability gap {prob_gap:.2e} (float16)")
+    print("| lens (per layer and step) | fast ms | reference ms | reference / fast |")
+    print("|---|---|---|---|")
+    for what in ("layer_summary", "lens_ranks"):
+        quick, slow = timed[what][1], timed[what + "_reference"][1]
+        print(f"| {what} | {quick:.3f} | {slow:.3f} | {slow / quick:.1f} |")
+    print(flush=True)
+    return same_ids and same_ranks and prob_gap <= 1e-3
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--paths", default="eager,compiled")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="which of them (stock always runs)")
     parser.add_argument("--prompt-length", type=int, default=64)
     parser.add_argument("--reps", type=int, default=5, help="timed runs of each variant, alternating")
     parser.add_argument("--layers", default="0,9,19,29", help="the recorded layers of the +layers variants")
@@ -145,12 +196,11 @@ def main(argv=None) -> int:
                         help="the project's tiny test model on the CPU, 4 steps, 1 repetition, eager: checks the script end to end")
     args = parser.parse_args(argv)
     args.vocab = 3072
-    variants = VARIANTS
-    if args.no_hook_guards:  # importing the backends turned them on; before anything compiles, off again
-        torch._dynamo.config.skip_nnmodule_hook_guards = True
-        variants = tuple(v for v in VARIANTS if v not in ("captured+layers", "captured+both"))
-    else:
-        guard_hooks()  # as importing the backends does (said here, since the compiled figures depend on it)
+    variants = ("stock",) + tuple(v for v in VARIANTS[1:] if v in args.variants.split(","))
+    if args.no_hook_guards:  # importing the backends and every capture turn them on: off for the whole run
+        layer_capture.HOOK_GUARDS = False
+        variants = tuple(v for v in variants if v not in ("captured+layers", "captured+both"))
+    guard_hooks()  # in this thread, as every capture does in its own (said here: the compiled figures depend on it)
     if args.dry_run:
         args.device, args.steps, args.reps, args.prompt_length = "cpu", 4, 1, 16
         args.paths = "eager" if args.paths == parser.get_default("paths") else args.paths
@@ -164,43 +214,66 @@ def main(argv=None) -> int:
     layers = tuple(i for i in (int(x) for x in args.layers.split(",")) if i < n_layers)
     layers = (0, n_layers - 1) if args.dry_run else layers or (n_layers - 1,)
     vocab = model.config.text_config.vocab_size
+    canvas = model.config.canvas_length
+    shift_bytes = canvas * vocab * 4  # the shift keeps one float32 log-distribution per row (logit_summary.shift_nats)
     print(f"built {what}: {params / 1e9:.3f} B distinct parameters, {n_layers} layers, in {time.perf_counter() - started:.1f} s; "
-          f"recording layers {layers}; the shift keeps {256 * vocab * 4 / 2**20:.0f} MiB a row", flush=True)
-    rows, identical = [], True
+          f"recording layers {layers}", flush=True)
+    prompt = torch.randint(107, vocab, (1, args.prompt_length), generator=torch.Generator().manual_seed(1)).to(args.device)
+    lens_ok = check_lens(model, prompt, layers, args.device) if not args.no_hook_guards else True
+    rows, firsts, identical = [], [], True
     for path in args.paths.split(","):
         compiled = path == "compiled"
-        prompt = torch.randint(107, vocab, (1, args.prompt_length), generator=torch.Generator().manual_seed(1)).to(args.device)
         common = dict(compiled=compiled, device=args.device, layers=layers, steps=args.steps)
+        warm = time.perf_counter()
         reference = run(model, prompt, seed=11, variant="stock", **common)
-        checked = {}
+        checked = {"stock": reference}
+        first_seconds = {"stock": time.perf_counter() - warm}
         for variant in variants[1:]:
             warm = time.perf_counter()
             checked[variant] = run(model, prompt, seed=11, variant=variant, **common)
+            first_seconds[variant] = time.perf_counter() - warm
             same = torch.equal(reference["sequences"], checked[variant]["sequences"])
             identical &= same
-            print(f"{path}: {variant} identical to stock: {same} (first run {time.perf_counter() - warm:.1f} s)", flush=True)
+            print(f"{path}: {variant} identical to stock: {same} (first run {first_seconds[variant]:.1f} s)", flush=True)
         runs = {v: [] for v in variants}
         for rep in range(args.reps):
             for variant in variants if rep % 2 == 0 else variants[::-1]:  # alternate: drift hits every variant alike
                 runs[variant].append(run(model, prompt, seed=rep, variant=variant, **common))
-        stock = statistics.median(r["seconds"] for r in runs["stock"]) / args.steps * 1e3
+        median_of = {v: statistics.median(r["seconds"] for r in runs[v]) for v in variants}
+        stock = median_of["stock"] / args.steps * 1e3
+        captured = median_of.get("captured", float("nan")) / args.steps * 1e3
         for variant in variants:
             per_step = [r["seconds"] / args.steps * 1e3 for r in runs[variant]]
             median = statistics.median(per_step)
             has_layers, has_shift = variant in ("captured+layers", "captured+both"), variant in ("captured+shift", "captured+both")
             nbytes = trace_bytes_per_step(model, checked[variant], layers if has_layers else (), has_shift) if variant != "stock" else 0
-            rows.append((path, variant, median, min(per_step), max(per_step), median / stock,
+            rows.append((path, variant, median, min(per_step), max(per_step), median / stock, median / captured,
                          max(r["peak"] for r in runs[variant]), nbytes))
-    print(f"\n{what}, {name}, prompt {args.prompt_length}, canvas 256, {args.steps} steps, {args.reps} alternating repetitions, "
-          f"layers {','.join(map(str, layers))}, top-{TOPK} candidates in every captured variant\n")
-    print("| path | variant | ms/step median (min-max) | ratio to stock | peak GiB | trace bytes/step |")
-    print("|---|---|---|---|---|---|")
-    for path, variant, median, low, high, ratio, peak, nbytes in rows:
-        print(f"| {path} | {variant} | {median:.2f} ({low:.2f}-{high:.2f}) | {ratio:.3f} | {peak:.1f} | "
+            firsts.append((path, variant, first_seconds[variant], median_of[variant]))
+    print(f"\n{what}, {name}, prompt {args.prompt_length}, canvas {canvas}, {args.steps} steps, {args.reps} alternating "
+          f"repetitions, layers {','.join(map(str, layers))}, top-{TOPK} candidates in every captured variant\n")
+    print("| path | variant | ms/step median (min-max) | x stock | x captured | peak GiB | trace bytes/step |")
+    print("|---|---|---|---|---|---|---|")
+    for path, variant, median, low, high, ratio, to_captured, peak, nbytes in rows:
+        print(f"| {path} | {variant} | {median:.2f} ({low:.2f}-{high:.2f}) | {ratio:.3f} | "
+              f"{'–' if variant == 'stock' else f'{to_captured:.3f}'} | {peak:.1f} | "
               f"{'–' if variant == 'stock' else f'{nbytes:,.0f}'} |")
+    print("\nCompiling, apart from the steady step: each variant's first run (in this order: stock compiles the graph, "
+          "captured+layers recompiles it with the hooks on the compiled path) against its median timed run")
+    print("| path | variant | first run s | steady run s | first minus steady s |")
+    print("|---|---|---|---|---|")
+    for path, variant, first, steady in firsts:
+        print(f"| {path} | {variant} | {first:.1f} | {steady:.2f} | {first - steady:.1f} |")
+    peaks = {(r[0], r[1]): r[7] for r in rows}
+    for path in args.paths.split(","):
+        if (path, "captured+shift") in peaks and (path, "captured") in peaks:
+            measured = peaks[(path, "captured+shift")] - peaks[(path, "captured")]
+            print(f"\n{path}: the shift keeps {shift_bytes / 2**20:.0f} MiB a row (canvas {canvas} x vocabulary {vocab:,} x 4 bytes)"
+                  + ("" if measured != measured else f"; peak with it {measured:+.2f} GiB against captured"))
     print(f"module-hook guards: {'off (torch default)' if args.no_hook_guards else 'on (as the backends run)'}")
+    print(f"the fast lens equal to its reference: {lens_ok}")
     print(f"\nall captured runs bit-identical to stock: {identical}")
-    return 0 if identical else 1
+    return 0 if identical and lens_ok else 1
 
 
 if __name__ == "__main__":

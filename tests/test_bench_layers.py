@@ -11,9 +11,14 @@ def test_bench_layers_dry_run(capsys):
     assert bench_layers.main(["--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "all captured runs bit-identical to stock: True" in out
-    rows = [line for line in out.splitlines() if line.startswith("| eager |")]
+    table = out.split("| path | variant | ms/step")[1].split("\n\n")[0]  # the steady-step table
+    rows = [line for line in table.splitlines() if line.startswith("| eager |")]
     assert [row.split("|")[2].strip() for row in rows] == list(bench_layers.VARIANTS)
     sizes = {row.split("|")[2].strip(): int(row.split("|")[-2].strip().replace(",", "")) for row in rows[1:]}
     # the shift adds one float32 a position, layers two values a layer and position and their ranks: all show
     assert sizes["captured+both"] > sizes["captured+layers"] > sizes["captured"]
     assert sizes["captured+shift"] > sizes["captured"]
+    # the fast lens is checked against its reference, and compiling is reported apart from the steady step
+    assert "the fast lens equal to its reference: True" in out
+    firsts = out.split("| first run s |")[1].split("\n\n")[0]
+    assert [row.split("|")[2].strip() for row in firsts.splitlines() if row.startswith("| eager |")] == list(bench_layers.VARIANTS)

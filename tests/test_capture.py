@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from backends.capture import capture_steps
+from tests.spies import spy_on_summaries
 from visualizer.records import BlockRecord, RunEnd, StepRecord
 from visualizer.settings import GenerationSettings
 
@@ -136,14 +137,7 @@ def test_recorded_candidates_and_entropy_are_those_of_the_samplers_logits(random
     sees): the record holds their top-k and, within 1e-5 nats, the sampler's own entropy."""
     import backends.capture as capture_module
 
-    seen = []
-    real = capture_module.summarize_logits
-
-    def spy(scores, k):
-        seen.append(scores.detach().clone())
-        return real(scores, k)
-
-    monkeypatch.setattr(capture_module, "summarize_logits", spy)
+    seen = spy_on_summaries(monkeypatch, capture_module)
     settings = GenerationSettings(seed=3, max_new_tokens=256, max_denoising_steps=5, record_topk=4)
     steps = [r for r in random_backend.generate("Name three rivers.", settings) if isinstance(r, StepRecord)]
     assert len(steps) == len(seen) == 5

@@ -366,11 +366,11 @@ def test_with_a_vote_an_error_of_the_logit_summary_is_held_too(model, monkeypatc
     calls = []
     real = capture.summarize_logits
 
-    def summary_failing_at_third(scores, topk):
+    def summary_failing_at_third(scores, topk, **options):
         calls.append(topk)
         if len(calls) == 3:
             raise RuntimeError("CUDA out of memory (pretend)")
-        return real(scores, topk)
+        return real(scores, topk, **options)
 
     monkeypatch.setattr(capture, "summarize_logits", summary_failing_at_third)
     ran = calls_of(model, monkeypatch, "_denoising_step", "cur_step")

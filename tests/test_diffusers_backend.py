@@ -160,7 +160,10 @@ def test_a_sampler_it_cannot_run_is_refused_with_one_line(builtin):
 
 
 def _installed(pipe) -> bool:
-    return "step" in vars(pipe.scheduler) or bool(pipe.model.model.encoder._forward_pre_hooks)
+    layer_taps = [h for layer in pipe.model.model.decoder.layers for h in layer._forward_hooks.values()
+                  if getattr(h, "_layer_tap", False)]
+    return ("step" in vars(pipe.scheduler) or bool(pipe.model.model.encoder._forward_pre_hooks)
+            or bool(pipe.model._forward_pre_hooks) or bool(layer_taps))
 
 
 @pytest.mark.parametrize("how", ["success", "error", "stop"])
@@ -175,7 +178,7 @@ def test_capture_always_undoes_itself(builtin, how):
         if how == "error":
             raise ValueError("boom")
 
-    options = dict(topk=0, scaled_entropy=True, eos_ids=(1,), pad_id=0)
+    options = dict(topk=0, scaled_entropy=True, eos_ids=(1,), pad_id=0, layers=(0, 1), pins=((3, 50),), shift=True)
     with pytest.raises(Exception) if how != "success" else _nothing():
         with capture_pipeline(pipe, on_step, lambda block: None, lambda: how == "stop" and bool(steps), **options) as c:
             assert _installed(pipe)
@@ -223,3 +226,76 @@ def test_two_samplers_compare_on_the_same_prompt_and_seed(builtin):
     aligned = align(*traces)
     assert len(aligned) == max(len(t.steps) for t in traces) + 1
     assert "sampler block-refinement" in compare_html(*traces, len(aligned) - 1)
+
+
+# ---- layers and pins (docs/layers-and-pins.md): the pipeline drives the same model, so both run here too ----
+@pytest.mark.parametrize("sampler", list(CASES))
+def test_pins_hold_at_every_step_of_every_scheduler(no_eos, sampler):
+    """Placed before the first step, held at every step: on the canvas, accepted (or committed), the argmax,
+    entropy 0 and no shift; committed with the block; the second block runs as the scheduler would."""
+    pins = ((3, "ocean waves"), (40, "}"))
+    settings = GenerationSettings(seed=2, sampler=sampler, max_new_tokens=512, max_denoising_steps=6, pins=pins,
+                                  **CASES[sampler])
+    records, steps, blocks, end = run(no_eos, PROMPT, settings)
+    assert end.error is None and len(records[0].pins) >= 3
+    where, ids = np.array([p for p, _ in records[0].pins]), np.array([t for _, t in records[0].pins])
+    first = [s for s in steps if s.block == 0]
+    assert len(first) == (4 if sampler == "discrete-ddim" else 6)
+    for s in first:
+        assert s.accepted[where].all()
+        np.testing.assert_array_equal(s.canvas[where], ids)
+        np.testing.assert_array_equal(s.argmax[where], ids)
+        assert np.all(s.entropy_nats[where] == 0)
+        assert s.kl_nats is None or np.all(s.kl_nats[where] == 0)
+    np.testing.assert_array_equal(blocks[0].tokens[where], ids)
+    second = [s for s in steps if s.block == 1]
+    assert second and not all(s.accepted[where].all() and np.all(s.canvas[where] == ids) for s in second)
+    # a pinned run replays from its seed and pins, and differs from the unpinned one
+    np.testing.assert_array_equal(run(no_eos, PROMPT, settings)[3].sequence, end.sequence)
+    assert not np.array_equal(run(no_eos, PROMPT, settings.replace(pins=()))[3].sequence, end.sequence)
+
+
+@pytest.mark.parametrize("sampler", list(CASES))
+def test_layers_leave_the_run_bit_identical_and_read_the_steps_own_forward(no_eos, sampler):
+    """With layers the run is still the stock pipeline's; the last layer's lens is the model's own logits of the
+    step (its top id is the step's argmax: DDIM's corrector forwards, which come after, are not what is read)."""
+    settings = GenerationSettings(seed=5, sampler=sampler, max_new_tokens=256, max_denoising_steps=6, layers=(0, 1),
+                                  **CASES[sampler])
+    _, steps, blocks, end = run(no_eos, PROMPT, settings)
+    np.testing.assert_array_equal(end.sequence, stock_sequence(no_eos, PROMPT, settings))
+    assert all(s.layer_rms.shape == (2, 256) and s.lens_top_ids.shape == (2, 256) for s in steps)
+    for s in steps:
+        np.testing.assert_array_equal(s.lens_top_ids[1], s.argmax)
+    assert blocks[0].lens_ranks.shape == (len(steps), 2, 256)
+
+
+def test_diffusers_layers_equal_a_separate_forward_with_hidden_states(no_eos, monkeypatch):
+    """As tests/test_layers_and_pins.py checks the transformers path: every decoder forward's inputs kept, the
+    model run again on each with output_hidden_states; the recorded RMS, lens and ranks equal the definition."""
+    from backends.layer_capture import lens_logits
+
+    model = no_eos.model
+    inputs = []
+    real_forward = model.forward
+
+    def spy(**kwargs):
+        if kwargs.get("decoder_input_ids") is not None:
+            inputs.append({k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in kwargs.items()})
+        return real_forward(**kwargs)
+
+    monkeypatch.setattr(model, "forward", spy)
+    settings = GenerationSettings(seed=6, sampler="entropy-bound", max_new_tokens=256, max_denoising_steps=4, layers=(0, 1))
+    _, steps, blocks, _ = run(no_eos, PROMPT, settings)
+    monkeypatch.undo()
+    assert len(steps) == len(inputs) == 4
+    tokens = torch.from_numpy(blocks[0].tokens.astype(np.int64))
+    with torch.no_grad():
+        for t, (record, kwargs) in enumerate(zip(steps, inputs)):
+            hidden = model.forward(**kwargs, output_hidden_states=True).hidden_states
+            h = hidden[1][0]  # layer 0's output (the last entry is the final norm's, not layer 1's)
+            np.testing.assert_array_equal(record.layer_rms[0], h.float().pow(2).mean(-1).sqrt().numpy())
+            logits = lens_logits(model, h)
+            np.testing.assert_array_equal(record.lens_top_ids[0], logits.argmax(-1).numpy())
+            np.testing.assert_allclose(record.lens_top_probs[0].astype(np.float64),
+                                       torch.softmax(logits.double(), -1).max(-1).values.numpy(), rtol=2e-3, atol=1e-4)
+            np.testing.assert_array_equal(blocks[0].lens_ranks[t, 0], (logits > logits.gather(-1, tokens[:, None])).sum(-1).numpy())

@@ -19,6 +19,7 @@ import torch
 from backends.base import BackendError
 from backends.capture import capture_steps
 from backends.layer_capture import LayerTaps, decoder_layers, lens_logits
+from tests.spies import spy_on_summaries
 from visualizer.records import BlockRecord, RunEnd, StepRecord
 from visualizer.settings import GenerationSettings
 from visualizer.trace import Trace
@@ -144,17 +145,73 @@ def test_rms_and_lens_equal_a_separate_forward_with_hidden_states(no_eos_backend
     assert np.all(block.lens_ranks[-1, -1][steps[-1].argmax == block.tokens] == 0)
 
 
+class _HeadIsIdentity:
+    """A stand-in model whose 'layer outputs' are already the head's raw logits: final norm and head are identities."""
+
+    def __init__(self, cap):
+        self.final_logit_softcapping = cap
+        self.lm_head = torch.nn.Identity()
+        self.model = type("Inner", (), {"decoder": type("Decoder", (), {"norm": torch.nn.Identity()})()})()
+
+
+def _raw_logits_with_ties(dtype, rows=64, vocab=3000):
+    """16-bit raw logits where the softcap makes ties the raw values do not have: in some rows several distinct
+    raw values past tanh's float32 saturation (about 9 x the cap) all cap to exactly the cap, the largest raw one
+    last, so the capped argmax (the first of them) is not the raw argmax; plus the ties 16-bit values have anyway."""
+    torch.manual_seed(0)
+    raw = (torch.randn(rows, vocab) * 6).to(dtype)
+    for row in range(0, rows, 2):
+        raw[row, [row + 5, row + 90, 2000 + row]] = torch.tensor([300.0, 400.0, 900.0 if dtype == torch.bfloat16 else 600.0], dtype=dtype)
+        raw[row, 2500 + row] = -500.0  # saturates at -cap too
+    return raw[None]  # (batch 1, rows as canvas positions, vocab)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+@pytest.mark.parametrize("cap", [30.0, None], ids=["softcap", "no-softcap"])
+def test_the_fast_lens_equals_the_reference_with_softcap_and_ties(dtype, cap):
+    """layer_summary and lens_ranks on a 16-bit head (`CapTable`: order taken on the raw logits) give exactly the
+    ids and ranks of the definition computed on float32 capped logits, ties included; probabilities to float16."""
+    from backends.layer_capture import cap_table, layer_summary, layer_summary_reference, lens_ranks, lens_ranks_reference
+
+    model = _HeadIsIdentity(cap)
+    raw = _raw_logits_with_ties(dtype)
+    assert cap_table(dtype, "cpu", cap) is not None  # the table is non-decreasing: the fast path ran
+    fast, reference = layer_summary(model, [raw, raw]), layer_summary_reference(model, [raw, raw])
+    assert torch.equal(fast[0], reference[0]) and torch.equal(fast[1], reference[1])
+    np.testing.assert_allclose(fast[2].float().numpy(), reference[2].float().numpy(), rtol=1e-3)
+    # committed tokens: the saturated ids, ordinary ones and ids whose raw value others share
+    tokens = torch.randint(0, raw.shape[-1], raw.shape[:2])
+    tokens[0, 0::2] = torch.arange(0, raw.shape[1], 2) + 90  # the middle of three saturated ties
+    tokens[0, 1::4] = raw[0, 1::4].float().argmin(-1)  # ranks near the vocabulary size
+    ranks = lens_ranks(model, [raw], tokens)
+    assert torch.equal(ranks, lens_ranks_reference(model, [raw], tokens))
+    if cap:  # the ties are real: on the raw logits the argmax and those ranks would differ
+        assert not torch.equal(raw[0].float().argmax(-1).to(torch.int32), reference[1][0, 0])
+        raw_ranks = (raw[0] > raw[0].gather(-1, tokens[0, :, None])).sum(-1)
+        assert not torch.equal(raw_ranks.to(torch.int32), ranks[0, 0])
+
+
+def test_the_fast_lens_equals_the_reference_on_a_bf16_model(random_model_dir):
+    """The same through the random model's own final norm, tied head and softcap, loaded in bf16 (as on a GPU)."""
+    from transformers import DiffusionGemmaForBlockDiffusion
+
+    from backends.layer_capture import cap_table, layer_summary, layer_summary_reference, lens_ranks, lens_ranks_reference
+
+    model = DiffusionGemmaForBlockDiffusion.from_pretrained(random_model_dir, dtype=torch.bfloat16).eval()
+    assert model.final_logit_softcapping and cap_table(torch.bfloat16, "cpu", model.final_logit_softcapping) is not None
+    torch.manual_seed(1)
+    hiddens = [torch.randn(2, 256, model.config.text_config.hidden_size, dtype=torch.bfloat16) * s for s in (1, 40)]
+    fast, reference = layer_summary(model, hiddens), layer_summary_reference(model, hiddens)
+    assert torch.equal(fast[1], reference[1]) and torch.equal(fast[0], reference[0])
+    np.testing.assert_allclose(fast[2].float().numpy(), reference[2].float().numpy(), rtol=1e-3)
+    tokens = torch.randint(0, model.config.text_config.vocab_size, (2, 256))
+    assert torch.equal(lens_ranks(model, hiddens, tokens), lens_ranks_reference(model, hiddens, tokens))
+
+
 def test_recorded_shift_equals_a_float64_recomputation(random_backend, monkeypatch):
     import backends.capture as capture_module
 
-    seen = []
-    real = capture_module.summarize_logits
-
-    def spy(scores, k):
-        seen.append(scores.detach().clone())
-        return real(scores, k)
-
-    monkeypatch.setattr(capture_module, "summarize_logits", spy)
+    seen = spy_on_summaries(monkeypatch, capture_module)
     settings = GenerationSettings(seed=3, max_new_tokens=256, max_denoising_steps=6)
     steps = [r for r in random_backend.generate("Name three rivers.", settings) if isinstance(r, StepRecord)]
     assert len(steps) == len(seen) == 6
@@ -257,16 +314,21 @@ def test_a_layer_the_model_lacks_is_refused(random_backend):
 
 
 def test_compiled_layers_cost_a_recompile_and_change_nothing(no_eos_model_dir):
-    """The compiled path (static cache, torch.compile): stock first, then a run with layers (the hooks are
-    guarded, so the decoder compiles once more and they run), then stock again on the graph without them.
-    On a backend of its own: transformers keeps a model's compiled forward on the model, and the shared
-    session backend's was compiled by earlier tests (in the full suite the hooks then did not run: found,
-    not yet explained; see docs/layers-and-pins.md, Not done yet)."""
+    """The compiled path (static cache, torch.compile): a stock run through the backend first, which compiles the
+    decoder on the backend's worker thread; then a run with layers (the hooks are guarded, so the decoder compiles
+    once more and they run), then stock again on the graph without them.
+
+    On a backend of its own, so that the first compile is this test's, on a worker thread: dynamo's config is
+    thread-local since torch 2.12, and before every capture set the hook guard in its own thread, a decoder first
+    compiled there had no hook guards and the layers run refused ("the hooks ... did not run"); in the full suite
+    that happened whenever an earlier test had first compiled the shared backend's model on a worker thread."""
     from backends.transformers_backend import TransformersBackend
 
     no_eos_backend = TransformersBackend(str(no_eos_model_dir), device="cpu")
     settings = GenerationSettings(seed=7, max_new_tokens=256, max_denoising_steps=6, compiled=True)
+    first = list(no_eos_backend.generate(PROMPT, settings))  # compiles on the backend's worker thread
     stock = _plain(no_eos_backend, settings)
+    np.testing.assert_array_equal(first[-1].sequence, stock)
     records = list(no_eos_backend.generate(PROMPT, settings.replace(layers=(0, 1))))
     assert records[-1].error is None
     np.testing.assert_array_equal(records[-1].sequence, stock)
@@ -284,8 +346,23 @@ def test_compiled_layers_cost_a_recompile_and_change_nothing(no_eos_model_dir):
     no_eos_backend.close()
 
 
+def test_every_capture_guards_module_hooks_in_its_own_thread(random_backend):
+    """dynamo's config is thread-local since torch 2.12 (a new thread starts from torch's defaults, which guard no
+    hooks): the capture sets the guard in the thread that runs `generate`, before anything compiles there."""
+    seen = {}
+
+    def worker():
+        with capture_steps(random_backend.model, lambda s: None, lambda b: None):
+            seen["inside"] = torch._dynamo.config.skip_nnmodule_hook_guards
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join()
+    assert seen == {"inside": False}
+
+
 def test_backends_without_the_hooks_refuse_pins_and_layers_in_one_line(random_backend):
-    """A backend declares what its capture can do (`Capabilities.knobs`); diffusers' and MLX's name neither."""
+    """A backend declares what its capture can do (`Capabilities.knobs`); MLX's names neither, diffusers' both."""
     import dataclasses
 
     from backends.base import Capabilities
@@ -301,23 +378,17 @@ def test_backends_without_the_hooks_refuse_pins_and_layers_in_one_line(random_ba
     from backends.diffusers_backend import CAPABILITIES as DIFFUSERS
     from backends.mlx_backend import CAPABILITIES as MLX
 
-    assert isinstance(DIFFUSERS, Capabilities) and not {"pins", "layers"} & (DIFFUSERS.knobs | MLX.knobs)
+    assert isinstance(DIFFUSERS, Capabilities) and {"pins", "layers"} <= DIFFUSERS.knobs
+    assert not {"pins", "layers"} & MLX.knobs
 
 
 def test_diffusers_records_the_shift_of_the_distribution_it_summarizes(random_model_dir, monkeypatch):
-    """diffusers' pipeline hands its callback the logits: the shift is recorded there too (float64 check),
-    and pins and layers, which its pipeline has no place for, are declared absent (previous test)."""
+    """diffusers' pipeline hands its callback the logits: the shift is recorded there too (float64 check);
+    its layers and pins are tested in tests/test_diffusers_backend.py."""
     import backends.diffusers_capture as capture_module
     from backends.diffusers_backend import DiffusersBackend
 
-    seen = []
-    real = capture_module.summarize_logits
-
-    def spy(logits, k):
-        seen.append(logits.detach().clone())
-        return real(logits, k)
-
-    monkeypatch.setattr(capture_module, "summarize_logits", spy)
+    seen = spy_on_summaries(monkeypatch, capture_module)
     backend = DiffusersBackend(str(random_model_dir), device="cpu")
     settings = GenerationSettings(seed=2, max_new_tokens=256, max_denoising_steps=4)
     steps = [r for r in backend.generate("Name three rivers.", settings) if isinstance(r, StepRecord)]

@@ -134,7 +134,7 @@ def test_a_failing_first_launch_falls_back_and_a_working_one_stays(monkeypatch):
 
     calls = []
 
-    def broken(logits, k):
+    def broken(logits, k, **options):
         calls.append(k)
         raise RuntimeError("ptxas: no such GPU")
 
@@ -145,14 +145,14 @@ def test_a_failing_first_launch_falls_back_and_a_working_one_stays(monkeypatch):
         assert module._try_triton(real_like_logits(2, 64), 5) is None
     assert module._try_triton(real_like_logits(2, 64), 5) is None and calls == [5]
 
-    fake.summarize_triton = lambda logits, k: module._summarize(logits, k)
+    fake.summarize_triton = lambda logits, k, **options: module._summarize(logits, k)
     monkeypatch.setattr(module, "_triton_state", "untried")
     monkeypatch.setattr(module, "_triton_summarize", None)
     first = module._try_triton(real_like_logits(2, 64), 3)
     assert module._triton_state == "ok" and first.topk_ids.shape == (2, 3)
     assert module._try_triton(real_like_logits(2, 64), 3) is not None
 
-    def later_failure(logits, k):
+    def later_failure(logits, k, **options):
         raise RuntimeError("out of memory")
 
     monkeypatch.setattr(module, "_triton_summarize", later_failure)  # once it worked, errors are real ones
@@ -194,13 +194,13 @@ def test_summarize_logits_uses_triton_where_it_runs_else_compiles_once(monkeypat
     answers = [triton_summary, None, None]
     asked, compiled = [], []
 
-    def fake_try_triton(x, k):
+    def fake_try_triton(x, k, log_partition=False):
         asked.append((x, k))
         return answers[len(asked) - 1]
 
     def fake_compile(fn, **options):
         compiled.append((fn, options))
-        return lambda x, k: ("compiled", x, k)
+        return lambda x, k, **options: ("compiled", x, k)
 
     paths = []
     monkeypatch.setattr(module, "summary_path", lambda x, k, compiled=None: paths.append((x, k, compiled)) or "triton")
@@ -250,3 +250,24 @@ def test_shift_equals_float64_kl_with_masked_tokens():
     _, logq = shift_nats(before, None, compiled=False)
     kl, _ = shift_nats(now, logq, compiled=False)
     assert kl[2, 3] == torch.finfo(torch.float32).max and torch.isfinite(kl).all()
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_the_shift_given_the_summarys_log_partition_is_the_same_kl(compiled):
+    """The capture hands the shift the summary's log sum exp (from the entropy's own max and sum): one pass over
+    the logits instead of three, the same KL against float64, masked tokens included."""
+    from backends.logit_summary import shift_nats
+
+    torch.manual_seed(1)
+    before, now = real_like_logits(9, 4096, seed=2)[None], real_like_logits(9, 4096, seed=3)[None]
+    now[0, 0, 5:] = float("-inf")
+    first = summarize_logits(before, 5, compiled=compiled, log_partition=True)
+    _, logq = shift_nats(before, None, log_partition=first.log_partition, compiled=compiled)
+    summary = summarize_logits(now, 5, compiled=compiled, log_partition=True)
+    torch.testing.assert_close(summary.log_partition, torch.logsumexp(now, -1), rtol=0, atol=2e-6)
+    kl, logp = shift_nats(now, logq, log_partition=summary.log_partition, compiled=compiled)
+    p, q = torch.log_softmax(now.double(), -1), torch.log_softmax(before.double(), -1)
+    expected = torch.where(p.exp() == 0, 0.0, p.exp() * (p - q)).sum(-1)
+    torch.testing.assert_close(kl.double(), expected, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(logp.double(), p, rtol=1e-6, atol=4e-6)  # float32 ulps
+    assert summarize_logits(now, 5, compiled=compiled).log_partition is None  # not asked, not computed

@@ -181,3 +181,16 @@ def test_kernels_compile_for_an_h100_without_a_gpu(tmp_path):
     done = subprocess.run([sys.executable, "-c", COMPILE_FOR_H100], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count("compiled") == 6
+
+
+def test_the_log_partition_for_the_shift_is_the_rows_log_sum_exp(kernels):
+    """Asked for it, the combine kernel also writes each row's log sum exp from the entropy's max and sum (what
+    `shift_nats` normalizes with, sparing it a read of the logits); -inf for a row with nothing finite."""
+    x = awkward_logits(8, 3000, seed=3)[:7]  # without the NaN row
+    x[6] = -float("inf")  # in place of the +inf row (NaN either way): nothing finite
+    summary = kernels.summarize_triton(x.to(DEVICE), 5, block=256, slices=4, log_partition=True)
+    assert len(summary) == 4 and summary[3].shape == (7,) and summary[3].dtype == torch.float32
+    expected = torch.logsumexp(x.double(), -1)
+    torch.testing.assert_close(summary[3].cpu().double()[:6], expected[:6], rtol=1e-6, atol=1e-6)
+    assert summary[3][6] == -float("inf")
+    assert len(kernels.summarize_triton(x.to(DEVICE), 5, block=256, slices=4)) == 3  # not asked: as before
