@@ -74,9 +74,21 @@ def current_cache_key() -> str:
     return cache_key(torch.__version__, torch.version.cuda, triton_version)
 
 
+def users_inductor_folder(environ=os.environ) -> str | None:
+    """TORCHINDUCTOR_CACHE_DIR where the user chose it.  Importing `torch._dynamo` (every backend does)
+    sets the variable to inductor's default folder when it is unset, so that value is not a choice:
+    read as one, it kept every run in /tmp/torchinductor_<user> and this module's folder unused."""
+    value = environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if not value:
+        return None
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    return None if os.path.abspath(value) == os.path.abspath(default_cache_dir()) else value
+
+
 def cache_folder(environ=os.environ) -> Path:
     """The inductor cache folder of this build: the user's TORCHINDUCTOR_CACHE_DIR, else <root>/<key>."""
-    if environ.get("TORCHINDUCTOR_CACHE_DIR"):
+    if users_inductor_folder(environ):
         return Path(environ["TORCHINDUCTOR_CACHE_DIR"])
     root = Path(environ.get(CACHE_ROOT_ENV) or _DEFAULT_ROOT)
     return root / current_cache_key()

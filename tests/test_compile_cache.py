@@ -72,6 +72,21 @@ def test_the_cache_folder_is_one_per_build_and_shared_by_every_rank(tmp_path):
     assert environ["TORCHINDUCTOR_CACHE_DIR"] == str(folder) and folder.is_dir()
 
 
+def test_inductors_own_default_is_not_taken_for_the_users_choice(tmp_path):
+    """Importing torch._dynamo sets TORCHINDUCTOR_CACHE_DIR to inductor's default when it is unset:
+    that value must not stand for the user's folder, or the per-build folder is never used."""
+    import os
+
+    import torch._dynamo  # noqa: F401 -- what every backend imports
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    assert os.environ.get("TORCHINDUCTOR_CACHE_DIR")  # set by the import itself when the user did not
+    environ = {"TORCHINDUCTOR_CACHE_DIR": default_cache_dir(), compile_cache.CACHE_ROOT_ENV: str(tmp_path)}
+    folder = compile_cache.use_compile_cache(environ)
+    assert folder == tmp_path / compile_cache.current_cache_key()
+    assert environ["TORCHINDUCTOR_CACHE_DIR"] == str(folder)
+
+
 def try_lock(path) -> str:
     """In another process: can the lock be taken right now?"""
     code = ("import fcntl, sys\nh = open(sys.argv[1], 'a+')\n"
