@@ -31,7 +31,6 @@ import signal
 import sys
 import threading
 import time
-from pathlib import Path
 
 from backends import default_model, load_backend
 from visualizer.settings import GenerationSettings

@@ -35,7 +35,6 @@ import contextlib
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
