@@ -1,6 +1,6 @@
 """Run under torchrun by tests/test_sharded.py: rank 0 leads requests, the followers serve them.
 
-    torchrun --nproc-per-node 2 tests/lockstep_worker.py KIND MODEL OUT_DIR
+    torchrun --nproc-per-node 2 -m tests.lockstep_worker KIND MODEL OUT_DIR
 
 As the app's sharded server does: rank 0 holds a `Leader`, the followers sit in `follow_requests`.
 Rank 0 runs six requests (a whole run, a run stopped after its first step, a run whose recording
@@ -16,15 +16,13 @@ import sys
 import threading
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # torchrun runs this file as a script
-
-from backends import BackendError, capture, load_backend  # noqa: E402
-from backends.process_group import end_process  # noqa: E402
-from backends.sharded import Leader, follow_requests, rank  # noqa: E402
-from prompts.demos import demo_prompt  # noqa: E402
-from visualizer.records import StepRecord  # noqa: E402
-from visualizer.settings import GenerationSettings  # noqa: E402
-from visualizer.trace import Trace  # noqa: E402
+from backends import BackendError, capture, load_backend
+from backends.process_group import end_process
+from backends.sharded import Leader, follow_requests, rank
+from prompts.demos import demo_prompt
+from visualizer.records import StepRecord
+from visualizer.settings import GenerationSettings
+from visualizer.trace import Trace
 
 KIND, MODEL, OUT = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 DIVERGING = demo_prompt("haiku")  # the request whose canvas rank 1 changes

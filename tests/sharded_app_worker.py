@@ -1,6 +1,6 @@
 """Run under torchrun by tests/test_sharded_app.py: the stock sharded generate, then the app's own `main`.
 
-    torchrun --nproc-per-node 2 tests/sharded_app_worker.py KIND OUT_DIR REQUEST_JSON -- APP_ARGS...
+    torchrun --nproc-per-node 2 -m tests.sharded_app_worker KIND OUT_DIR REQUEST_JSON -- APP_ARGS...
 
 Every rank writes its process id to OUT_DIR/pid_RANK, runs the stock `model.generate` of the request
 (`backend.follow(..., lockstep=False)`: no capture, no app), and rank 0 writes every rank's ids to
@@ -16,17 +16,15 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # torchrun runs this file as a script
+import torch.distributed as dist
 
-import torch.distributed as dist  # noqa: E402
-
-import app  # noqa: E402
-from webapp import app as web_app  # noqa: E402
-from webapp import app_run  # noqa: E402
-from backends import sharded  # noqa: E402
-from backends import BUILTIN_MODEL_DIR, load_backend  # noqa: E402
-from backends.sharded import rank  # noqa: E402
-from visualizer.settings import GenerationSettings  # noqa: E402
+import app
+from webapp import app as web_app
+from webapp import app_run
+from backends import sharded
+from backends import BUILTIN_MODEL_DIR, load_backend
+from backends.sharded import rank
+from visualizer.settings import GenerationSettings
 
 KIND, OUT, REQUEST = sys.argv[1], Path(sys.argv[2]), json.loads(sys.argv[3])
 APP_ARGS = sys.argv[sys.argv.index("--") + 1:]

@@ -27,7 +27,7 @@ from gradio_client import Client
 import app as app_module
 from webapp.hosting import Hosting
 from tests.app_api import finished_run, submit_generate
-from tests.torchrun import free_port, single_host
+from tests.torchrun import free_port, single_host, worker_module
 from visualizer.trace import Trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,7 +47,7 @@ def sharded_app(out: Path, kind: str = "expert", restarts: int = 0):
     log = open(out / "torchrun.log", "w")
     proc = subprocess.Popen(
         [*single_host(2, "--max-restarts", str(restarts)),
-         str(ROOT / "tests" / "sharded_app_worker.py"), kind, str(out), json.dumps(REQUEST), "--",
+         *worker_module("sharded_app_worker"), kind, str(out), json.dumps(REQUEST), "--",
          "--parallel", kind, "--port", str(port)],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
