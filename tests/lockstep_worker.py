@@ -18,7 +18,8 @@ from pathlib import Path
 
 from backends import BackendError, capture, load_backend
 from backends.process_group import end_process
-from backends.sharded import Leader, follow_requests, rank
+from backends.sharded import rank
+from backends.sharded_server import Leader, follow_requests
 from prompts.demos import demo_prompt
 from visualizer.records import StepRecord
 from visualizer.settings import GenerationSettings
@@ -62,6 +63,19 @@ if rank() != 0:
 
 SETTINGS = GenerationSettings(seed=5, max_new_tokens=64, max_denoising_steps=12)
 leader = Leader(backend, keep_alive_s=0)
+model_errors = []  # what each of rank 0's runs returned: the exception that ended the model's run, or None
+
+
+def noting_model_errors(generate_batches):
+    def generate(*args, **kwargs):
+        returned = yield from generate_batches(*args, **kwargs)
+        model_errors.append(returned)
+        return returned
+
+    return generate
+
+
+backend.generate_batches = noting_model_errors(backend.generate_batches)
 
 
 def lead(prompt: str, *, stop_after_steps: int | None = None):
@@ -93,9 +107,9 @@ try:
     failed = lead(demo_prompt("story"))
 finally:
     capture._to_host = real_copy
-failed_in_step, problem_after_failure = type(backend.last_failure).__name__, leader.problem()
+failed_in_step, problem_after_failure = type(model_errors[-1]).__name__, leader.problem()
 diverged = lead(DIVERGING)
-diverged_failure, problem_after_divergence = type(backend.last_failure).__name__, leader.problem()
+diverged_failure, problem_after_divergence = type(model_errors[-1]).__name__, leader.problem()
 try:
     lead("   ")
     refused = None

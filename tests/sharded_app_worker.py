@@ -21,7 +21,7 @@ import torch.distributed as dist
 import app
 from webapp import app as web_app
 from webapp import app_run
-from backends import sharded
+from backends import sharded_server
 from backends import BUILTIN_MODEL_DIR, load_backend
 from backends.sharded import rank
 from visualizer.settings import GenerationSettings
@@ -37,7 +37,7 @@ every_rank = [None] * dist.get_world_size()
 dist.all_gather_object(every_rank, stock.tolist())
 if rank() == 0:
     (OUT / "stock.json").write_text(json.dumps(every_rank))
-sharded.KEEP_ALIVE_S = 0.5  # keep-alives between the test's requests, not only after a minute idle
+sharded_server.KEEP_ALIVE_S = 0.5  # keep-alives between the test's requests, not only after a minute idle
 end_process = web_app.end_process
 
 
@@ -54,7 +54,7 @@ FAIL_ALONE = "Fail on rank 0 alone"  # a request whose third step raises on rank
 if rank() == 0 and os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0":
     from transformers import DiffusionGemmaForBlockDiffusion
 
-    from backends.sharded import Leader
+    from backends.sharded_server import Leader
 
     real_step, real_run, armed = DiffusionGemmaForBlockDiffusion._denoising_step, Leader.run_records, []
 

@@ -165,6 +165,6 @@ def test_a_rank_stuck_in_a_collective_ends_the_run_within_seconds_of_sigterm_and
 
 
 def _alive(pid: int) -> bool:
-    from backends.sharded import process_gone
+    from backends.sharded_server import process_gone
 
     return not process_gone(pid)
