@@ -4,7 +4,7 @@
     backend = load_backend(DEFAULT_MODEL)          # the built-in model, on the best device here
     backend = load_backend("google/diffusiongemma-26B-A4B-it")   # the real checkpoint (CUDA)
     backend = load_backend(source, parallel="expert")              # under torchrun: this rank's shard
-    leader = Leader(backend) if not is_follower() else None        # a sharded server (backends/sharded.py)
+    leader = Leader(backend) if not is_follower() else None        # a sharded server (backends/sharded_server.py)
 
 Which backend runs a model:
 - an MLX model (an `mlx-community/...` id, or a folder converted by mlx-vlm) -> the MLX backend;
@@ -25,7 +25,8 @@ from .registry import (  # noqa: F401  (re-exported)
     BACKENDS, MLX_INSTALL_HINT, backend_for, backend_for_source, backend_names, is_mlx_model, mlx_installed, sampler_backends,
 )
 from .run import record_trace, run_records
-from .sharded import Leader, follow_requests, is_follower, under_torchrun
+from .sharded import is_follower, under_torchrun
+from .sharded_server import Leader, follow_requests
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 BUILTIN_MODEL_DIR = ASSETS / "models" / "diffusiongemma-tiny-demo"

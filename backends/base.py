@@ -29,7 +29,7 @@ import queue
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -59,6 +59,7 @@ from visualizer.settings import KNOBS, LAYERS_ALL, GenerationSettings
 
 from .captured import CapturedBlock, CapturedStep
 from .known import first_line
+from .process_group import abandon_process
 from .text import PieceDecoder, PieceTable
 
 log = logging.getLogger(__name__)  # a failed run's traceback, at DEBUG: the UI and the CLI show one line
@@ -109,19 +110,6 @@ class Stop(threading.Event):
         if self.abandoned_at is None or time.monotonic() - self.abandoned_at < ABANDON_GRACE_S:
             return None
         return self.abandon_reason
-
-
-class FailedInStep(Exception):
-    """A sharded run's error, held by the capture until every rank had agreed to stop at the same
-    step (`capture_steps(..., agree=...)`), then raised from it (`__cause__`): the other ranks left
-    their `generate` at that same point and are ready for the next request."""
-
-
-class RanksDisagree(FailedInStep, BackendError):
-    """The ranks of a sharded model hold different canvases at a step (`backends.sharded.agreed`).
-
-    Raised on every rank at the same vote, so they all leave `generate` there (in step, as
-    FailedInStep says) and the message is shown as is (a BackendError, which the followers expect)."""
 
 
 @dataclass(frozen=True)
@@ -181,7 +169,6 @@ class Backend(ABC):
     capabilities: Capabilities
     info: ModelInfo
     tokenizer: Tokenizer  # set when the model loads: the prompt's template, the pieces' and the answer's text
-    last_failure: BaseException | None = None  # what ended the latest failed run (its RunEnd has the message)
     # Its runs queue on one model thread (`_launch`) and run one after another, so a caller may start the
     # next run while one generates (the probe runner does, to keep the GPU busy between batches).
     runs_in_order: bool = False
@@ -227,8 +214,14 @@ class Backend(ABC):
 
         RunStart comes first, alone; RunEnd comes last, also after a stop or an error. A slow
         consumer simply gets longer lists: nothing is dropped and no second thread is needed.
+        Returns what `generate_rows` returns (`model_error` reads it).
         """
-        for batch in self.generate_rows([prompt], settings, stop):
+        rows = self.generate_rows([prompt], settings, stop)
+        while True:
+            try:
+                batch = next(rows)
+            except StopIteration as finished:
+                return finished.value
             yield [record for _, record in batch]
 
     def generate_rows(
@@ -242,6 +235,11 @@ class Backend(ABC):
         A row's samples depend on the batch it ran in (one seed per batch, batched kernels), so
         a batch of several records it in each RunStart's `batch` ({"size", "row"}); a batch of
         one is the single-prompt run exactly (`batch` None).
+
+        Returns (the generator's return value, which `model_error` reads once the RunEnds came) the
+        exception raised inside the model's run when one ended it, None when the model's run returned
+        or stopped between two steps. A sharded server's leader tells by it whether the other ranks
+        left their `generate` where this one did (`sharded_server.Leader`).
         """
         if not prompts:
             raise BackendError("No prompts to generate: give at least one.")
@@ -285,7 +283,7 @@ class Backend(ABC):
                 return step_record(item, pieces)
             return block_record(item, pieces, self.info.eos_token_ids)
 
-        yield from self._stream(produce, stop, started, rows=len(prompts), to_record=to_record)
+        return (yield from self._stream(produce, stop, started, rows=len(prompts), to_record=to_record))
 
     def _piece_decoder(self) -> PieceDecoder:
         """The decoded texts every run of this model shares (`text.PieceDecoder`), made at first use."""
@@ -418,9 +416,9 @@ class Backend(ABC):
         *,
         rows: int = 1,
         to_record: Callable[[CapturedStep | CapturedBlock], Record],
-    ) -> Iterator[list[tuple[int, Record]]]:
+    ) -> Generator[list[tuple[int, Record]], None, BaseException | None]:
         """Yield the (row, record) pairs a worker produces, in lists of whatever has arrived, then
-        each row's RunEnd.
+        each row's RunEnd; return the exception the worker's `produce` raised, if one ended the run.
 
         `produce(emit, should_stop)` runs on the worker (`_launch`), calls `emit` for each
         CapturedStep and CapturedBlock (which `to_record` turns into records here, on the
@@ -429,8 +427,9 @@ class Backend(ABC):
         through it and end the run with a message.  When the consumer closes this generator
         early, the worker stops at its next step and is waited for, so no run outlives its
         generator.  Ctrl-C in the consuming thread stops the run the same way as `stop`.
+        A record that cannot be made here ends the run with its error and stops the worker as a
+        stop does (at its next step): the model's run did not fail, so nothing is returned for it.
         """
-        self.last_failure = None
         records: queue.Queue = queue.Queue(maxsize=_QUEUE_SIZE * rows)  # as many steps buffered at any batch size
         halt = threading.Event()  # set when the consumer is gone: the worker must not wait on the queue
 
@@ -454,6 +453,7 @@ class Backend(ABC):
         job = self._launch(work)
         blocks: list[list[np.ndarray]] = [[] for _ in range(rows)]
         finish, error, abandoned = None, None, False
+        model_error = None  # what the worker's `produce` raised, if anything
         try:
             while finish is None:
                 try:
@@ -463,8 +463,6 @@ class Backend(ABC):
                         break
                     given_up = stop.given_up() if isinstance(stop, Stop) else None
                     if given_up:  # the model never reached its next step: end the run without it
-                        from .process_group import abandon_process
-
                         finish, error, abandoned = FINISH_ERROR, given_up, True
                         abandon_process(given_up)
                         break
@@ -479,18 +477,15 @@ class Backend(ABC):
                     elif item is _CANCELLED:
                         finish = FINISH_CANCELLED
                     elif isinstance(item, BaseException):
-                        self.last_failure = item  # a sharded server's leader asks whether the ranks are in step
-                        cause = item.__cause__ if isinstance(item, FailedInStep) and item.__cause__ else item
-                        finish, error = FINISH_ERROR, self.failure_message(cause)
-                        log.debug("the run failed: %s", error, exc_info=cause)
+                        model_error = item
+                        finish, error = FINISH_ERROR, self.failure_message(item)
+                        log.debug("the run failed: %s", error, exc_info=item)
                     else:
                         try:
                             record = to_record(item)
                         except Exception as exc:  # a capture that broke the record rules: end the run with it
+                            # `halt` (below) stops the worker as a Stop does: on a sharded model at a vote
                             finish, error = FINISH_ERROR, self.failure_message(exc)
-                            # it stops the worker as a Stop does (`halt`, below): on a sharded model at a vote
-                            self.last_failure = FailedInStep()
-                            self.last_failure.__cause__ = exc
                             break
                         if isinstance(record, BlockRecord):
                             blocks[item.row].append(record.tokens)
@@ -505,6 +500,17 @@ class Backend(ABC):
                 job.exception()  # waits until the worker has left the run
         finish = None if finish == "done" else finish
         yield [(row, run_end(self, blocks[row], finish=finish, error=error, started=started)) for row in range(rows)]
+        return model_error
+
+
+def model_error(run: Iterator) -> BaseException | None:
+    """What a run's generator (`Backend.generate_rows`, `generate_batches`) returned, read right after
+    its last list (the RunEnds): the exception raised inside the model's run when one ended it, else None."""
+    try:
+        extra = next(run)
+    except StopIteration as finished:
+        return finished.value
+    raise RuntimeError(f"the run went on after its RunEnd: {extra!r}")
 
 
 def _drain(records: queue.Queue, first):

@@ -49,10 +49,11 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from .base import BackendError, FailedInStep, GenerationCancelled
+from .base import BackendError, GenerationCancelled
 from .captured import CapturedBlock, CapturedStep
 from .layer_capture import LayerTaps, guard_hooks, layer_summary, lens_ranks, no_taps
 from .logit_summary import LogitSummary, shift_nats, summarize_logits
+from .sharded_server import FailedInStep
 
 
 class _LogitRecorder:
@@ -163,7 +164,7 @@ def capture_steps(
     `pins` ((position, id), ...) is the one intervention: those tokens are placed on the first block's
     canvas before its first step and kept accepted at every step (`_PinProcessor`); () changes nothing.
 
-    `agree` is a sharded model's vote (`backends.sharded.agreed`): every rank runs the capture and
+    `agree` is a sharded model's vote (`backends.sharded_server.agreed`): every rank runs the capture and
     calls `agree(wants_to_stop, canvas)` at the same points (each block's start with no canvas, before
     each step with the canvas it denoises), and the run stops on every rank when any rank wants to
     (or raises RanksDisagree on every rank when their canvases differ). A recording error (only

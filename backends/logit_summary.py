@@ -76,7 +76,9 @@ def top_k(logits: torch.Tensor, k: int, *, two_stage: bool = True) -> tuple[torc
     return best, torch.gather(ids, -1, where)
 
 
-def _summarize(logits: torch.Tensor, k: int, two_stage: bool = True, log_partition: bool = False) -> LogitSummary:
+def summarize_in_torch(logits: torch.Tensor, k: int, two_stage: bool = True, log_partition: bool = False) -> LogitSummary:
+    """The summary in plain torch ops: what `summarize_logits` runs eagerly and what it compiles (the
+    benchmark compiles it with other options)."""
     x = logits.float()
     peak, total, entropy = _entropy_parts(x)
     lse = peak[..., 0] + total.log() if log_partition else None
@@ -155,6 +157,12 @@ def _try_triton(logits: torch.Tensor, k: int, log_partition: bool = False) -> Lo
     return summary
 
 
+def triton_in_use() -> bool:
+    """Whether the Triton kernels summarize this process's logits (False before their first launch,
+    and after a failed one: then torch.compile does)."""
+    return _triton_state == "ok"
+
+
 def summary_path(logits: torch.Tensor, k: int, compiled: bool | None = None) -> str:
     """Where `summarize_logits` computes this summary: "eager", "triton" or "compiled" ("triton" falls
     back to "compiled" where Triton is missing or its first launch failed)."""
@@ -174,7 +182,7 @@ def summarize_logits(logits: torch.Tensor, k: int, *, compiled: bool | None = No
     global _compiled_summarize
     path = summary_path(logits, k, compiled)
     if path == "eager":
-        return _summarize(logits, k, log_partition=log_partition)
+        return summarize_in_torch(logits, k, log_partition=log_partition)
     if path == "triton":
         summary = _try_triton(logits, k, log_partition)
         if summary is not None:
@@ -182,5 +190,5 @@ def summarize_logits(logits: torch.Tensor, k: int, *, compiled: bool | None = No
     if _compiled_summarize is None:
         # Default mode, not "reduce-overhead": CUDA-graph outputs would be overwritten at the next
         # replay, and these are read after the step. Shapes are fixed for a run, so no dynamic shapes.
-        _compiled_summarize = torch.compile(_summarize, dynamic=False)
+        _compiled_summarize = torch.compile(summarize_in_torch, dynamic=False)
     return _compiled_summarize(logits, k, log_partition=log_partition)

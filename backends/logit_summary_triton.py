@@ -11,7 +11,7 @@ installed. It imports nothing of the project (logit_summary imports it, lazily).
    (the max-shifted entropy's parts, rescaled when m grows) and its own best K candidates.
 2. `_combine_kernel`, one program per row: merges the slices' parts into the entropy
    H = log s - t / s and their candidates into the row's top K with their probabilities
-   exp(x - m) / s, the same formulas as `logit_summary._summarize`.
+   exp(x - m) / s, the same formulas as `logit_summary.summarize_in_torch`.
 
 A candidate is one int64, (order key of the value) << 32 | (0x7FFFFFFF - id), so one integer max
 gives the best value and, among equal values, the lowest id. The key orders floats as torch.topk
@@ -204,7 +204,7 @@ def summarize_triton(
     num_warps: int = NUM_WARPS,
 ) -> tuple:
     """(entropy, top-k ids, their probabilities) of logits (..., vocab): (...) float32, (..., k) int32 and
-    float16 (None when k == 0), as `logit_summary._summarize` gives them (see the module docstring);
+    float16 (None when k == 0), as `logit_summary.summarize_in_torch` gives them (see the module docstring);
     with `log_partition`, a fourth: the (...) float32 log sum exp of each row."""
     *lead, vocab = logits.shape
     if not 0 <= k <= min(MAX_TOPK, vocab):

@@ -45,6 +45,7 @@ from .layer_capture import decoder_layers  # importing it makes torch.compile gu
 from .compile_cache import bucket_length, first_compile, shape_key, use_compile_cache
 from .model_thread import ModelThread, stop_thread
 from .process_group import note_compiled_run
+from .sharded_server import FailedInStep, agreed
 from .known import REAL_CHECKPOINT, REAL_CHECKPOINT_BF16_GB, load_failure_message, looks_like_path, on_zero_gpu
 
 ENTROPY_BOUND = SamplerSpec(
@@ -222,7 +223,7 @@ class TransformersBackend(Backend):
         torch.manual_seed(settings.seed)  # once per batch; seeds the CPU and every CUDA device
         topk = min(settings.record_topk, self.info.vocab_size)
         # sharded: every rank votes at each step, so the followers stop (or fail) where this rank does
-        agree = sharded.agreed if self.parallel in sharded.TORCHRUN_KINDS else None
+        agree = agreed if self.parallel in sharded.TORCHRUN_KINDS else None
         watch = capture_steps(
             model, emit, emit, should_stop, topk=topk, agree=agree, shift=bool(settings.record_shift),
             layers=tuple(settings.layers or ()), pins=self.pinned_ids(settings),
@@ -252,7 +253,7 @@ class TransformersBackend(Backend):
         return first_compile(use_compile_cache(), shape_key(rows, length, settings.max_new_tokens, self.info.source))
 
     def follow(self, prompt: str, settings: GenerationSettings, *, lockstep: bool = True) -> torch.Tensor:
-        """What a follower rank of a sharded model runs for one request (backends/sharded.py): the stock
+        """What a follower rank of a sharded model runs for one request (backends/sharded_server.py): the stock
         `model.generate` with the same ids, knobs and seed; returns the generated ids (CPU).
 
         The ranks meet in the same all-reduces in the same order, so the followers need no records; the
@@ -266,7 +267,7 @@ class TransformersBackend(Backend):
         torch.manual_seed(resolved.seed)
         ignore = lambda item: None  # noqa: E731
         pins = self.pinned_ids(resolved)  # the leader pins these too: every rank samples the same canvas
-        watch = capture_steps(self.model, ignore, ignore, agree=sharded.agreed, pins=pins) if lockstep else contextlib.nullcontext()
+        watch = capture_steps(self.model, ignore, ignore, agree=agreed, pins=pins) if lockstep else contextlib.nullcontext()
         with watch:
             out = self.model.generate(torch.tensor([ids], device=self.model.device), **self.generate_kwargs(resolved))
         return out.sequences[0, len(ids):].cpu()
@@ -279,6 +280,8 @@ class TransformersBackend(Backend):
         return ids
 
     def failure_message(self, exc: BaseException) -> str:
+        if isinstance(exc, FailedInStep) and exc.__cause__ is not None:  # a recording error held for the vote: say it
+            exc = exc.__cause__
         if isinstance(exc, torch.cuda.OutOfMemoryError):
             return "Out of GPU memory during generation: lower max new tokens, or use a shorter prompt."
         return super().failure_message(exc)
@@ -403,9 +406,7 @@ def _join_sharded_group(device: str) -> None:
 
 def _check_room_for_real_checkpoint(device: str, *, parts: int = 1) -> None:
     if device.startswith("cuda"):
-        from .sharded import local_rank
-
-        free, total = torch.cuda.mem_get_info(local_rank())  # this rank's GPU (0 without torchrun)
+        free, total = torch.cuda.mem_get_info(sharded.local_rank())  # this rank's GPU (0 without torchrun)
         if free / 1e9 < REAL_CHECKPOINT_BF16_GB / parts + 4:
             where = "this GPU" if parts == 1 else f"each of {parts} GPUs"
             raise BackendError(

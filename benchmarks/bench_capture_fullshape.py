@@ -46,7 +46,6 @@ import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import torch
 
@@ -325,7 +324,7 @@ def main(argv=None) -> int:
     from backends import logit_summary
 
     if args.topk:  # which implementation summarized the logits (Triton kernels, or the torch.compile fallback)
-        print(f"top-{args.topk} summary computed by: {logit_summary._triton_state == 'ok' and 'triton' or 'torch.compile'}")
+        print(f"top-{args.topk} summary computed by: {'triton' if logit_summary.triton_in_use() else 'torch.compile'}")
     return 0 if identical else 1
 
 

@@ -31,11 +31,11 @@ import signal
 import sys
 import threading
 import time
-from pathlib import Path
 
 from backends import default_model, load_backend
 from visualizer.settings import GenerationSettings
-from backends.sharded import Leader, follow_requests, is_follower
+from backends.sharded import is_follower
+from backends.sharded_server import Leader, follow_requests
 from visualizer.trace import Trace
 
 

@@ -13,7 +13,7 @@ The variants (k = --topk, 5 by default):
 
     read floor                  x.amax(-1): one read of the logits and nothing else, the memory floor
     categorical                 Categorical(logits).entropy(), the sampler's formula (the capture of old)
-    compiled entropy            torch.compile'd logit_summary._summarize, entropy only
+    compiled entropy            torch.compile'd logit_summary.summarize_in_torch, entropy only
     compiled + top-k two-stage  the same with the top-k in two torch.topk stages (the CUDA path until issue 12)
     compiled + top-k one pass   the same with one torch.topk over the vocabulary
     inductor sort top-k         one pass with Inductor's sort-based topk (decompose_sort_ops), with --inductor-sort
@@ -42,11 +42,10 @@ import os
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import torch
 
-from backends.logit_summary import _summarize
+from backends.logit_summary import summarize_in_torch
 
 SWEEP = [(2048, 16, 4), (4096, 8, 8), (4096, 32, 8), (8192, 16, 8), (1024, 64, 4), (2048, 32, 4)]  # (block, slices, warps)
 
@@ -189,11 +188,11 @@ def main(argv=None) -> int:
     variants = {"read floor": lambda t: t.amax(dim=-1), "categorical": lambda t: torch.distributions.Categorical(logits=t, validate_args=False).entropy()}
     if not args.no_compile:
         compile_ = functools.partial(torch.compile, dynamic=False)
-        variants["compiled entropy"] = compile_(functools.partial(_summarize, k=0))
-        variants[f"compiled + top-{k} two-stage"] = compile_(functools.partial(_summarize, k=k, two_stage=True))
-        variants[f"compiled + top-{k} one pass"] = compile_(functools.partial(_summarize, k=k, two_stage=False))
+        variants["compiled entropy"] = compile_(functools.partial(summarize_in_torch, k=0))
+        variants[f"compiled + top-{k} two-stage"] = compile_(functools.partial(summarize_in_torch, k=k, two_stage=True))
+        variants[f"compiled + top-{k} one pass"] = compile_(functools.partial(summarize_in_torch, k=k, two_stage=False))
         if inductor_sort and cuda and args.inductor_sort:
-            variants[f"inductor sort top-{k}"] = torch.compile(functools.partial(_summarize, k=k, two_stage=False), dynamic=False,
+            variants[f"inductor sort top-{k}"] = torch.compile(functools.partial(summarize_in_torch, k=k, two_stage=False), dynamic=False,
                                                                options={"triton.decompose_sort_ops": True})
     plans = {}
     if kernels is not None:

@@ -24,7 +24,8 @@ from pathlib import Path
 
 from backends import default_model, load_backend
 from backends.process_group import end_process
-from backends.sharded import Leader, follow_requests, is_follower
+from backends.sharded import is_follower
+from backends.sharded_server import Leader, follow_requests
 from visualizer.settings import GenerationSettings
 from visualizer.trace import Trace
 

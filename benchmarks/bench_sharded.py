@@ -39,7 +39,6 @@ import os
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import torch
 

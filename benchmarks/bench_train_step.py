@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 from backends.small_models import PRESETS
 from training.train import TOKENIZER_DIR, TrainConfig, make_optimizer, train_step
@@ -77,7 +76,6 @@ def main(argv=None) -> None:
     if args.top_ops and not args.profile:
         parser.error("--top-ops prints the profile: add --profile")
 
-    import numpy as np
     import torch
     from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
 

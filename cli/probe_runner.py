@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from backends.run import record_batch, record_trace
+from visualizer.files import write_atomically
 from visualizer.metrics import run_metrics
 from visualizer.plan import Batch, Plan, item_id, make_plan
 from visualizer.probe import MANIFEST, ProbeError, ProbeResult, result_from_trace, score
@@ -111,10 +112,7 @@ def prepare_out(out, info, settings: GenerationSettings, items: list, *, batch_s
         # which rank ran each batch this time: the plan's batches do not depend on it
         "dealt": {"world_size": world_size, "rank_of_batch": {b.index: k % world_size for k, b in enumerate(todo)}},
     }
-    out.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".partial")
-    partial.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-    os.replace(partial, path)
+    write_atomically(path, lambda partial: partial.write_text(json.dumps(manifest, indent=1), encoding="utf-8"))
     return plan, todo
 
 
@@ -295,7 +293,7 @@ def _save_batch(out: Path, batch: Batch, probes: list, traces: list[Trace], chec
     generations, positions = [], []
     for row, (probe, trace) in enumerate(zip(probes, traces)):
         relative = trace_file(probe, batch.seed)
-        _save_atomic(trace, out / relative)
+        write_atomically(out / relative, trace.save)  # an interrupted run never leaves half a trace behind
         verdict = verdicts[row] if verdicts is not None else score(check, probe, trace.end.text)
         metrics = run_metrics(trace)
         result = result_from_trace(probe, batch.seed, trace, relative, check, metrics=metrics, verdict=verdict)
@@ -309,14 +307,6 @@ def finish_results(out, plan: Plan) -> list[ProbeResult]:
     """Join every batch's rows into OUT/results/*.parquet and read the generations back from it."""
     merge_parts(out, [b.index for b in plan.batches])
     return read_results(out)
-
-
-def _save_atomic(trace: Trace, path: Path) -> None:
-    """Write then rename, so an interrupted run never leaves half a trace behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".partial")
-    trace.save(partial)
-    os.replace(partial, path)
 
 
 def _safe(name: str) -> str:

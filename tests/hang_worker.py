@@ -1,7 +1,7 @@
 """Run under torchrun by tests/test_torchrun_exit.py: `record --parallel expert` where rank 1 stops
 answering in the middle of the run.
 
-    torchrun --nproc-per-node 2 tests/hang_worker.py OUT_FILE
+    torchrun --nproc-per-node 2 -m tests.hang_worker OUT_FILE
 
 Rank 1 sleeps before its fourth denoising step, so it never reaches that step's all-reduce and rank 0
 waits inside it for good: what a rank whose NCCL peer died sees (gloo would fail the collective at once
@@ -13,15 +13,12 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # torchrun runs this file as a script
+from transformers import DiffusionGemmaForBlockDiffusion
 
-from transformers import DiffusionGemmaForBlockDiffusion  # noqa: E402
-
-from backends import BUILTIN_MODEL_DIR  # noqa: E402
-from backends.sharded import rank  # noqa: E402
-from cli.main import run_as_process  # noqa: E402
+from backends import BUILTIN_MODEL_DIR
+from backends.sharded import rank
+from cli.main import run_as_process
 
 if rank() == 1:
     real_step, steps = DiffusionGemmaForBlockDiffusion._denoising_step, []

@@ -1,6 +1,6 @@
 """Run under torchrun by tests/test_sharded.py: rank 0 leads requests, the followers serve them.
 
-    torchrun --nproc-per-node 2 tests/lockstep_worker.py KIND MODEL OUT_DIR
+    torchrun --nproc-per-node 2 -m tests.lockstep_worker KIND MODEL OUT_DIR
 
 As the app's sharded server does: rank 0 holds a `Leader`, the followers sit in `follow_requests`.
 Rank 0 runs six requests (a whole run, a run stopped after its first step, a run whose recording
@@ -16,15 +16,14 @@ import sys
 import threading
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # torchrun runs this file as a script
-
-from backends import BackendError, capture, load_backend  # noqa: E402
-from backends.process_group import end_process  # noqa: E402
-from backends.sharded import Leader, follow_requests, rank  # noqa: E402
-from prompts.demos import demo_prompt  # noqa: E402
-from visualizer.records import StepRecord  # noqa: E402
-from visualizer.settings import GenerationSettings  # noqa: E402
-from visualizer.trace import Trace  # noqa: E402
+from backends import BackendError, capture, load_backend
+from backends.process_group import end_process
+from backends.sharded import rank
+from backends.sharded_server import Leader, follow_requests
+from prompts.demos import demo_prompt
+from visualizer.records import StepRecord
+from visualizer.settings import GenerationSettings
+from visualizer.trace import Trace
 
 KIND, MODEL, OUT = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 DIVERGING = demo_prompt("haiku")  # the request whose canvas rank 1 changes
@@ -64,6 +63,19 @@ if rank() != 0:
 
 SETTINGS = GenerationSettings(seed=5, max_new_tokens=64, max_denoising_steps=12)
 leader = Leader(backend, keep_alive_s=0)
+model_errors = []  # what each of rank 0's runs returned: the exception that ended the model's run, or None
+
+
+def noting_model_errors(generate_batches):
+    def generate(*args, **kwargs):
+        returned = yield from generate_batches(*args, **kwargs)
+        model_errors.append(returned)
+        return returned
+
+    return generate
+
+
+backend.generate_batches = noting_model_errors(backend.generate_batches)
 
 
 def lead(prompt: str, *, stop_after_steps: int | None = None):
@@ -95,9 +107,9 @@ try:
     failed = lead(demo_prompt("story"))
 finally:
     capture._to_host = real_copy
-failed_in_step, problem_after_failure = type(backend.last_failure).__name__, leader.problem()
+failed_in_step, problem_after_failure = type(model_errors[-1]).__name__, leader.problem()
 diverged = lead(DIVERGING)
-diverged_failure, problem_after_divergence = type(backend.last_failure).__name__, leader.problem()
+diverged_failure, problem_after_divergence = type(model_errors[-1]).__name__, leader.problem()
 try:
     lead("   ")
     refused = None

@@ -1,6 +1,6 @@
 """Run under torchrun by tests/test_sharded_app.py: the stock sharded generate, then the app's own `main`.
 
-    torchrun --nproc-per-node 2 tests/sharded_app_worker.py KIND OUT_DIR REQUEST_JSON -- APP_ARGS...
+    torchrun --nproc-per-node 2 -m tests.sharded_app_worker KIND OUT_DIR REQUEST_JSON -- APP_ARGS...
 
 Every rank writes its process id to OUT_DIR/pid_RANK, runs the stock `model.generate` of the request
 (`backend.follow(..., lockstep=False)`: no capture, no app), and rank 0 writes every rank's ids to
@@ -16,17 +16,15 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # torchrun runs this file as a script
+import torch.distributed as dist
 
-import torch.distributed as dist  # noqa: E402
-
-import app  # noqa: E402
-from webapp import app as web_app  # noqa: E402
-from webapp import app_run  # noqa: E402
-from backends import sharded  # noqa: E402
-from backends import BUILTIN_MODEL_DIR, load_backend  # noqa: E402
-from backends.sharded import rank  # noqa: E402
-from visualizer.settings import GenerationSettings  # noqa: E402
+import app
+from webapp import app as web_app
+from webapp import app_run
+from backends import sharded_server
+from backends import BUILTIN_MODEL_DIR, load_backend
+from backends.sharded import rank
+from visualizer.settings import GenerationSettings
 
 KIND, OUT, REQUEST = sys.argv[1], Path(sys.argv[2]), json.loads(sys.argv[3])
 APP_ARGS = sys.argv[sys.argv.index("--") + 1:]
@@ -39,7 +37,7 @@ every_rank = [None] * dist.get_world_size()
 dist.all_gather_object(every_rank, stock.tolist())
 if rank() == 0:
     (OUT / "stock.json").write_text(json.dumps(every_rank))
-sharded.KEEP_ALIVE_S = 0.5  # keep-alives between the test's requests, not only after a minute idle
+sharded_server.KEEP_ALIVE_S = 0.5  # keep-alives between the test's requests, not only after a minute idle
 end_process = web_app.end_process
 
 
@@ -56,7 +54,7 @@ FAIL_ALONE = "Fail on rank 0 alone"  # a request whose third step raises on rank
 if rank() == 0 and os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0":
     from transformers import DiffusionGemmaForBlockDiffusion
 
-    from backends.sharded import Leader
+    from backends.sharded_server import Leader
 
     real_step, real_run, armed = DiffusionGemmaForBlockDiffusion._denoising_step, Leader.run_records, []
 

@@ -1,6 +1,6 @@
 """Run under torchrun by tests/test_sharded.py: stock sharded generate, then the CLI's sharded record.
 
-    torchrun --nproc-per-node 2 tests/sharded_worker.py KIND MODEL OUT_DIR
+    torchrun --nproc-per-node 2 -m tests.sharded_worker KIND MODEL OUT_DIR
 
 Every rank runs the stock `model.generate` (`backend.follow(..., lockstep=False)`) and then `python -m visualizer
 record --parallel KIND` through the CLI's own entry point, as a user would. Rank 0 then writes
@@ -13,19 +13,17 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # torchrun runs this file as a script
+import torch
+import torch._inductor.config as inductor
+import torch.distributed as dist
 
-import torch  # noqa: E402
-import torch._inductor.config as inductor  # noqa: E402
-import torch.distributed as dist  # noqa: E402
-
-from backends import load_backend  # noqa: E402
-from backends.process_group import end_process  # noqa: E402
-from backends.sharded import rank  # noqa: E402
-from cli.main import main  # noqa: E402
-from prompts.demos import demo_prompt  # noqa: E402
-from visualizer.settings import GenerationSettings  # noqa: E402
-from visualizer.trace import Trace  # noqa: E402
+from backends import load_backend
+from backends.process_group import end_process
+from backends.sharded import rank
+from cli.main import main
+from prompts.demos import demo_prompt
+from visualizer.settings import GenerationSettings
+from visualizer.trace import Trace
 
 KIND, MODEL, OUT = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 SEED, MAX_NEW, STEPS = 3, 320, 6  # few steps keep it short (the built-in model ends the story in one block)

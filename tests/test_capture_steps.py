@@ -27,7 +27,8 @@ import torch
 from transformers import DiffusionGemmaForBlockDiffusion, LogitsProcessorList
 from transformers.models.diffusion_gemma import generation_diffusion_gemma as stock
 
-from backends.base import BackendError, FailedInStep, GenerationCancelled
+from backends.base import BackendError, GenerationCancelled
+from backends.sharded_server import FailedInStep
 from backends import capture
 from backends.capture import _accepting_sampler, _to_host, capture_steps
 from backends.random_model import load_project_tokenizer, set_generation_defaults
@@ -315,7 +316,7 @@ def keeping_and_failing_at(call: int, kept: list, message: str):
 
 
 def test_with_a_vote_each_step_is_voted_on_with_the_canvas_it_denoises(model):
-    """The canvas goes to the vote so that the ranks can compare theirs (`backends.sharded.agreed`):
+    """The canvas goes to the vote so that the ranks can compare theirs (`backends.sharded_server.agreed`):
     before each step, the canvas that step starts from (the last step's output); at a block's start, none."""
     steps, blocks, ballot = [], [], Ballot()
     with capture_steps(model, steps.append, blocks.append, agree=ballot):

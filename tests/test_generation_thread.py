@@ -14,6 +14,7 @@ from torch._inductor import cudagraph_trees
 
 from backends.run import record_trace
 from backends.transformers_backend import TransformersBackend
+from visualizer.records import RunEnd
 from visualizer.settings import GenerationSettings
 
 
@@ -41,32 +42,43 @@ def test_every_run_of_a_backend_is_on_its_one_thread_with_its_own_graph_trees(ra
     assert not thread.is_alive()
 
 
-def test_last_failure_says_what_ended_the_latest_run_and_whether_the_worker_stopped_at_a_vote(random_model_dir, monkeypatch):
-    """A sharded server's leader reads `last_failure` to know whether the followers are in step: an error
-    raised inside the worker's generate is out of step (unless the capture held it: FailedInStep); a record
-    that breaks the rules ends the run on the consuming side, which stops the worker as a Stop does."""
+def test_a_run_returns_the_error_that_ended_the_models_run_and_nothing_when_it_stopped_between_steps(random_model_dir, monkeypatch):
+    """A sharded server's leader reads what the run returns to know whether the followers are in step: an
+    error raised inside the worker's generate comes back (out of step, unless the capture held it for a
+    vote: FailedInStep); a record that breaks the rules ends the run on the consuming side, which stops the
+    worker as a Stop does, so the model's run returns nothing."""
     from backends import base, capture
-    from backends.base import FailedInStep
+    from backends.sharded_server import FailedInStep
 
     backend = TransformersBackend(str(random_model_dir), device="cpu")
     settings = GenerationSettings(seed=0, max_new_tokens=16, max_denoising_steps=2)
     real_copy = capture._to_host
 
+    def run():
+        """The run's RunEnd, and what its generator returned after it."""
+        batches = backend.generate_batches("Write a haiku about rain", settings)
+        for batch in batches:
+            if isinstance(batch[-1], RunEnd):
+                return batch[-1], base.model_error(batches)
+
     def failing_copy(tensors):
         raise RuntimeError("copy failed")
 
     monkeypatch.setattr(capture, "_to_host", failing_copy)
-    trace = record_trace(backend, "Write a haiku about rain", settings)
-    assert trace.end.error == "Generation failed: RuntimeError: copy failed"
-    assert isinstance(backend.last_failure, RuntimeError) and not isinstance(backend.last_failure, FailedInStep)
+    end, model_error = run()
+    assert end.error == "Generation failed: RuntimeError: copy failed"
+    assert isinstance(model_error, RuntimeError) and str(model_error) == "copy failed"
 
     monkeypatch.setattr(capture, "_to_host", real_copy)
     monkeypatch.setattr(base, "step_record", lambda item, pieces: (_ for _ in ()).throw(ValueError("bad record")))
-    trace = record_trace(backend, "Write a haiku about rain", settings)
-    assert trace.end.error == "Generation failed: ValueError: bad record"
-    assert isinstance(backend.last_failure, FailedInStep) and str(backend.last_failure.__cause__) == "bad record"
+    end, model_error = run()
+    assert end.error == "Generation failed: ValueError: bad record" and model_error is None
 
     monkeypatch.undo()
-    assert record_trace(backend, "Write a haiku about rain", settings).end.error is None
-    assert backend.last_failure is None  # each run starts without one
+    end, model_error = run()
+    assert end.error is None and model_error is None
+
+    held = FailedInStep()  # what the capture raises at the vote after a recording error: the message is the error's
+    held.__cause__ = RuntimeError("copy failed")
+    assert backend.failure_message(held) == "Generation failed: RuntimeError: copy failed"
     backend.close()

@@ -145,7 +145,7 @@ def test_a_failing_first_launch_falls_back_and_a_working_one_stays(monkeypatch):
         assert module._try_triton(real_like_logits(2, 64), 5) is None
     assert module._try_triton(real_like_logits(2, 64), 5) is None and calls == [5]
 
-    fake.summarize_triton = lambda logits, k, **options: module._summarize(logits, k)
+    fake.summarize_triton = lambda logits, k, **options: module.summarize_in_torch(logits, k)
     monkeypatch.setattr(module, "_triton_state", "untried")
     monkeypatch.setattr(module, "_triton_summarize", None)
     first = module._try_triton(real_like_logits(2, 64), 3)
@@ -186,7 +186,7 @@ def test_the_triton_path_is_taken_up_to_its_largest_k_and_when_the_canvas_is_sho
 
 def test_summarize_logits_uses_triton_where_it_runs_else_compiles_once(monkeypatch):
     """The dispatch, without a GPU: Triton's summary is returned as is; where Triton gives None the
-    summary comes from one torch.compile of `_summarize` (fixed shapes: dynamic=False), reused."""
+    summary comes from one torch.compile of `summarize_in_torch` (fixed shapes: dynamic=False), reused."""
     import backends.logit_summary as module
 
     logits = real_like_logits(2, 64)[None]
@@ -213,7 +213,7 @@ def test_summarize_logits_uses_triton_where_it_runs_else_compiles_once(monkeypat
     assert module.summarize_logits(logits, 3, compiled=True) == ("compiled", logits, 3)
     assert paths == [(logits, 5, None), (logits, 5, None), (logits, 3, True)]  # the caller's k and choice
     assert [k for _, k in asked] == [5, 5, 3] and all(x is logits for x, _ in asked)
-    assert compiled == [(module._summarize, {"dynamic": False})]
+    assert compiled == [(module.summarize_in_torch, {"dynamic": False})]
 
 
 def test_on_the_cpu_nothing_is_compiled_unless_asked(monkeypatch):

@@ -22,7 +22,7 @@ import torch
 
 pytest.importorskip("triton")
 
-from backends.logit_summary import TRITON_MAX_TOPK, LogitSummary, _summarize  # noqa: E402
+from backends.logit_summary import TRITON_MAX_TOPK, LogitSummary, summarize_in_torch  # noqa: E402
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 # numpy evaluates both sides of every tl.where: the guarded -inf * 0 and log(0) warn, harmlessly.
@@ -121,7 +121,7 @@ def test_summary_has_the_api_types_and_leaves_the_logits_alone(kernels):
     assert summary.topk_ids.shape == (2, 5, 5) and summary.topk_ids.dtype == torch.int32
     assert summary.topk_probs.shape == (2, 5, 5) and summary.topk_probs.dtype == torch.float16
     assert summary.entropy.device == logits.device
-    eager = _summarize(logits, 5)
+    eager = summarize_in_torch(logits, 5)
     torch.testing.assert_close(summary.entropy, eager.entropy, rtol=0, atol=2e-6)
     assert torch.equal(summary.topk_ids, eager.topk_ids)  # no ties in random normal logits
     torch.testing.assert_close(summary.topk_probs, eager.topk_probs, rtol=2e-3, atol=0)

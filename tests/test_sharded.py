@@ -19,7 +19,7 @@ import pytest
 
 from backends import BUILTIN_MODEL_DIR, BackendError, load_backend
 from backends.sharded import REPLICATED, TEXT_MODELS, check_fits, compile_alike, plans
-from tests.torchrun import rank_pid, single_host, worker_env
+from tests.torchrun import rank_pid, single_host, worker_env, worker_module
 from visualizer.trace import Trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,9 +111,9 @@ def test_cli_refuses_parallel_outside_torchrun_without_a_traceback(tmp_path):
     assert "Traceback" not in done.stderr
 
 
-def _torchrun(kind: str, out: Path, worker: str = "sharded_worker.py") -> dict:
+def _torchrun(kind: str, out: Path, worker: str = "sharded_worker") -> dict:
     done = subprocess.run(
-        [*single_host(2), str(ROOT / "tests" / worker), kind, str(BUILTIN_MODEL_DIR), str(out)],
+        [*single_host(2), *worker_module(worker), kind, str(BUILTIN_MODEL_DIR), str(out)],
         cwd=ROOT, env=worker_env(), capture_output=True, text=True, timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -141,7 +141,7 @@ def test_followers_serve_requests_in_lockstep_through_a_stop_a_recording_error_a
     """A stop on rank 0, an error of rank 0's recording (the followers record nothing), or ranks whose
     canvases differ, ends the run on every rank between the same two steps, and every rank is ready for the next request: the last
     run equals the first, and the followers hear the goodbye (a hang would fail the timeout)."""
-    result = _torchrun("expert", tmp_path, worker="lockstep_worker.py")
+    result = _torchrun("expert", tmp_path, worker="lockstep_worker")
 
     first_finish, first_steps, first_sequence = result["first"]
     assert first_finish != "error" and first_steps > 1

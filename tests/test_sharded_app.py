@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from contextlib import contextmanager
@@ -27,7 +28,7 @@ from gradio_client import Client
 import app as app_module
 from webapp.hosting import Hosting
 from tests.app_api import finished_run, submit_generate
-from tests.torchrun import free_port, single_host
+from tests.torchrun import free_port, single_host, worker_module
 from visualizer.trace import Trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,7 +48,7 @@ def sharded_app(out: Path, kind: str = "expert", restarts: int = 0):
     log = open(out / "torchrun.log", "w")
     proc = subprocess.Popen(
         [*single_host(2, "--max-restarts", str(restarts)),
-         str(ROOT / "tests" / "sharded_app_worker.py"), kind, str(out), json.dumps(REQUEST), "--",
+         *worker_module("sharded_app_worker"), kind, str(out), json.dumps(REQUEST), "--",
          "--parallel", kind, "--port", str(port)],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
@@ -228,12 +229,16 @@ def test_a_server_of_one_model_takes_nothing_else():
 
 # ---- the Leader's rules, without torchrun: a stand-in backend, the collectives recorded ------------
 class _Backend:
-    """Yields RunStart-less runs: one step-like record, then a RunEnd (`fail`: an error)."""
+    """Yields RunStart-less runs: one step-like record, then a RunEnd (`fail`: its error), and returns
+    `model_error` as `Backend.generate_batches` does (the exception that ended the model's run)."""
 
     def __init__(self):
         self.fail = None
-        self.last_failure = None  # what Backend._stream keeps of a failed run (FailedInStep: the ranks are in step)
+        self.model_error = None
         self.mid_run = lambda: None  # what happens between the step and the end (a follower dies)
+        self.stops = []  # each run's stop
+        self.threads = []  # the thread each batch was made on
+        self.finishes = []  # each run's finish reason, also when nobody read its RunEnd
 
     def check(self, prompt, settings):
         from backends import BackendError
@@ -246,28 +251,31 @@ class _Backend:
 
         from visualizer.records import RunEnd
 
+        self.stops.append(stop)
+        self.threads.append(threading.current_thread())
         yield ["step"]
         self.mid_run()
-        finish = "error" if self.fail else "length"
+        finish = "error" if self.fail else "cancelled" if stop.is_set() else "length"
+        self.finishes.append(finish)
+        self.threads.append(threading.current_thread())
         yield [RunEnd(finish_reason=finish, sequence=np.zeros(0, np.int32), text="", wall_time_s=0.0, error=self.fail)]
+        return self.model_error
 
 
 @pytest.fixture
 def leader(monkeypatch):
     """A Leader of 2 ranks whose follower is this test's own process (alive), announcing into a list."""
-    from backends import sharded
+    from backends import sharded_server
 
     said = []
-    monkeypatch.setattr(sharded, "meet", lambda: [(socket.gethostname(), os.getpid())] * 2)
-    monkeypatch.setattr(sharded, "announce", said.append)
-    lead = sharded.Leader(_Backend(), keep_alive_s=0)
+    monkeypatch.setattr(sharded_server, "meet", lambda: [(socket.gethostname(), os.getpid())] * 2)
+    monkeypatch.setattr(sharded_server, "announce", said.append)
+    lead = sharded_server.Leader(_Backend(), keep_alive_s=0)
     lead.said = said
     return lead
 
 
 def _run(leader, prompt="hi"):
-    import threading
-
     trace = []
     for _ in leader.run_records(prompt, "settings", trace=trace, stop=threading.Event()):
         pass
@@ -290,6 +298,7 @@ def test_a_run_that_fails_on_rank_0_ends_the_servers_runs_without_a_goodbye(lead
     from backends import BackendError
 
     leader.backend.fail = "Generation failed: RuntimeError: boom"
+    leader.backend.model_error = RuntimeError("boom")  # raised inside rank 0's generate: the followers are still in theirs
     end = _run(leader)
     assert end.error.startswith("Generation failed: RuntimeError: boom") and "restart torchrun" in end.error
     assert leader.problem() == end.error
@@ -298,11 +307,13 @@ def test_a_run_that_fails_on_rank_0_ends_the_servers_runs_without_a_goodbye(lead
     assert leader.close() is False and leader.said == [("hi", "settings")]  # the follower is inside its generate
 
 
-def test_a_recording_error_held_until_every_rank_stopped_leaves_the_server_running(leader):
-    from backends.base import FailedInStep
+@pytest.mark.parametrize("model_error", ["held until a vote", "none: the record was made on the reading side"])
+def test_a_recording_error_that_every_rank_stopped_at_leaves_the_server_running(leader, model_error):
+    from backends.sharded_server import FailedInStep
 
     leader.backend.fail = "Generation failed: RuntimeError: recording failed"
-    leader.backend.last_failure = FailedInStep()  # the capture raised it at a vote: every rank left generate there
+    # the capture raised it at a vote, or the model was stopped at its next vote as by a Stop: every rank left generate there
+    leader.backend.model_error = FailedInStep() if model_error == "held until a vote" else None
     end = _run(leader)
     assert end.error == "Generation failed: RuntimeError: recording failed"  # no "restart torchrun"
     assert leader.problem() is None
@@ -318,8 +329,73 @@ def test_a_follower_whose_process_ended_is_named(leader):
     leader.pids = [os.getpid(), None, os.getpid()]  # rank 1 on another host: never looked at
     leader.backend.mid_run = lambda: leader.pids.__setitem__(2, int(gone.stdout))  # rank 2's process ends mid-run
     leader.backend.fail = "Generation failed: RuntimeError: Connection closed by peer"  # gloo's words for it
+    leader.backend.model_error = RuntimeError("Connection closed by peer")
     end = _run(leader)
     assert end.error.startswith("rank 2 of 3 stopped") and "Restart torchrun" in end.error
     with pytest.raises(BackendError, match="rank 2 of 3 stopped"):
         _run(leader)
     assert leader.close() is False and leader.said == [("hi", "settings")]  # nobody would hear the goodbye
+
+
+def test_a_run_read_one_batch_per_thread_is_made_on_the_leaders_own_serving_thread(leader):
+    """Gradio reads a stream one `next()` at a time, each on whichever worker thread is free. The run (and
+    the lock it holds) stays on one serving thread of the Leader's, none of the readers', and the lock is
+    free again after the run."""
+    from visualizer.records import RunEnd
+
+    step_read = threading.Event()
+    leader.backend.mid_run = step_read.wait  # the run goes on once the first batch was read
+    trace = []
+    records = leader.run_records("hi", "settings", trace=trace, stop=threading.Event())
+    got, readers = [], []
+
+    def read_one_batch():
+        got.append(next(records, None))
+        readers.append(threading.current_thread())
+        step_read.set()
+
+    for _ in range(3):  # the step, the RunEnd, the stream's end: each read on a thread of its own
+        reader = threading.Thread(target=read_one_batch)
+        reader.start()
+        reader.join(timeout=30)
+    assert got[0] == ["step"] and isinstance(got[1][-1], RunEnd) and got[2] is None
+    assert trace[-1].finish_reason == "length"
+    (serving,) = set(leader.backend.threads)
+    assert serving not in readers and serving is not threading.current_thread()
+    assert leader.close(timeout=5) is True and leader.said == [("hi", "settings"), None]
+
+
+def test_a_request_that_comes_while_another_runs_waits_for_its_end(leader):
+    go_on = threading.Event()
+    leader.backend.mid_run = go_on.wait
+    first = leader.run_records("first", "settings", trace=[], stop=threading.Event())
+    assert next(first) == ["step"]  # the first run is mid-way
+    second_trace = []
+    second = threading.Thread(target=lambda: _drain(leader.run_records("second", "settings", trace=second_trace,
+                                                                       stop=threading.Event())))
+    second.start()
+    second.join(timeout=0.5)  # time enough to start, were it not waiting
+    assert leader.said == [("first", "settings")] and second_trace == []
+    go_on.set()
+    assert list(first)[-1][-1].finish_reason == "length"
+    second.join(timeout=30)
+    assert not second.is_alive() and second_trace[-1].finish_reason == "length"
+    assert leader.said == [("first", "settings"), ("second", "settings")]
+
+
+def test_a_closed_stream_stops_the_run_at_its_next_step_and_frees_the_lock(leader):
+    """Gradio closes the stream of a tab that went away (or of Stop's cancel): the run ends at its next
+    step on the serving thread, and the next request can run."""
+    leader.backend.mid_run = lambda: leader.backend.stops[-1].wait(30)  # mid-run until stopped
+    records = leader.run_records("hi", "settings", trace=[], stop=threading.Event())
+    assert next(records) == ["step"]
+    records.close()
+    assert leader.backend.finishes == ["cancelled"]  # ended before close() returned
+    leader.backend.mid_run = lambda: None
+    assert _run(leader, "again").finish_reason == "length"
+    assert leader.close(timeout=5) is True
+
+
+def _drain(batches):
+    for _ in batches:
+        pass

@@ -20,7 +20,7 @@ import pytest
 
 from backends import BUILTIN_MODEL_DIR, Stop, process_group
 from backends.base import ABANDON_GRACE_S
-from tests.torchrun import ROOT, rank_pid, single_host, worker_env
+from tests.torchrun import ROOT, rank_pid, single_host, worker_env, worker_module
 from visualizer.trace import Trace
 
 GROUP_IN_A_CYCLE = """
@@ -138,7 +138,7 @@ def test_a_rank_stuck_in_a_collective_ends_the_run_within_seconds_of_sigterm_and
     the trace is written with the three steps recorded, and rank 0 ends, within seconds."""
     out, log_path = tmp_path / "run.json", tmp_path / "torchrun.log"
     with log_path.open("w") as log:
-        proc = subprocess.Popen([*single_host(2), str(ROOT / "tests" / "hang_worker.py"), str(out)],
+        proc = subprocess.Popen([*single_host(2), *worker_module("hang_worker"), str(out)],
                                 cwd=ROOT, env=worker_env(), stdout=log, stderr=subprocess.STDOUT)
         try:
             deadline = time.monotonic() + 180
@@ -165,6 +165,6 @@ def test_a_rank_stuck_in_a_collective_ends_the_run_within_seconds_of_sigterm_and
 
 
 def _alive(pid: int) -> bool:
-    from backends.sharded import process_gone
+    from backends.sharded_server import process_gone
 
     return not process_gone(pid)

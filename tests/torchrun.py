@@ -1,6 +1,7 @@
 """What the torchrun tests share: the launcher on a port nobody else holds, and the environment.
 
     done = subprocess.run([*single_host(2), "-m", "visualizer", "probe", ...], env=worker_env(), ...)
+    done = subprocess.run([*single_host(2), *worker_module("sharded_worker"), ...], cwd=ROOT, env=worker_env(), ...)
 
 `single_host` uses torchrun's `--standalone`: its rendezvous store binds port 0, so the kernel picks a
 free port at bind time and two tests (or a leftover of an earlier one) never meet on one port. Only a
@@ -21,6 +22,12 @@ TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]
 def single_host(processes: int = 2, *more: str) -> list[str]:
     """torchrun for `processes` workers on this host, on a rendezvous port the kernel picks."""
     return [*TORCHRUN, "--standalone", "--nproc-per-node", str(processes), *more]
+
+
+def worker_module(name: str) -> list[str]:
+    """torchrun's arguments that run tests/NAME.py as the module `tests.NAME` (torchrun's `-m`): started
+    from the repository root (cwd=ROOT), a worker imports the project like any module, without a sys.path edit."""
+    return ["-m", f"tests.{name}"]
 
 
 def free_port() -> int:

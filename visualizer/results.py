@@ -22,13 +22,13 @@ generation columns are declared once, in `visualizer.probe_schema.COLUMNS`.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .files import write_atomically
 from .metrics import RunMetrics, Undefined, block_commits
 from .metrics.measured import measured_positions
 from .probe_schema import COLUMNS, ProbeResult
@@ -139,9 +139,6 @@ def _schema(rows: list[dict], kind: str):
 
 
 def _write_atomic(table, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    pq.write_table(table, partial)
-    os.replace(partial, path)
-    return path
+    """A Parquet file written whole or not at all (a rerun trusts every part it finds)."""
+    return write_atomically(path, lambda partial: pq.write_table(table, partial))
 

@@ -54,7 +54,7 @@ def run_live(backend, source: str, prompt: str, settings, *, trace: Trace, stop,
     appended; setting `stop` ends the run at the next step; closing the generator ends it too."""
     if settings.compiled:
         raise BackendError("torch.compile is off in the app (ZeroGPU forbids it).")
-    if LEADER is not None:  # the other ranks run it too: announced, one run at a time (backends/sharded.py)
+    if LEADER is not None:  # the other ranks run it too: announced, one run at a time (backends/sharded_server.py)
         return LEADER.run_records(prompt, settings, trace=trace, stop=stop)
     if on_zero_gpu():
         backend.check(prompt, settings)  # a bad request gets its message here, not from the GPU worker
