@@ -138,7 +138,7 @@ def run_plan(
     """Run a plan over every rank (module docstring); rank 0 returns `finish(plan)`, the others None.
 
     `prepare(world_size) -> (plan, todo)` runs on rank 0 only; a ProbeError-like exception there is
-    raised on every rank (rank 0 shows it).  `work(my_batches, kill_hook)` calls `kill_hook()`
+    raised on every rank (rank 0 shows it).  `work(my_batches, kill_hook)` calls `kill_hook(settle)`
     after each batch it generates (a test's hook: KILL_AFTER_ENV).  `describe(batches)` names
     batches in a failure message.
     """
@@ -171,18 +171,22 @@ def run_plan(
     return finish(plan) if cluster.is_writer else None
 
 
-def _kill_hook(rank: int) -> Callable[[], None]:
-    """After each batch generated (before it is saved, so the batches after it are not on disk):
-    nothing, unless KILL_AFTER_ENV names this rank (a test of resuming)."""
+def _kill_hook(rank: int) -> Callable[..., None]:
+    """After each batch generated (before it is saved, so it and the batches after it are not on
+    disk): nothing, unless KILL_AFTER_ENV names this rank (a test of resuming).  Then, at its Nth
+    batch, the rank first lets its writer finish the batches before it (`settle`): otherwise, with
+    the writer's start slow on a loaded machine, nothing of the first attempt could be on disk yet,
+    and the test of "only the unfinished batches are redone" would see every batch redone."""
     spec = os.environ.get(KILL_AFTER_ENV, "")
     if not spec or os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") != "0":
-        return lambda: None
+        return lambda settle=None: None
     target, count = (int(x) for x in spec.split(":"))
     done = [0]
 
-    def after_batch() -> None:
+    def on_generated(settle: Callable[[], None] = lambda: None) -> None:
         done[0] += 1
         if rank == target and done[0] >= count:
+            settle()
             os.kill(os.getpid(), signal.SIGKILL)
 
-    return after_batch
+    return on_generated

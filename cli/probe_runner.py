@@ -144,7 +144,7 @@ BATCHES_AHEAD = 1  # batches started while one generates (they queue on the mode
 
 def run_batches(backend, batches: Sequence[Batch], probes: dict, *, out, settings: GenerationSettings,
                 check: Callable, after_batch: Callable[[], None] = lambda: None,
-                on_generated: Callable[[], None] = lambda: None) -> None:
+                on_generated: Callable[[Callable[[], None]], None] = lambda settle: None) -> None:
     """Generate each batch, save its traces and its result rows (see visualizer.results).
 
     `probes` maps item ids to probes.  The runner's own work stays off the model's path:
@@ -159,15 +159,17 @@ def run_batches(backend, batches: Sequence[Batch], probes: dict, *, out, setting
     At most BATCHES_AHEAD + 1 batches generate and WRITER_BACKLOG + 1 wait to be written, so memory
     stays bounded.  A row without an answer, or whose checker raises, is saved unscored with the
     reason (`visualizer.probe.score`).  `after_batch()` runs once a batch's rows are on disk, in
-    plan order; `on_generated()` once a batch is generated, before it is saved (nothing after it is
-    on disk then: where the resume test kills a worker).  A failure raises ProbeError naming the batch and its items.
+    plan order; `on_generated(settle)` once a batch is generated, before it is saved (nothing after
+    it is on disk then: where the resume test kills a worker), and `settle()` there waits until every
+    batch before it is on disk.  A failure raises ProbeError naming the batch and its items.
     """
     out = Path(out)
     check_there = _can_send(check)
     with _writer_process() as writer, _generated(backend, batches, probes, settings) as generated:
         pending: deque = deque()
         for batch, rows, traces in generated:
-            on_generated()
+            # `settle()` waits until every earlier batch is on disk (a test's kill point uses it)
+            on_generated(lambda: _written(pending, after_batch, keep=0))
             _check_finished(backend, batch, traces)
             verdicts = None if check_there else [score(check, p, t.end.text) for p, t in zip(rows, traces)]
             pending.append(writer.submit(_save_batch, out, batch, rows, traces, check if check_there else None, verdicts))
