@@ -172,7 +172,7 @@ def knob_widget(knob, limits):
                            allow_custom_value=True)
     if knob.from_text is not None:  # layers, pins: typed as text, read by the knob's own parser and check
         return gr.Textbox("", label=label, info=knob.help, placeholder=TEXT_KNOB_HINTS.get(knob.name, ""),
-                          lines=2 if knob.name == "pins" else 1, max_lines=8)
+                          lines=2 if knob.name == "pins" else 1, max_lines=8, elem_id=f"dv-knob-{knob.name}")
     if knob.kind is bool:
         return gr.Checkbox(knob.default, label=label, info=knob.help)
     if knob.slider:
@@ -535,10 +535,14 @@ def add_pin(position, text, pins, session: RunSession) -> tuple:
 
 def settings_from_widgets(values: dict, reads) -> GenerationSettings:
     """The settings of the knobs' widget values; a knob this run does not read (`reads`) is not read
-    here either (recorded as None). An empty box is None (the model's default) where None is a value."""
+    here either (recorded as None), except layers or pins given to a run that does not take them: a
+    ValueError, never a silent stock run. An empty box is None (the model's default) where None is a value."""
     settings = {}
     for knob in APP_KNOBS:
         value = values.get(knob.name)
+        if knob.from_text is not None and knob.name not in reads and knob.from_text(value):  # never dropped silently
+            raise ValueError(f"this model's {values.get('sampler') or 'default'} sampler does not take {knob.label}: "
+                             f"empty the {knob.label} box (Layers and pins) or pick another sampler")
         if knob.name not in reads or (knob.optional and (value is None or value == "")):
             continue
         if knob.from_text is not None:  # layers, pins: ValueError in one line when the text is not one
@@ -730,10 +734,10 @@ def live_panel() -> dict:
             ui[why.panel] = gr.HTML("" if why.hide_empty else _message_html(why.hint), label=why.label,
                                     elem_id=f"dv-{why.panel}", padding=True, visible=not why.hide_empty)
         if why.panel == "inspector":  # a clicked token's position, to pin a text there for the next run
-            with gr.Row(equal_height=True, elem_id="dv-pin-row"):
+            with gr.Row(elem_id="dv-pin-row"):
                 ui["pin_position"] = gr.Number(None, precision=0, minimum=0, label="Position to pin (first block)",
                                                scale=1, min_width=160)
-                ui["pin_text"] = gr.Textbox(label="Text to pin there", placeholder="e.g. moon", scale=2)
+                ui["pin_text"] = gr.Textbox(label="Text to pin there", placeholder="e.g. moon", scale=2, elem_id="dv-pin-text")
                 ui["pin_btn"] = gr.Button("Pin text here", scale=1, min_width=140)
             ui["pin_note"] = gr.Markdown(PIN_HINT, elem_id="dv-pin-note")
     ui["final_text"] = gr.Textbox(label="Committed text", lines=6, interactive=False)

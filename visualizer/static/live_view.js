@@ -140,7 +140,8 @@
       const heatHead = el("div", "display:flex;gap:10px;align-items:center;margin-bottom:4px");
       this.heatTitle = el("div", "font-size:11px");
       // the heatmap's layers: the entropy, and the step-to-step shift where the run recorded it
-      this.heatPick = el("select", "font-size:11px;display:none");
+      this.heatPick = el("select", "font-size:11px;display:none;width:auto;height:auto;padding:1px 4px;margin:0;"
+        + "border:1px solid currentColor;border-radius:4px;background:transparent;color:inherit;flex:none");
       this.heatPick.className = "dv-heat-layer";
       this.heatPick.setAttribute("aria-label", "Heatmap layer");
       for (const [value, text] of [["entropy", "entropy"], ["kl", "shift (KL from the step before)"]]) {
