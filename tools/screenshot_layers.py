@@ -4,8 +4,8 @@
 
 Launches the app on the built-in model (by default), records the acrostic demo with `--layers`, clicks a token
 of the first block, pins a text there with *Pin text here*, runs again and photographs: the live view with the
-pinned position marked (pin-view.png), the per-layer RMS panel (layers-view.png), the token inspector with the
-pinned position's lens rank grid (lens-view.png) and the heatmap's KL layer (kl-view.png).
+pinned position marked (pin-view.png), the per-layer RMS panel (layers-view.png), the token inspector with a
+position's lens rank grid (lens-view.png) and the heatmap's KL layer (kl-view.png).
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ def main(argv=None) -> int:
     parser.add_argument("--layers", default="0,3,5", help="the layers box (the built-in model has 6: 0 to 5)")
     parser.add_argument("--position", type=int, default=11, help="the first block's position to pin")
     parser.add_argument("--text", default="moon", help="the text to pin there")
+    parser.add_argument("--lens-position", type=int, default=13, help="the position whose lens ranks to show")
+    parser.add_argument("--full-page", default=None, help="also photograph the whole page here (to check the layout)")
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     args = parser.parse_args(argv)
 
@@ -50,19 +52,20 @@ def main(argv=None) -> int:
         page.wait_for_function(f"() => document.querySelector('#dv-knob-pins textarea').value.includes('{args.position}={args.text}')")
         page.get_by_role("button", name="Generate").click()
         page.wait_for_function(ENDED, arg=2, timeout=300_000)
-        page.locator("#dv-layers svg").wait_for(timeout=30_000)
+        page.locator("#dv-layer_rms svg").wait_for(timeout=30_000)
         if page.locator(".toast-body").count():
             dismiss_notices(page)
 
         page.locator("#dv-live .dv-frame").screenshot(path=out / "pin-view.png")
-        page.locator("#dv-layers").screenshot(path=out / "layers-view.png")
-        page.locator(f'.dv-canvas span[data-i="{args.position}"]').click()
-        page.wait_for_function("() => document.querySelector('#dv-inspector').textContent.includes('rank of the committed token')",
+        page.locator("#dv-layer_rms").screenshot(path=out / "layers-view.png")
+        page.locator(f'.dv-canvas span[data-i="{args.lens_position}"]').click()
+        page.wait_for_function(f"() => document.querySelector('#dv-inspector').textContent.includes('position {args.lens_position}: rank')",
                                timeout=30_000)
         page.locator("#dv-inspector").screenshot(path=out / "lens-view.png")
         page.locator("select.dv-heat-layer").select_option("kl")
         page.locator(".dv-commit-panel").screenshot(path=out / "kl-view.png")
-        print(page.locator(".dv-readout").text_content())
+        if args.full_page:
+            page.screenshot(path=args.full_page, full_page=True)
     return 0
 
 

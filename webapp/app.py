@@ -97,6 +97,7 @@ WHY_CHART_WIDTH = 720  # the accept-budget and structure-first charts: wide enou
 BUDGET_HINT = "Move the replay slider: the step on screen's accept budget appears here."
 # the layers and pins boxes (structured knobs: `Knob.from_text` reads them)
 TEXT_KNOB_HINTS = {"layers": "e.g. 0,1 or all; empty: off", "pins": "e.g. 11=moon, one a line; or click a token below"}
+HIDDEN = "hidden"  # Gradio's visible="hidden": in the page, not shown and taking no space
 PIN_HINT = "Click a token of the first block, type a text and press *Pin text here*: the next run holds it there."
 THINKING_NOTE = "Renders the chat template with `enable_thinking`: the model thinks in its own channel before answering."
 NO_THINKING_NOTE = "This model's chat template has no thinking channel (`enable_thinking`)."
@@ -485,7 +486,7 @@ class WhyView:
 WHY_VIEWS = (
     WhyView("alternatives", inspect_token, ("frame", "position"), "inspect", "inspector", "Token inspector", INSPECTOR_HINT),
     WhyView("accept_budget", step_budget_view, ("frame",), "budget", "budget", "Accept budget", BUDGET_HINT),
-    WhyView("layers", layers_view, ("frame",), "layers", "layers", "Inside the network: RMS of each recorded layer's output",
+    WhyView("layers", layers_view, ("frame",), "layers", "layer_rms", "Inside the network: RMS of each recorded layer's output",
             hide_empty=True),
     WhyView("structure_first", structure_view, ()),  # the live view draws it itself from the run's end line
 )
@@ -496,7 +497,7 @@ def _event_view(view, names, hide_empty: bool = False):
     with `hide_empty`, the panel is shown only when the view has something to show."""
     def handler(session: RunSession, event: gr.EventData):
         html = view(*(getattr(event, n, None) for n in names), session)  # EventData's keys are its attributes
-        return gr.HTML(html, visible=bool(html)) if hide_empty else html
+        return gr.HTML(html, visible=True if html else HIDDEN) if hide_empty else html
     return handler
 
 
@@ -732,7 +733,7 @@ def live_panel() -> dict:
     for why in WHY_VIEWS:
         if why.panel:
             ui[why.panel] = gr.HTML("" if why.hide_empty else _message_html(why.hint), label=why.label,
-                                    elem_id=f"dv-{why.panel}", padding=True, visible=not why.hide_empty)
+                                    elem_id=f"dv-{why.panel}", padding=True, visible=HIDDEN if why.hide_empty else True)
         if why.panel == "inspector":  # a clicked token's position, to pin a text there for the next run
             with gr.Row(elem_id="dv-pin-row"):
                 ui["pin_position"] = gr.Number(None, precision=0, minimum=0, label="Position to pin (first block)",
@@ -803,7 +804,7 @@ def wire_model_and_run(demo_app: gr.Blocks, ui: dict, handlers: Handlers, mode: 
     hidden = [ui[why.panel] for why in WHY_VIEWS if why.hide_empty]  # shown again once the new run has something
     for starts in (ui["generate_btn"].click, ui["trace_upload"].change):
         starts(None, None, [ui[why.panel] for why in panels], js=hints)
-        starts(lambda: [gr.HTML(visible=False)] * len(hidden), None, hidden, api_visibility="private",
+        starts(lambda: [gr.HTML(visible=HIDDEN)] * len(hidden), None, hidden, api_visibility="private",
                concurrency_limit=None, show_progress="hidden")
     ui["generate_btn"].click(
         _naming_knobs(handlers.generate),
