@@ -352,3 +352,9 @@ def test_layers_and_pins_through_the_api_are_recorded_and_shown(served, tmp_path
     client.predict(handle_file(str(example_traces()[0])), api_name="/load_trace")
     assert client.predict(2, api_name="/layers") == ""
     assert "rank of the committed token" not in client.predict(2, 3, api_name="/alternatives")
+
+
+def test_no_panel_shares_a_name_with_a_knob():
+    """`build_app` keeps components by name: a why-view panel named like a knob would take the knob's
+    updates (a panel named "layers" was shown, empty, whenever a model loaded)."""
+    assert not {why.panel for why in app_module.WHY_VIEWS} & {knob.name for knob in app_module.APP_KNOBS}

@@ -200,3 +200,19 @@ def test_an_exported_frame_marks_the_pinned_positions(palette, tmp_path):
     assert set(range(left, left + 3)) <= found["pinned"]  # the bar at the pinned cell's left edge
     assert not found["plain"]  # no pins: no bar, and no "pinned" entry in the legend
     assert not set(range(left - 3, left)) & found["pinned"] and left + 3 not in found["pinned"]  # a bar of 3 pixels
+
+
+def test_the_cached_renderer_never_reuses_an_unpinned_row_for_a_pinned_one():
+    """At the first step positions 2 to 7 are noise: with two cells a row, rows (2, 3) and (4, 5) look alike but
+    for the pin at 4, so the renderer's cache (rows of one geometry share lines) must tell them apart."""
+    from visualizer.layout import grid_layout
+    from visualizer.palette import STANDARD
+    from visualizer.render_cache import FrameRenderer
+    from visualizer.render_image import render_frame_image
+    from visualizer.states import frame_state
+
+    trace = inside_trace(pins=((4, 31),))
+    layout = grid_layout(1, 8, per_row=2, cell_chars=5)
+    renderer = FrameRenderer(trace, layout, STANDARD)
+    frame = frame_state(trace, 0)
+    assert renderer.render(frame, ["x"]).tobytes() == render_frame_image(trace, frame, layout, STANDARD, caption="x").tobytes()

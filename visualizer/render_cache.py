@@ -137,9 +137,9 @@ class FrameRenderer:
         self._cells: OrderedDict = OrderedDict()  # looks -> RGB image of those cells, or None if it spills
         self._painted: dict = {}  # (block, position, state, token, changed) -> PaintedCell
         self._empty = replace(layout, cells=(), headers=(), rows=0)
-        # pinned positions are drawn with a bar, so a row's key holds them (rows of one geometry share lines)
-        self._pinned = np.zeros(len(layout.cells), dtype=bool)
-        self._pinned[[p for p in pinned_positions(trace) if p < layout.canvas_length]] = True
+        # pinned positions are drawn with a bar, so a row's key holds them (rows of one geometry share lines);
+        # a pin is the first block's, so its flat index is its position
+        self._pinned = np.array(sorted(pinned_positions(trace)), dtype=np.int64)
         self._build_base()
 
     def _build_base(self) -> None:
@@ -179,7 +179,7 @@ class FrameRenderer:
                 keep = flat < states.size
                 cells, flat = [c for c, k in zip(cells, keep) if k], flat[keep]
             key = ("row", self.headers.get(row), geometry, states[flat].tobytes(), tokens[flat].tobytes(), changed[flat].tobytes(),
-                   thought[flat].tobytes(), self._pinned[flat].tobytes())
+                   thought[flat].tobytes(), np.isin(flat, self._pinned).tobytes())
             line = self._line(key, lambda: self._draw_row(frame, row, cells))
             if line is None:
                 return self._whole(frame, caption)
