@@ -741,7 +741,7 @@ def live_panel() -> dict:
                 ui["pin_text"] = gr.Textbox(label="Text to pin there", placeholder="e.g. moon", scale=2, elem_id="dv-pin-text")
                 ui["pin_btn"] = gr.Button("Pin text here", scale=1, min_width=140)
             ui["pin_note"] = gr.Markdown(PIN_HINT, elem_id="dv-pin-note")
-    ui["final_text"] = gr.Textbox(label="Committed text", lines=6, interactive=False)
+    ui["final_text"] = gr.Textbox(label="Committed text", lines=6, interactive=False, elem_id="dv-final-text")
     return ui
 
 
@@ -804,8 +804,8 @@ def wire_model_and_run(demo_app: gr.Blocks, ui: dict, handlers: Handlers, mode: 
     hidden = [ui[why.panel] for why in WHY_VIEWS if why.hide_empty]  # shown again once the new run has something
     for starts in (ui["generate_btn"].click, ui["trace_upload"].change):
         starts(None, None, [ui[why.panel] for why in panels], js=hints)
-        starts(lambda: [gr.HTML(visible=HIDDEN)] * len(hidden), None, hidden, api_visibility="private",
-               concurrency_limit=None, show_progress="hidden")
+        starts(lambda: {panel: gr.HTML(visible=HIDDEN) for panel in hidden}, None, hidden, api_visibility="private",
+               concurrency_limit=None, show_progress="hidden")  # {component: update}: one output takes a list as its value
     ui["generate_btn"].click(
         _naming_knobs(handlers.generate),
         [ui["prompt"], model_picker, session],

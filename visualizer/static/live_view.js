@@ -303,7 +303,6 @@
         this.slider.max = Math.max(this.frames.length - 1, 0);
         this.slider.disabled = false;
         if (m.kind === "commit" && this.start.layers && !this.end) this.askLater();  // a live run's layer panel, once a block
-
       } else if (m.type === "end") {
         this.end = m;
         if (this.wantLayout === "text") this.setLayout("text");
@@ -551,7 +550,7 @@
         if (!this.frames.length) { this.askWhenFrames = true; return; }
         const frame = Math.max(0, Math.min(this.target, this.frames.length - 1));
         this.trigger("budget", { frame });
-        this.trigger("layers", { frame });  // the block's per-layer RMS (the server hides the panel without layers)
+        if (this.start.layers) this.trigger("layers", { frame });  // the block's per-layer RMS (its panel, hidden until then)
         if (this.picked >= 0) this.askToken(this.picked);
       }, delay);
     }
