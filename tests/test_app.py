@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import gradio as gr
 import httpx
 import pytest
-from gradio_client import Client
+from gradio_client import Client, handle_file
 from gradio_client.exceptions import ValidationError
 
 from webapp import app as app_module
@@ -155,11 +155,20 @@ def test_bad_input_gets_a_message_and_keeps_the_recorded_run(served):
         (("hi", model), {"t_min": 0.9, "t_max": 0.1}, "t_max must be larger"),
         (("hi", model), {"entropy_bound": -2}, "entropy bound"),
         (("word " * 3000, model), {}, "context"),
+        # layers and pins: the box's parser, the knob's check, then the backend (the model's depth, the canvas, tokens)
+        (("hi", model), {"layers": "0,a"}, "layers takes layer numbers separated by commas"),
+        (("hi", model), {"layers": "1,1"}, "distinct layer numbers"),
+        (("hi", model), {"layers": "0,99"}, "layer 99 does not exist"),
+        (("hi", model), {"pins": "moon"}, "each pin is a line POS=TEXT"),
+        (("hi", model), {"pins": "999=x"}, "outside the canvas"),
+        (("hi", model), {"pins": "3="}, "empty text"),
+        (("hi", model), {"pins": "250=" + "word " * 40}, "more than the 6 position(s) left"),
+        (("hi", model), {"pins": "3=x", "sampler": "block-refinement"}, "sampler does not take pins"),
     ]
     for (prompt, source), overrides, expected in cases:
         generate(client, prompt, source, **overrides).result()
         message = run_message(client)[1]
-        assert expected in message, (prompt[:20], overrides, message)
+        assert expected in message and "\n" not in message, (prompt[:20], overrides, message)
     # a model that cannot load is refused before the request joins the model queue
     with pytest.raises(ValidationError, match="No model folder"):
         generate(client, "hi", "/no/such/model/folder").result()
@@ -315,3 +324,37 @@ def test_picking_a_sampler_shows_the_knobs_it_reads(served):
     assert shown["refine_threshold"] and shown["editing_threshold"] and shown["temperature"]
     assert not shown["entropy_bound"] and not shown["corrector_steps"] and not shown["t_min"]
     assert "must be one of" in handlers.select_sampler("confidence-threshold", model)["message"]
+
+
+def test_layers_and_pins_through_the_api_are_recorded_and_shown(served, tmp_path):
+    """`layers` and `pins` are /generate parameters (the knob table's names): the trace records both, the
+    layer panel and the inspector's lens grid answer from it, and a trace without layers shows no panel."""
+    url, model, _ = served
+    client = Client(url, verbose=False)
+    outputs = list(generate(client, "Name a colour.", model, max_new_tokens=256, steps=4, layers="0,1", pins="3=blue\n20=sea"))
+    frames = frames_of(*outputs)
+    assert run_message(client)[1] == ""
+    start = json.loads(outputs[-1][0])
+    assert {3, 20} <= set(start["pins"]) and start["layers"] and start["shift"]
+    saved, _ = client.predict(api_name="/save_trace")
+    trace = json.loads(Path(saved[0]).read_text(encoding="utf-8"))
+    assert trace["settings"]["layers"] == [0, 1] and trace["settings"]["pins"] == [[3, "blue"], [20, "sea"]]
+    assert {3, 20} <= {position for position, _ in trace["pins"]}
+    assert len(trace["steps"][1]["layer_rms"]) == 2 and trace["blocks"][0]["lens_ranks"]
+    assert "kl" not in frames[0] and "kl" in frames[1]  # the shift, for the heatmap's KL layer (none at a block's first step)
+    panel = client.predict(2, api_name="/layers")
+    assert panel.startswith("<svg") and ">L0<" in panel and ">L1<" in panel and "pinned position 3" in panel
+    assert "rank of the committed token" in client.predict(2, 3, api_name="/alternatives")
+    assert "frame must be a number" in client.predict("x", api_name="/layers")
+    # an older trace (no layers): no panel, no error; and no lens grid in the inspector
+    from visualizer.replay import example_traces
+
+    client.predict(handle_file(str(example_traces()[0])), api_name="/load_trace")
+    assert client.predict(2, api_name="/layers") == ""
+    assert "rank of the committed token" not in client.predict(2, 3, api_name="/alternatives")
+
+
+def test_no_panel_shares_a_name_with_a_knob():
+    """`build_app` keeps components by name: a why-view panel named like a knob would take the knob's
+    updates (a panel named "layers" was shown, empty, whenever a model loaded)."""
+    assert not {why.panel for why in app_module.WHY_VIEWS} & {knob.name for knob in app_module.APP_KNOBS}

@@ -45,9 +45,17 @@ def frames_of(image_file) -> list[np.ndarray]:
 
 
 # ---- the cached renderer -------------------------------------------------------------------
+@pytest.fixture
+def pinned_trace():
+    """Pins at positions 1 and 4: rows of one geometry, one with a pin and one without, must not share a line."""
+    from tests.test_layer_views import inside_trace
+
+    return inside_trace(pins=((1, 30), (4, 31)))
+
+
 @pytest.mark.parametrize("layout_kind", ["grid", "text"])
 @pytest.mark.parametrize("palette, antialias", [(STANDARD, True), (COLORBLIND, True), (STANDARD, False)])
-@pytest.mark.parametrize("which", ["trace", "odd_trace"])
+@pytest.mark.parametrize("which", ["trace", "odd_trace", "pinned_trace"])
 def test_cached_renderer_draws_exactly_the_reference_pixels(which, palette, antialias, layout_kind, request):
     trace = request.getfixturevalue(which)
     layout = grid_layout(trace.max_blocks, trace.canvas_length, per_row=3, cell_chars=5) if layout_kind == "grid" else text_layout(trace)

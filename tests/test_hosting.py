@@ -20,7 +20,7 @@ from backends import REAL_CHECKPOINT, ModelChoice
 from backends.lookup import forget_answers, source_problem
 from tests.app_api import finished_run, submit_generate
 
-LIMITS = hosting.Limits(knob_caps={"max_new_tokens": 512, "max_denoising_steps": 8}, max_upload_mb=1, max_export_frames=5, max_prompt_chars=2000)
+LIMITS = hosting.Limits(knob_caps={"max_new_tokens": 512, "max_denoising_steps": 8, "layers": 2, "pins": 2}, max_upload_mb=1, max_export_frames=5, max_prompt_chars=2000)
 
 
 def generate(client, prompt, model, max_new_tokens=256, steps=4):
@@ -91,6 +91,22 @@ def test_caps_are_refused_with_a_message(hosted):
     assert message == "" and files[0].endswith(".gif")
 
 
+def test_layers_and_pins_over_the_caps_are_refused_before_the_queue(hosted):
+    url, label = hosted
+    client = Client(url, verbose=False)
+    over = {
+        "at most 2 layers a run (asked: '0,1,2')": dict(layers="0,1,2"),
+        "at most 2 layers a run (asked: 'all')": dict(layers="all"),  # every layer of a model unknown before the queue
+        "at most 2 pins a run": dict(pins="1=a\n2=b\n3=c"),
+        "pins of up to 2,000 characters (these have 100,004)": dict(pins="0=" + "x" * 10**5 + "\n\n"),
+    }
+    for message, knobs in over.items():
+        assert message in refusal(submit_generate(client, "hi", label, 256, 4, **knobs)), knobs
+    text, message = finished_run(client, submit_generate(client, "Name a colour.", label, 256, 4, layers="0,1", pins="2=blue\n9=sea"))
+    assert message == "" and text  # at the caps: runs
+    assert "layers up to 2" in hosting.hosted_note(LIMITS) and "pins up to 2" in hosting.hosted_note(LIMITS)
+
+
 def test_uploads_over_the_limit_are_refused_by_the_server(hosted, tmp_path):
     """A raw HTTP upload, as any script can send it: gradio_client refuses a big file on its own side
     before sending anything, so only a raw request shows that the server itself holds the cap."""
@@ -136,7 +152,7 @@ def test_hosted_mode_turns_on_on_a_space_and_takes_the_owners_models(monkeypatch
     monkeypatch.setenv("SPACE_ID", "someone/diffusion-visualizer")
     monkeypatch.setenv("DV_EXTRA_MODELS", "My fine-tune=someone/dg-finetune, other/model")
     mode = hosting.Hosting.from_environment()
-    assert mode.hosted and mode.limits.knob_caps == {"max_new_tokens": 1024, "max_denoising_steps": 64}  # the knob table's caps
+    assert mode.hosted and mode.limits.knob_caps == {"max_new_tokens": 1024, "max_denoising_steps": 64, "pins": 8, "layers": 4}  # the knob table's caps
     labels = {c.label: c.source for c in mode.choices}
     assert labels["My fine-tune"] == "someone/dg-finetune" and labels["other/model"] == "other/model"
     assert REAL_CHECKPOINT not in labels.values()  # this machine (no 70 GB GPU) cannot run it

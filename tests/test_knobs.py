@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 
 import pytest
 
@@ -70,4 +71,36 @@ def test_structured_knobs_are_tested_by_their_own_check_and_have_no_generated_fl
     assert KNOBS["pins"].problem(((3, ""),)).startswith("the pin at position 3 has an empty text")
     assert KNOBS["layers"].problem((1, 1)).startswith("layers must be distinct")
     assert GenerationSettings(layers="every").problems() == ["layers must be distinct layer numbers from 0, or 'all' (got 'every')"]
-    assert not any(KNOBS[name].generated_flag or KNOBS[name].in_app for name in ("pins", "layers", "record_shift"))
+    assert not any(KNOBS[name].generated_flag for name in ("pins", "layers", "record_shift"))
+    assert KNOBS["pins"].in_app and KNOBS["layers"].in_app and not KNOBS["record_shift"].in_app  # the app: text boxes
+
+
+@pytest.mark.parametrize("text, value", [
+    ("", None), ("  ", None), ("all", "all"), ("ALL", "all"), ("0,9, 19,29", (0, 9, 19, 29)), ("3", (3,)),
+])
+def test_the_layers_box_reads_numbers_all_or_nothing(text, value):
+    assert KNOBS["layers"].from_text(text) == value
+
+
+def test_the_pins_box_reads_one_pin_a_line_and_keeps_the_text_as_typed():
+    assert KNOBS["pins"].from_text("11=moon\n\n 40= sea=salt\n") == ((11, "moon"), (40, " sea=salt"))
+    assert KNOBS["pins"].from_text("") == () and KNOBS["pins"].from_text("-2=x") == ((-2, "x"),)  # the check says why
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("layers", "0,a", "layers takes layer numbers separated by commas"),
+    ("layers", "0;1", "layers takes layer numbers separated by commas"),
+    ("pins", "moon", "each pin is a line POS=TEXT"),
+    ("pins", "x=moon", "each pin is a line POS=TEXT"),
+])
+def test_a_box_that_does_not_parse_says_so_in_one_line(name, text, message):
+    with pytest.raises(ValueError, match=message) as info:
+        KNOBS[name].from_text(text)
+    assert "\n" not in str(info.value)
+
+
+def test_a_structured_knob_counts_what_it_asks_for():
+    layers, pins = KNOBS["layers"], KNOBS["pins"]
+    assert layers.count("0,1,2") == 3 and layers.count((0, 1)) == 2 and layers.count("all") == math.inf
+    assert layers.count("") == 0 and layers.count(None) == 0 and layers.count("0,a") == 0  # the run's own check says why
+    assert pins.count("1=a\n2=b") == 2 and pins.count([[1, "a"]]) == 1

@@ -159,3 +159,60 @@ def test_settings_round_trip_pins_and_layers_as_json():
     assert "empty text" in GenerationSettings(pins=((1, ""),)).problems()[0]
     assert "outside the canvas" in GenerationSettings(pins=((-2, "a"),)).problems()[0]
     assert "distinct layer numbers" in GenerationSettings(layers=(3, 3)).problems()[0]
+
+
+# ---- pinned positions in the frames ---------------------------------------------------------------
+def _pin_columns(image, color: str) -> set[int]:
+    """The x of every pixel drawn in exactly the pin colour."""
+    from PIL import ImageColor
+
+    rgb = np.asarray(image.convert("RGB"))
+    return set(np.flatnonzero((rgb == ImageColor.getrgb(color)).all(axis=2).any(axis=0)).tolist())
+
+
+@pytest.mark.parametrize("palette", ["standard", "colorblind"])
+def test_an_exported_frame_marks_the_pinned_positions(palette, tmp_path):
+    from PIL import Image
+
+    from visualizer.animation import AnimationOptions
+    from visualizer.export import export_to_folder
+    from visualizer.layout import grid_layout, paint
+    from visualizer.palette import get_palette
+    from visualizer.render_image import MARGIN, _metrics
+    from visualizer.states import frame_state
+
+    pin = get_palette(palette).pin
+    pinned, plain = inside_trace(pins=((2, 30),)), inside_trace(pins=())
+    layout = grid_layout(1, 8)
+    cells = paint(frame_state(pinned, -1), layout, pinned, get_palette(palette))
+    assert [c.pinned for c in cells] == [p == 2 for p in range(8)]
+    assert "pinned" in cells[2].tooltip and "pinned" not in cells[3].tooltip
+    options = AnimationOptions(layout="grid", palette=palette, prompt=False)
+    found = {}
+    for name, trace in (("pinned", pinned), ("plain", plain)):
+        (tmp_path / name).mkdir()
+        gif = export_to_folder(trace, options, tmp_path / name, formats=("gif",)).paths["gif"]
+        with Image.open(gif) as image:
+            image.seek(image.n_frames - 1)
+            found[name] = _pin_columns(image, pin)
+    char_w, _ = _metrics(options.font_size)
+    left = round(MARGIN + layout.cell(0, 2).col * char_w)
+    assert set(range(left, left + 3)) <= found["pinned"]  # the bar at the pinned cell's left edge
+    assert not found["plain"]  # no pins: no bar, and no "pinned" entry in the legend
+    assert not set(range(left - 3, left)) & found["pinned"] and left + 3 not in found["pinned"]  # a bar of 3 pixels
+
+
+def test_the_cached_renderer_never_reuses_an_unpinned_row_for_a_pinned_one():
+    """At the first step positions 2 to 7 are noise: with two cells a row, rows (2, 3) and (4, 5) look alike but
+    for the pin at 4, so the renderer's cache (rows of one geometry share lines) must tell them apart."""
+    from visualizer.layout import grid_layout
+    from visualizer.palette import STANDARD
+    from visualizer.render_cache import FrameRenderer
+    from visualizer.render_image import render_frame_image
+    from visualizer.states import frame_state
+
+    trace = inside_trace(pins=((4, 31),))
+    layout = grid_layout(1, 8, per_row=2, cell_chars=5)
+    renderer = FrameRenderer(trace, layout, STANDARD)
+    frame = frame_state(trace, 0)
+    assert renderer.render(frame, ["x"]).tobytes() == render_frame_image(trace, frame, layout, STANDARD, caption="x").tobytes()

@@ -34,6 +34,7 @@ from .metrics import (
 )
 from .metrics.commits import step_budget
 from .metrics.measured import measured_positions, pinned_row
+from .palette import STANDARD
 from .readout import fmt, position_tooltip, render_readout_html, token_details
 from .states import frame_refs
 from .svg import (
@@ -60,7 +61,7 @@ from .trace import Trace
 
 __all__ = ["tau_over_steps_svg", "entropy_heatmap_svg", "commits_per_step_svg", "commit_panel_html", "token_details"]
 
-PIN_COLOR = "#f59e0b"  # amber: pinned positions (record --pin), an intervention rather than a sampler state
+PIN_COLOR = STANDARD.pin  # pinned positions (record --pin), an intervention rather than a sampler state: as on the canvas
 MAX_FIXED_ROWS = 128  # heatmaps keep one row per budgeted step up to this budget, so they never jump
 ENTROPY_FLOOR_NATS = 1e-3  # the colour scale is logarithmic from here to ln(vocab)
 

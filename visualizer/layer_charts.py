@@ -152,7 +152,7 @@ def lens_rank_svg(trace: Trace, block: int, position: int, *, width: int = 560, 
     every = max(1, math.ceil(n_steps / 8))
     for t in range(0, n_steps, every):
         parts.append(svg_text(plot.x0 + (t + 0.5) * cell_w, plot.y1 + 12, str(t + 1), anchor="middle", size=9))
-    parts.append(svg_text(plot.x1, plot.y1 + 12, "step", anchor="end", size=9))
+    parts.append(svg_text(plot.x0 - 4, plot.y1 + 12, "step", anchor="end", size=9))
     if position in {p for p, _ in (trace.start.pins if block == 0 and trace.start else ())}:
         parts.append(svg_text(plot.x0, plot.y1 + 24, "pinned position: the sampler was given this token", size=9, fill=PIN_COLOR))
     parts.append(_legend(plot.x1 - 180, plot.y1 + 22, "rank", "0", f"≥{RANK_CAP}", reverse=True))

@@ -69,6 +69,7 @@ class PaintedCell:
     special: bool  # EOS / pad / other special token: drawn in the muted colour
     tooltip: str
     thought: bool = False  # a token of the thinking channel: tinted text when committed, a band under the cell
+    pinned: bool = False  # a pinned position (record --pin): a bar on its left, whatever its state
 
 
 def grid_layout(max_blocks: int, canvas_length: int, *, per_row: int = 16, cell_chars: int = 6) -> Layout:
@@ -152,6 +153,7 @@ def _fit(text: str, width: int) -> str:
 def paint(frame: FrameState, layout: Layout, trace: Trace, palette: Palette, details=None) -> list[PaintedCell]:
     """What every cell shows at one frame. `details(block, position) -> str` adds tooltip lines."""
     model = trace.model  # for the EOS / pad ids
+    pinned = pinned_positions(trace)
     painted = []
     for cell in layout.cells:
         if cell.block >= frame.states.shape[0]:
@@ -181,6 +183,9 @@ def paint(frame: FrameState, layout: Layout, trace: Trace, palette: Palette, det
         if thought and state == State.COMMITTED and not special:
             fg = palette.thought[0]
         tooltip = _tooltip(frame, cell, state, token, label, trace) + ("\nthinking channel (not the answer)" if thought else "")
+        is_pinned = cell.block == 0 and cell.position in pinned
+        if is_pinned:
+            tooltip += "\npinned: the run held this token here (not the model's choice)"
         if details is not None:
             extra = details(cell.block, cell.position)
             tooltip = f"{tooltip}\n{extra}" if extra else tooltip
@@ -198,9 +203,15 @@ def paint(frame: FrameState, layout: Layout, trace: Trace, palette: Palette, det
                 special=special,
                 tooltip=tooltip,
                 thought=thought,
+                pinned=is_pinned,
             )
         )
     return painted
+
+
+def pinned_positions(trace: Trace) -> frozenset[int]:
+    """The first block's pinned positions (record --pin); pins hold only the first block."""
+    return frozenset(position for position, _ in trace.start.pins) if trace.start is not None else frozenset()
 
 
 def _tooltip(frame: FrameState, cell: Cell, state: State, token: int, label: str, trace: Trace) -> str:

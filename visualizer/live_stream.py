@@ -15,7 +15,8 @@ browser (`visualizer/static/live_view.js`) keeps the canvas state and draws it:
 A frame line holds the cells whose state, token or flags differ from the previous frame (as flat
 index, state, token id, flags: 1 resampled to a new token this step, 2 a token of the thinking
 channel), the text of token ids not sent before, the step's
-entropies (float16, base64) and argmax changes for tooltips, the caption, and the commit-order
+entropies (float16, base64), its step-to-step KL where the run recorded the shift (float16, base64:
+the heatmap's KL layer), and argmax changes for tooltips, the caption, and the commit-order
 panel's numbers: the readout values and one chart point.  Every `key_every` frames a key frame
 carries every cell and the text of every token it shows, so a reader can (re)start there.
 
@@ -41,7 +42,7 @@ import math
 import numpy as np
 
 from .readout import READOUT_CONTROL_TIP, READOUT_TAU_TIP, fmt, readout_heading, readout_rows
-from .layout import PAD_GLYPH, EOS_GLYPH, Layout, display_text, grid_layout, text_layout, text_slot_text
+from .layout import PAD_GLYPH, EOS_GLYPH, Layout, display_text, grid_layout, pinned_positions, text_layout, text_slot_text
 from .metrics import live_readouts
 from .metrics.commits import step_budget
 from .metrics.order import Undefined
@@ -96,7 +97,7 @@ def palettes_message() -> dict:
     for name, p in PALETTES.items():
         out[name] = {
             "background": p.background, "foreground": p.foreground, "muted": p.muted, "rule": p.rule,
-            "mark": p.mark, "special": p.special,
+            "mark": p.mark, "special": p.special, "pin": p.pin,
             "states": [list(p.colors(state)) for state in State],  # indexed by State code
             "thought": list(p.thought),  # (committed text tint, band under the cell)
         }
@@ -135,6 +136,9 @@ class LiveEncoder:
             "palettes": palettes_message(), "legend": [[int(s), label] for s, label in LEGEND],
             "thought_label": THOUGHT_LABEL, "thought_band": THOUGHT_BAND_PX, "thinking": bool(settings.get("thinking")),
             "states": [s.name.lower() for s in State],
+            "pins": sorted(pinned_positions(trace)),  # the first block's pinned positions: a bar left of the cell
+            "shift": bool(settings.get("record_shift")),  # the frames carry the step-to-step KL ("kl")
+            "layers": bool(settings.get("layers")),  # the run recorded layers: the view asks for their panel once a block commits
             "readout": dict(zip(("names", "tips"), _readout_labels()), tau_tip=READOUT_TAU_TIP, control_tip=READOUT_CONTROL_TIP),
         })
 
@@ -191,6 +195,8 @@ class LiveEncoder:
             step = trace.steps[ref.index]
             message["ms"] = round(step.wall_time_s * 1000, 1)
             message["entropy"] = _entropy_b64(step.entropy_nats)
+            if step.kl_nats is not None:  # the shift, for the heatmap's KL layer (none at a block's first step)
+                message["kl"] = _entropy_b64(step.kl_nats)
             if self.argmax_block != ref.block or self.argmax is None or key:
                 changes = np.arange(trace.canvas_length)
             else:

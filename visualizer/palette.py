@@ -32,6 +32,7 @@ class Palette:
     mark: str  # the remasked marker and the "resampled token changed" dot
     special: str  # EOS and pad glyphs on committed cells
     thought: tuple[str, str] = ("#7dd3fc", "#0ea5e9")  # thinking channel: (committed text tint, band under the cell)
+    pin: str = "#f472b6"  # the bar left of a pinned position (record --pin): a hand's token, not a sampler state
 
     def colors(self, state: State) -> tuple[str, str]:
         return {
@@ -59,6 +60,7 @@ STANDARD = Palette(
     mark="#f59e0b",
     special="#6b7280",
     thought=("#7dd3fc", "#0ea5e9"),  # sky blue: apart from the green, purple and amber marks
+    pin="#f472b6",  # pink: apart from the four states, the amber marks and the sky-blue thought band
 )
 
 COLORBLIND = Palette(
@@ -76,10 +78,13 @@ COLORBLIND = Palette(
     mark="#d55e00",  # Okabe-Ito vermillion
     special="#6b7280",
     thought=("#e6b3d3", "#cc79a7"),  # Okabe-Ito reddish purple: apart from orange, sky blue and vermillion
+    pin="#f0e442",  # Okabe-Ito yellow
 )
 
 PALETTES = {p.name: p for p in (STANDARD, COLORBLIND)}
 THOUGHT_LABEL = "thought"  # legend entry, shown when a frame holds thinking-channel tokens
+PIN_LABEL = "pinned"  # legend entry, shown when the run pinned tokens (record --pin)
+PIN_BAR_PX = 3  # width of the bar left of a pinned cell
 THOUGHT_BAND_PX = 4  # height of the band under a thought cell (the resampled mark's 2 px sit on top of it)
 
 LEGEND = (

@@ -27,7 +27,7 @@ def readout_heading(readout: Readout) -> tuple[str, str]:
     r = readout
     where = f"block {r.block + 1} · after step {r.step + 1}" if r.step is not None else f"block {r.block + 1} · committed"
     status = "final" if r.final else "live: pending positions tied at “later”"
-    return where, status + (f" · {r.measured}" if r.thought_tokens else "")
+    return where, status + (f" · {r.measured}" if r.thought_tokens or r.pinned_tokens else "")
 
 
 def readout_rows(readout: Readout) -> list[tuple[str, str, str]]:
@@ -36,7 +36,8 @@ def readout_rows(readout: Readout) -> list[tuple[str, str, str]]:
     remasked = ", ".join(map(str, r.remasked_positions[:12])) + (" …" if len(r.remasked_positions) > 12 else "")
     rows = [
         ("content positions", f"{r.content_length} (excluded: {r.excluded_eos} EOS, {r.excluded_pad} pad"
-         + (f", {r.thought_tokens} thought" if r.thought_tokens and r.measured_length < r.content_length else "") + ")",
+         + (f", {r.thought_tokens} thought" if r.thought_tokens and r.measured_length < r.content_length else "")
+         + (f", {r.pinned_tokens} pinned: left out of tau_b" if r.pinned_tokens else "") + ")",
          "Trailing EOS and pad are cut: they commit first and would make tau_b look right-to-left."
          + (" The thinking channel's tokens are not the answer: measured only when asked (--include-thought)."
             if r.thought_tokens and r.measured_length < r.content_length else "")

@@ -37,7 +37,7 @@ from dataclasses import replace
 import numpy as np
 from PIL import Image, ImageChops, ImageColor
 
-from .layout import Cell, Layout, PaintedCell, paint
+from .layout import Cell, Layout, PaintedCell, paint, pinned_positions
 from .palette import Palette
 from .render_image import MARGIN, _metrics, frame_size, render_frame_image
 from .states import FrameState, State
@@ -61,7 +61,7 @@ class IndexedColors:
         pairs = [palette.colors(state) for state in State]  # (text, cell) colours of every state
         pairs += [(palette.special, palette.committed[1])]  # EOS / pad glyphs
         pairs += [(c, palette.background) for c in (palette.foreground, palette.muted, palette.rule, palette.special)]
-        pairs += [(palette.mark, palette.background)]
+        pairs += [(palette.mark, palette.background), (palette.pin, palette.background)]
         colors = [ImageColor.getrgb(palette.background)]
         for fg, bg in pairs:
             a, b = np.array(ImageColor.getrgb(fg)), np.array(ImageColor.getrgb(bg))
@@ -137,6 +137,9 @@ class FrameRenderer:
         self._cells: OrderedDict = OrderedDict()  # looks -> RGB image of those cells, or None if it spills
         self._painted: dict = {}  # (block, position, state, token, changed) -> PaintedCell
         self._empty = replace(layout, cells=(), headers=(), rows=0)
+        # pinned positions are drawn with a bar, so a row's key holds them (rows of one geometry share lines);
+        # a pin is the first block's, so its flat index is its position
+        self._pinned = np.array(sorted(pinned_positions(trace)), dtype=np.int64)
         self._build_base()
 
     def _build_base(self) -> None:
@@ -176,7 +179,7 @@ class FrameRenderer:
                 keep = flat < states.size
                 cells, flat = [c for c, k in zip(cells, keep) if k], flat[keep]
             key = ("row", self.headers.get(row), geometry, states[flat].tobytes(), tokens[flat].tobytes(), changed[flat].tobytes(),
-                   thought[flat].tobytes())
+                   thought[flat].tobytes(), np.isin(flat, self._pinned).tobytes())
             line = self._line(key, lambda: self._draw_row(frame, row, cells))
             if line is None:
                 return self._whole(frame, caption)
@@ -349,7 +352,7 @@ def _row_index(layout: Layout) -> dict:
 
 def _look(cell: PaintedCell) -> tuple:
     """Everything `render_frame_image` draws for a painted cell (the tooltip is HTML-only)."""
-    return (cell.col, cell.width, cell.text, cell.fg, cell.bg, cell.remasked_mark, cell.changed_mark, cell.thought)
+    return (cell.col, cell.width, cell.text, cell.fg, cell.bg, cell.remasked_mark, cell.changed_mark, cell.thought, cell.pinned)
 
 
 def _contrast(color: str) -> str:

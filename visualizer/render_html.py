@@ -12,7 +12,7 @@ from __future__ import annotations
 from html import escape
 
 from .layout import Layout, PaintedCell, paint
-from .palette import LEGEND, THOUGHT_BAND_PX, THOUGHT_LABEL, Palette
+from .palette import LEGEND, PIN_BAR_PX, PIN_LABEL, THOUGHT_BAND_PX, THOUGHT_LABEL, Palette
 from .states import FrameState
 from .thinking import has_channel
 from .trace import Trace
@@ -42,14 +42,16 @@ def _cell_span(cell: PaintedCell, palette: Palette) -> str:
         shadows.append(f"inset 0 -2px 0 0 {palette.mark}")
     if cell.thought:  # under the resampled mark, which is drawn on top of it
         shadows.append(f"inset 0 -{THOUGHT_BAND_PX}px 0 0 {palette.thought[1]}")
+    if cell.pinned:
+        shadows.append(f"inset {PIN_BAR_PX}px 0 0 0 {palette.pin}")
     style = f"color:{cell.fg};background:{cell.bg}"
     if shadows:
         style += ";box-shadow:" + ",".join(shadows)
     return f'<span class="dv-cell dv-{cell.state.name.lower()}" style="{style}" title="{escape(cell.tooltip)}">{escape(cell.text)}</span>'
 
 
-def legend_html(palette: Palette, *, thought: bool = False) -> str:
-    """The states' legend; `thought` adds the thinking channel's tint and band."""
+def legend_html(palette: Palette, *, thought: bool = False, pins: bool = False) -> str:
+    """The states' legend; `thought` adds the thinking channel's tint and band, `pins` the pinned positions' bar."""
     items = []
     for state, label in LEGEND:
         fg, bg = palette.colors(state)
@@ -66,6 +68,11 @@ def legend_html(palette: Palette, *, thought: bool = False) -> str:
         items.append(
             f'<span class="dv-legend-item" style="color:{palette.foreground}"><span style="color:{palette.thought[0]};'
             f'padding:0 4px;box-shadow:inset 0 -{THOUGHT_BAND_PX}px 0 0 {palette.thought[1]}">ab</span> {THOUGHT_LABEL}</span>'
+        )
+    if pins:
+        items.append(
+            f'<span class="dv-legend-item" style="color:{palette.foreground}"><span style="color:{palette.committed[0]};'
+            f'padding:0 4px;box-shadow:inset {PIN_BAR_PX}px 0 0 0 {palette.pin}">ab</span> {PIN_LABEL}</span>'
         )
     return f'<div class="dv-legend" style="display:flex;flex-wrap:wrap;gap:14px;margin:0 0 8px 0">{"".join(items)}</div>'
 
@@ -107,7 +114,7 @@ def render_frame_html(
         f'<div class="dv-frame" style="background:{palette.background};color:{palette.foreground};'
         f'font-family:{FONT_STACK};font-size:12.5px;padding:12px;border-radius:8px;overflow-x:auto">'
         + (caption_html if caption else "")
-        + (legend_html(palette, thought=has_channel(trace)) if legend else "")
+        + (legend_html(palette, thought=has_channel(trace), pins=bool(trace.start and trace.start.pins)) if legend else "")
         + '<pre class="dv-canvas" style="margin:0;line-height:1.45;font-family:inherit;white-space:pre">'
         + "\n".join(lines)
         + "</pre></div>"

@@ -16,9 +16,9 @@ from pathlib import Path
 from PIL import Image, ImageDraw, ImageFont
 
 from .layout import Layout, paint
-from .palette import LEGEND, THOUGHT_BAND_PX, THOUGHT_LABEL, Palette
+from .palette import LEGEND, PIN_BAR_PX, PIN_LABEL, THOUGHT_BAND_PX, THOUGHT_LABEL, Palette
 from .render_html import frame_caption
-from .states import FrameState
+from .states import FrameState, State
 from .thinking import has_channel
 from .trace import Trace
 
@@ -68,7 +68,7 @@ def render_frame_image(
         draw.text((MARGIN, y), _clip(line, layout.columns), font=font, fill=palette.muted)
         y += lh
     if legend:
-        _draw_legend(draw, palette, font, MARGIN, y, cw, lh, thought=has_channel(trace))
+        _draw_legend(draw, palette, font, MARGIN, y, cw, lh, thought=has_channel(trace), pins=bool(trace.start and trace.start.pins))
         y += lh
     if lines or legend:
         y += lh // 2
@@ -91,10 +91,13 @@ def render_frame_image(
             draw.rectangle((box[0], box[1], box[2], box[1] + 2), fill=palette.mark)
         if cell.changed_mark:
             draw.rectangle((box[0], box[3] - 1, box[2], box[3]), fill=palette.mark)
+        if cell.pinned:
+            draw.rectangle((box[0], box[1], box[0] + PIN_BAR_PX - 1, box[3]), fill=palette.pin)
     return image
 
 
-def _draw_legend(draw, palette: Palette, font, x: float, y: int, cw: float, lh: int, *, thought: bool = False) -> None:
+def _draw_legend(draw, palette: Palette, font, x: float, y: int, cw: float, lh: int, *, thought: bool = False,
+                 pins: bool = False) -> None:
     for state, label in LEGEND:
         fg, bg = palette.colors(state)
         glyph = "░░" if label in ("noise", "remasked") else "ab"
@@ -108,6 +111,12 @@ def _draw_legend(draw, palette: Palette, font, x: float, y: int, cw: float, lh: 
         draw.text((x, y + 1), "ab", font=font, fill=palette.thought[0])
         draw.rectangle((round(x), y + lh - 1 - THOUGHT_BAND_PX, round(x + 2 * cw), y + lh - 2), fill=palette.thought[1])
         draw.text((x + 3 * cw, y + 1), THOUGHT_LABEL, font=font, fill=palette.foreground)
+        x += (len(THOUGHT_LABEL) + 6) * cw
+    if pins:
+        fg, bg = palette.colors(State.COMMITTED)
+        draw.text((x, y + 1), "ab", font=font, fill=fg)
+        draw.rectangle((round(x), y, round(x) + PIN_BAR_PX - 1, y + lh - 2), fill=palette.pin)
+        draw.text((x + 3 * cw, y + 1), PIN_LABEL, font=font, fill=palette.foreground)
 
 
 def _clip(text: str, columns: int) -> str:

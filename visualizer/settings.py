@@ -19,6 +19,7 @@ declaration).  Adding a knob: a field here, its `Knob` below, and the code that 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -160,6 +161,36 @@ def pin_problems(pins) -> list[str]:
     return []
 
 
+def pins_from_text(text) -> tuple:
+    """The app's pins box, one `POS=TEXT` a line (blank lines skipped): ((POS, TEXT), ...); ValueError in one
+    line when a line is not one. TEXT is kept as typed (a leading space is a different token); the knob's
+    check and the backend test the rest (a position outside the canvas, an empty text, too many tokens)."""
+    pins = []
+    for line in str(text or "").splitlines():
+        if not line.strip():
+            continue
+        position, sep, piece = line.partition("=")
+        if not sep or not position.strip().lstrip("-").isdigit():
+            raise ValueError(f"each pin is a line POS=TEXT, a canvas position and the text to place there (got {line[:40]!r})")
+        pins.append((int(position), piece))
+    return tuple(pins)
+
+
+def layers_from_text(text) -> tuple | str | None:
+    """The app's layers box: "0,9,19,29", "all", or empty (None: off); ValueError in one line when it is none of
+    these. The knob's check tests the numbers (distinct, from 0), the backend the model's depth."""
+    text = str(text or "").strip()
+    if not text:
+        return None
+    if text.lower() == LAYERS_ALL:
+        return LAYERS_ALL
+    try:
+        return tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise ValueError(f"layers takes layer numbers separated by commas, such as 0,9,19,29, or {LAYERS_ALL!r} "
+                         f"(got {text[:40]!r})") from None
+
+
 def layer_problems(layers) -> list[str]:
     """What is wrong with `layers` ((layer, ...), "all" or None) before the model is known; [] when fine.
     Layers past the model's depth are checked by the backend, which knows it."""
@@ -205,6 +236,7 @@ class Knob:
     # generated CLI flag: the command that reads them parses its own (record's --pin, --layers, --no-shift).
     check: Callable[[object], str | None] | None = None
     own_flag: bool = False
+    from_text: Callable[[str], object] | None = None  # a structured knob's app text box -> its value (ValueError: one line)
 
     @property
     def kind(self) -> type:
@@ -229,6 +261,19 @@ class Knob:
     @property
     def cli_flag(self) -> str:
         return self.flag or "--" + self.name.replace("_", "-")
+
+    def count(self, value) -> float:
+        """How many a structured knob's value asks for (layers, pins), as hosted mode caps it: its text box's
+        text or its value; "all" layers is infinitely many; a value that does not parse counts 0 (the run's
+        own check gives its message)."""
+        if isinstance(value, str) and self.from_text is not None and value != LAYERS_ALL:
+            try:
+                value = self.from_text(value)
+            except ValueError:
+                return 0
+        if value == LAYERS_ALL:
+            return math.inf
+        return len(value) if isinstance(value, (tuple, list)) else 0
 
     def read_by(self, sampler: str) -> bool:
         return self.samplers is None or sampler in self.samplers
@@ -315,10 +360,11 @@ KNOBS: dict[str, Knob] = {knob.name: knob for knob in (
          "a committed token is replaced by a different sample this probable; empty: never",
          low=0, high=1, above_low=True, samplers=(SAMPLER_BLOCK_REFINEMENT,)),
     Knob("pins", "pins", "tokens placed on the first canvas before the first step and kept accepted at every step "
-         "(record --pin POS=TEXT); the metrics leave pinned positions out", check=lambda v: _first(pin_problems(v)),
-         in_app=False),
+         "(record --pin POS=TEXT; in the app one POS=TEXT a line); the metrics leave pinned positions out",
+         check=lambda v: _first(pin_problems(v)), from_text=pins_from_text, hosted_cap=("DV_MAX_PINS", 8)),
     Knob("layers", "layers", "decoder layers recorded every step: RMS of the output and the logit lens "
-         "(record --layers 0,9,19,29 or all)", check=lambda v: _first(layer_problems(v)), in_app=False),
+         "(record --layers 0,9,19,29 or all; empty: off)", check=lambda v: _first(layer_problems(v)),
+         from_text=layers_from_text, hosted_cap=("DV_MAX_LAYERS", 4)),
     Knob("record_shift", "record shift", "record the KL of each position's distribution from the previous step's "
          "(--no-shift: off; keeps one step's float32 distribution per row on the device)", own_flag=True, in_app=False),
 )}

@@ -41,9 +41,10 @@ from prompts.demos import DEMOS
 from visualizer.animation import AnimationError, AnimationOptions, parse_blocks
 from visualizer.charts import commit_panel_html, token_details
 from visualizer.compare import align, build_compare_animation, compare_html
-from visualizer.alternatives import alternatives_html
+from visualizer.alternatives import AlternativesError, alternatives_html, frame_position
 from visualizer.export import ExportError, export_to_folder, save_gif
 from visualizer.insight_charts import accept_budget_svg, structure_first_svg
+from visualizer.layer_charts import layer_rms_svg, lens_rank_svg, recorded_layers
 from visualizer.layout import grid_layout, text_layout
 from visualizer.live_stream import LiveEncoder, LiveRing, replay_value
 from visualizer.palette import PALETTES, get_palette
@@ -94,6 +95,10 @@ and press *Generate*."""
 INSPECTOR_HINT = "Click a token on the canvas (or rest the pointer on one) for the alternatives the model weighed there."
 WHY_CHART_WIDTH = 720  # the accept-budget and structure-first charts: wide enough for their one-line titles
 BUDGET_HINT = "Move the replay slider: the step on screen's accept budget appears here."
+# the layers and pins boxes (structured knobs: `Knob.from_text` reads them)
+TEXT_KNOB_HINTS = {"layers": "e.g. 0,1 or all; empty: off", "pins": "e.g. 11=moon, one a line; or click a token below"}
+HIDDEN = "hidden"  # Gradio's visible="hidden": in the page, not shown and taking no space
+PIN_HINT = "Click a token of the first block, type a text and press *Pin text here*: the next run holds it there."
 THINKING_NOTE = "Renders the chat template with `enable_thinking`: the model thinks in its own channel before answering."
 NO_THINKING_NOTE = "This model's chat template has no thinking channel (`enable_thinking`)."
 
@@ -166,6 +171,9 @@ def knob_widget(knob, limits):
     if knob.name == "sampler":  # its choices are the model's (`knob_updates`); another value gets our own message
         return gr.Dropdown([knob.default], value=knob.default, label=label, info=knob.help, visible=False,
                            allow_custom_value=True)
+    if knob.from_text is not None:  # layers, pins: typed as text, read by the knob's own parser and check
+        return gr.Textbox("", label=label, info=knob.help, placeholder=TEXT_KNOB_HINTS.get(knob.name, ""),
+                          lines=2 if knob.name == "pins" else 1, max_lines=8, elem_id=f"dv-knob-{knob.name}")
     if knob.kind is bool:
         return gr.Checkbox(knob.default, label=label, info=knob.help)
     if knob.slider:
@@ -188,7 +196,7 @@ def knob_updates(backend, sampler: str | None = None, samplers=None, *, values: 
     updates = {}
     for knob in APP_KNOBS:
         update = {"visible": knob.name in reads}
-        if knob.optional and (values or not knob.every_backend):  # the model decides these: its value
+        if knob.optional and knob.from_text is None and (values or not knob.every_backend):  # the model decides these: its value
             value = getattr(defaults, knob.name)
             update["value"] = knob.default if value is None else value
         updates[knob.name] = gr.update(**update)
@@ -407,14 +415,37 @@ def _message_html(text: str) -> str:
 
 
 def inspect_token(frame, position, session: RunSession) -> str:
-    """A token's alternatives at the step of frame `frame` and at its commit step (HTML)."""
+    """A token's alternatives at the step of frame `frame` and at its commit step (HTML); where the run
+    recorded layers, the lens rank of the token its block committed there, per layer and step (SVG)."""
     if no_trace_message(session):
         return _message_html(no_trace_message(session))
     try:
         frame, position = _int(frame, "frame"), _int(position, "position")
     except (TypeError, ValueError) as exc:
         return _message_html(str(exc))
-    return alternatives_html(session.trace, frame, position)
+    trace = session.trace
+    html = alternatives_html(trace, frame, position)
+    if recorded_layers(trace):
+        try:
+            block, _ = frame_position(trace, frame)
+        except AlternativesError:  # alternatives_html said why already
+            return html
+        html += f'<div class="dv-lens-rank">{lens_rank_svg(trace, block, position, width=WHY_CHART_WIDTH)}</div>'
+    return html
+
+
+def layers_view(frame, session: RunSession) -> str:
+    """The per-layer RMS heatmaps (steps x positions, one per recorded layer, one colour scale) of the
+    block of frame `frame` (SVG); "" where there is nothing to show (no run, no layers recorded): the
+    panel is hidden then."""
+    trace = session.trace
+    if trace is None or not trace.steps or not recorded_layers(trace):
+        return ""
+    try:
+        block, _ = frame_position(trace, _int(frame, "frame"))
+    except (TypeError, ValueError, AlternativesError) as exc:
+        return _message_html(str(exc))
+    return layer_rms_svg(trace, block, width=WHY_CHART_WIDTH)
 
 
 def step_budget_view(frame, session: RunSession) -> str:
@@ -449,31 +480,75 @@ class WhyView:
     panel: str | None = None  # its panel's name under the live view; None: none
     label: str = ""  # the panel's label
     hint: str = ""  # what the panel says before the first answer
+    hide_empty: bool = False  # the panel starts hidden and shows only while the view has something ("")
 
 
 WHY_VIEWS = (
     WhyView("alternatives", inspect_token, ("frame", "position"), "inspect", "inspector", "Token inspector", INSPECTOR_HINT),
     WhyView("accept_budget", step_budget_view, ("frame",), "budget", "budget", "Accept budget", BUDGET_HINT),
+    WhyView("layers", layers_view, ("frame",), "layers", "layer_rms", "Inside the network: RMS of each recorded layer's output",
+            hide_empty=True),
     WhyView("structure_first", structure_view, ()),  # the live view draws it itself from the run's end line
 )
 
 
-def _event_view(view, names):
-    """A handler for the live view's custom events: their data (`trigger(name, {...})`) as arguments."""
+def _event_view(view, names, hide_empty: bool = False):
+    """A handler for the live view's custom events: their data (`trigger(name, {...})`) as arguments;
+    with `hide_empty`, the panel is shown only when the view has something to show."""
     def handler(session: RunSession, event: gr.EventData):
-        return view(*(getattr(event, n, None) for n in names), session)  # EventData's keys are its attributes
+        html = view(*(getattr(event, n, None) for n in names), session)  # EventData's keys are its attributes
+        return gr.HTML(html, visible=True if html else HIDDEN) if hide_empty else html
     return handler
+
+
+def picked_position(event: gr.EventData):
+    """A token clicked on the canvas (not one the pointer rests on): its position, for *Pin text here*;
+    only the first block takes pins."""
+    if getattr(event, "picked", False) and getattr(event, "block", None) == 0:
+        return getattr(event, "position", None)
+    return gr.skip()
+
+
+def add_pin(position, text, pins, session: RunSession) -> tuple:
+    """Add `POS=TEXT` to the pins box (replacing a pin at that position): (pins box, note, its accordion). Refused in one
+    line when the position is not one of the canvas (the session's run's, where it has one) or the text
+    is empty; the backend checks the rest (the text's tokens must fit) when the run starts."""
+    try:
+        position = _int(position, "the position to pin")
+        canvas = session.trace.canvas_length if session.trace is not None and session.trace.start else None
+        if position < 0 or (canvas is not None and position >= canvas):
+            upper = f" to {canvas - 1}" if canvas else ""
+            raise ValueError(f"the position to pin must be from 0{upper} (got {position}): click a token of the first block")
+        if not text:
+            raise ValueError("type the text to pin there first")
+        if "\n" in text or "\r" in text:
+            raise ValueError("a pin's text is one line: add another pin for the next line")
+        kept = [line for line in str(pins or "").splitlines()
+                if line.strip() and line.partition("=")[0].strip() != str(position)]
+        kept.append(f"{position}={text}")
+        pins = "\n".join(kept)
+        KNOBS["pins"].from_text(pins)  # a hand-typed line that is no pin is named before the run
+    except ValueError as exc:
+        return gr.skip(), str(exc), gr.skip()
+    note = f"Pinned {text!r} at position {position}: the next *Generate* holds it there (see *Layers and pins*)."
+    return pins, note, gr.Accordion(open=True)
 
 
 def settings_from_widgets(values: dict, reads) -> GenerationSettings:
     """The settings of the knobs' widget values; a knob this run does not read (`reads`) is not read
-    here either (recorded as None). An empty box is None (the model's default) where None is a value."""
+    here either (recorded as None), except layers or pins given to a run that does not take them: a
+    ValueError, never a silent stock run. An empty box is None (the model's default) where None is a value."""
     settings = {}
     for knob in APP_KNOBS:
         value = values.get(knob.name)
+        if knob.from_text is not None and knob.name not in reads and knob.from_text(value):  # never dropped silently
+            raise ValueError(f"this model's {values.get('sampler') or 'default'} sampler does not take {knob.label}: "
+                             f"empty the {knob.label} box (Layers and pins) or pick another sampler")
         if knob.name not in reads or (knob.optional and (value is None or value == "")):
             continue
-        if knob.kind is bool:
+        if knob.from_text is not None:  # layers, pins: ValueError in one line when the text is not one
+            settings[knob.name] = knob.from_text(value)
+        elif knob.kind is bool:
             settings[knob.name] = bool(value)
         elif knob.kind is str:
             settings[knob.name] = value
@@ -623,11 +698,15 @@ def controls_panel(mode: Hosting, initial: ModelChoice) -> dict:
     ui["prompt"] = gr.Textbox(label="Prompt", lines=4, value=DEMOS[0].prompt)
     with gr.Accordion("Knobs (defaults: the checkpoint's generation config)", open=False):
         # one widget per knob of the table, shown where the model's sampler reads it (`knob_updates`)
-        knobs |= {knob.name: knob_widget(knob, mode.limits) for knob in APP_KNOBS if knob.name != "sampler"}
+        knobs |= {knob.name: knob_widget(knob, mode.limits) for knob in APP_KNOBS
+                  if knob.name != "sampler" and knob.from_text is None}
         ui["count_thoughts"] = gr.Checkbox(
             False, label="Count thought tokens in the commit order",
             info="Off: tau_b, the panel and structure first measure the answer only.",
         )
+    with gr.Accordion("Layers and pins (docs/layers-and-pins.md)", open=False) as ui["pins_box"]:
+        # the structured knobs: recorded layers (watching only) and pinned tokens (an intervention)
+        knobs |= {knob.name: knob_widget(knob, mode.limits) for knob in APP_KNOBS if knob.from_text is not None}
     ui["knobs"] = {knob.name: knobs[knob.name] for knob in APP_KNOBS}  # the table's order: the API's parameter order
     ui |= ui["knobs"]
     with gr.Row():
@@ -653,8 +732,16 @@ def live_panel() -> dict:
     # the "why" views the live view asks for (full width: the chart's text stays legible)
     for why in WHY_VIEWS:
         if why.panel:
-            ui[why.panel] = gr.HTML(_message_html(why.hint), label=why.label, elem_id=f"dv-{why.panel}", padding=True)
-    ui["final_text"] = gr.Textbox(label="Committed text", lines=6, interactive=False)
+            ui[why.panel] = gr.HTML("" if why.hide_empty else _message_html(why.hint), label=why.label,
+                                    elem_id=f"dv-{why.panel}", padding=True, visible=HIDDEN if why.hide_empty else True)
+        if why.panel == "inspector":  # a clicked token's position, to pin a text there for the next run
+            with gr.Row(elem_id="dv-pin-row"):
+                ui["pin_position"] = gr.Number(None, precision=0, minimum=0, label="Position to pin (first block)",
+                                               scale=1, min_width=160)
+                ui["pin_text"] = gr.Textbox(label="Text to pin there", placeholder="e.g. moon", scale=2, elem_id="dv-pin-text")
+                ui["pin_btn"] = gr.Button("Pin text here", scale=1, min_width=140)
+            ui["pin_note"] = gr.Markdown(PIN_HINT, elem_id="dv-pin-note")
+    ui["final_text"] = gr.Textbox(label="Committed text", lines=6, interactive=False, elem_id="dv-final-text")
     return ui
 
 
@@ -712,10 +799,13 @@ def wire_model_and_run(demo_app: gr.Blocks, ui: dict, handlers: Handlers, mode: 
     # answers.  Set in the browser and registered before the run's own handler: Gradio's front
     # end runs the handlers of one trigger in order, each after the one before has finished, so
     # a hint registered after `generate` would land when the run ends, over the new answers.
-    panels = [why for why in WHY_VIEWS if why.panel]
+    panels = [why for why in WHY_VIEWS if why.panel and not why.hide_empty]
     hints = f"() => {json.dumps([_message_html(why.hint) for why in panels])}"
+    hidden = [ui[why.panel] for why in WHY_VIEWS if why.hide_empty]  # shown again once the new run has something
     for starts in (ui["generate_btn"].click, ui["trace_upload"].change):
         starts(None, None, [ui[why.panel] for why in panels], js=hints)
+        starts(lambda: {panel: gr.HTML(visible=HIDDEN) for panel in hidden}, None, hidden, api_visibility="private",
+               concurrency_limit=None, show_progress="hidden")  # {component: update}: one output takes a list as its value
     ui["generate_btn"].click(
         _naming_knobs(handlers.generate),
         [ui["prompt"], model_picker, session],
@@ -761,7 +851,12 @@ def wire_why_views(ui: dict) -> None:
             ask.click(why.view, [args[name] for name in why.args] + [session], answer, api_name=why.api_name,
                       concurrency_limit=None, show_progress="hidden")
             if why.event:  # the live view asks with `trigger(event, {...})`
-                getattr(ui["live"], why.event)(_event_view(why.view, why.args), session, ui[why.panel], **quiet)
+                getattr(ui["live"], why.event)(_event_view(why.view, why.args, why.hide_empty), session, ui[why.panel], **quiet)
+    # a clicked token's position goes to *Pin text here*, which adds POS=TEXT to the pins box
+    ui["live"].inspect(picked_position, None, ui["pin_position"], **quiet)
+    ui["pin_btn"].click(add_pin, [ui["pin_position"], ui["pin_text"], ui["pins"], session],
+                        [ui["pins"], ui["pin_note"], ui["pins_box"]], api_visibility="private", concurrency_limit=None,
+                        show_progress="hidden")
 
 
 def wire_files_and_compare(ui: dict, handlers: Handlers) -> None:

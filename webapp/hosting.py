@@ -89,10 +89,17 @@ class Limits:
         return f"{self.max_upload_mb}mb"
 
     def knob_problem(self, name: str, value) -> str | None:
-        """One line when a knob's value is over this server's cap for it."""
-        cap = self.knob_caps.get(name)
-        if cap is not None and _number(value) > cap:
-            return f"This server caps {KNOBS[name].label} at {cap} (asked: {value})."
+        """One line when a knob's value is over this server's cap for it: a number's value, or how many
+        a structured knob asks for (layers, pins: its text box or its value, `Knob.count`)."""
+        cap, knob = self.knob_caps.get(name), KNOBS[name]
+        if cap is None:
+            return None
+        if knob.from_text is None:
+            return f"This server caps {knob.label} at {cap} (asked: {value})." if _number(value) > cap else None
+        if isinstance(value, str) and self.max_prompt_chars is not None and len(value) > self.max_prompt_chars:
+            return f"This server takes {knob.label} of up to {self.max_prompt_chars:,} characters (these have {len(value):,})."
+        if knob.count(value) > cap:
+            return f"This server takes at most {cap} {knob.label} a run (asked: {str(value)[:40]!r})."
         return None
 
     def prompt_problem(self, prompt) -> str | None:

@@ -45,6 +45,7 @@ class Readout:
     excluded_eos: int
     excluded_pad: int
     thought_tokens: int  # content positions in the thinking channel
+    pinned_tokens: int  # content positions the run pinned (record --pin): never measured
     measured: str  # which content positions the figures below use: the answer only, or with thoughts
     measured_length: int  # how many
     tau_b: Value  # tau_b of this block's measured positions, pending positions tied at "later"
@@ -136,6 +137,7 @@ def _readout(data: _FrameData, include_thought: bool) -> Readout:
         excluded_eos=commits.excluded_eos,
         excluded_pad=commits.excluded_pad,
         thought_tokens=measured.thought_tokens,
+        pinned_tokens=measured.pinned_tokens,
         measured=measured.label,
         measured_length=measured.count,
         tau_b=tau_b(commit),  # the measured positions keep their order: ranks as written

@@ -29,7 +29,8 @@
   const COMMIT_COLOR = "#16a34a", REMASK_COLOR = "#9ca3af", MARK_COLOR = "#ef4444";
   const VIRIDIS = [[68, 1, 84], [71, 44, 122], [59, 81, 139], [44, 113, 142], [33, 144, 141],
     [39, 173, 129], [92, 200, 99], [170, 220, 50], [253, 231, 37]];
-  const ENTROPY_FLOOR = 1e-3;
+  const ENTROPY_FLOOR = 1e-3, KL_FLOOR = 1e-4;  // the heatmap's log scales start here (layer_charts.KL_FLOOR_NATS)
+  const PIN_BAR_PX = 3;  // palette.PIN_BAR_PX: the bar left of a pinned cell
   const SVG = "http://www.w3.org/2000/svg";
 
   function el(tag, style, text) {
@@ -71,9 +72,9 @@
     return out;
   }
 
-  function viridis(entropy, logMax) {
-    const logMin = Math.log10(ENTROPY_FLOOR);
-    const level = (Math.log10(Math.max(entropy, ENTROPY_FLOOR)) - logMin) / (logMax - logMin);
+  function viridis(value, logMax, floor = ENTROPY_FLOOR) {
+    const logMin = Math.log10(floor);
+    const level = (Math.log10(Math.max(value, floor)) - logMin) / (logMax - logMin);
     const pos = Math.min(Math.max(level, 0), 1) * (VIRIDIS.length - 1);
     const low = Math.min(Math.floor(pos), VIRIDIS.length - 2), frac = pos - low;
     return VIRIDIS[low].map((v, k) => Math.round(v * (1 - frac) + VIRIDIS[low + 1][k] * frac));
@@ -136,11 +137,25 @@
       for (const s of [this.tauSvg, this.commitSvg]) s.style.cssText = "width:100%;max-width:480px;height:auto;font-family:ui-sans-serif,system-ui,sans-serif";
       this.charts.append(this.tauSvg, this.commitSvg);
       const heat = el("div", "flex:1 1 100%");
-      this.heatTitle = el("div", "font-size:11px;margin-bottom:4px");
+      const heatHead = el("div", "display:flex;gap:10px;align-items:center;margin-bottom:4px");
+      this.heatTitle = el("div", "font-size:11px");
+      // the heatmap's layers: the entropy, and the step-to-step shift where the run recorded it
+      this.heatPick = el("select", "font-size:11px;display:none;width:auto;height:auto;padding:1px 4px;margin:0;"
+        + "border:1px solid currentColor;border-radius:4px;background:transparent;color:inherit;flex:none");
+      this.heatPick.className = "dv-heat-layer";
+      this.heatPick.setAttribute("aria-label", "Heatmap layer");
+      for (const [value, text] of [["entropy", "entropy"], ["kl", "shift (KL from the step before)"]]) {
+        const option = el("option", "", text);
+        option.value = value;
+        this.heatPick.append(option);
+      }
+      this.heatLayer = "entropy";
+      this.heatPick.addEventListener("change", () => { this.heatLayer = this.heatPick.value; this.schedule(); });
+      heatHead.append(this.heatPick, this.heatTitle);
       this.heat = el("canvas", "width:100%;max-width:780px;height:160px;image-rendering:pixelated;display:block");
       this.heat.className = "dv-heatmap";
       this.heat.addEventListener("mousemove", (event) => this.heatTooltip(event));
-      heat.append(this.heatTitle, this.heat);
+      heat.append(heatHead, this.heat);
       this.structure = el("div", "flex:1 1 100%;max-width:600px");
       this.structure.className = "dv-structure";
       this.panel.append(this.readoutBox, this.charts, heat, this.structure);
@@ -151,6 +166,7 @@
     reset() {
       this.startLine = null;
       this.askedAll = false;
+      this.pinned = new Set();  // the first block's pinned positions (the start line says which)
       this.slotSeen = [];
       this.start = null;
       this.end = null;
@@ -262,6 +278,9 @@
         this.setLayout("grid", true);  // a run in progress is shown in the grid
         this.wantLayout = wanted;
         this.hasThought = !!m.thinking;
+        this.pinned = new Set(m.pins || []);  // the first block's pinned positions
+        this.heatPick.style.display = m.shift ? "" : "none";
+        if (!m.shift) { this.heatLayer = "entropy"; this.heatPick.value = "entropy"; }
         this.buildLegend();
         this.buildReadout();
         this.slider.disabled = true;
@@ -278,10 +297,12 @@
         this.frames[m.i] = {
           m, states: cur.states.slice(), tokens: cur.tokens.slice(), flags: cur.flags.slice(),
           argmax: m.kind === "step" ? cur.argmax.slice() : null, entropy: m.entropy ? decodeEntropy(m.entropy) : null,
+          kl: m.kl ? decodeEntropy(m.kl) : null,
         };
-        delete m.cells; delete m.argmax; delete m.entropy; delete m.tokens;  // kept decoded above
+        delete m.cells; delete m.argmax; delete m.entropy; delete m.kl; delete m.tokens;  // kept decoded above
         this.slider.max = Math.max(this.frames.length - 1, 0);
         this.slider.disabled = false;
+        if (m.kind === "commit" && this.start.layers && !this.end) this.askLater();  // a live run's layer panel, once a block
       } else if (m.type === "end") {
         this.end = m;
         if (this.wantLayout === "text") this.setLayout("text");
@@ -354,6 +375,7 @@
       if (state === REMASKED) shadows.push(`inset 0 3px 0 0 ${pal.mark}`);
       if (flags & CHANGED_FLAG) shadows.push(`inset 0 -2px 0 0 ${pal.mark}`);
       if (flags & THOUGHT_FLAG) shadows.push(`inset 0 -${this.start.thought_band}px 0 0 ${pal.thought[1]}`);  // under the resampled mark
+      if (i < this.start.canvas && this.pinned.has(i)) shadows.push(`inset ${PIN_BAR_PX}px 0 0 0 ${pal.pin}`);  // a pinned position
       span.textContent = text;
       span.className = `dv-cell dv-${this.start.states[state]}`;
       span.style.color = fg;
@@ -459,6 +481,7 @@
       const [kfg, kbg] = pal.states[KEPT];
       item(kfg, kbg, "ab", "resampled to a new token", `inset 0 -2px 0 0 ${pal.mark}`);
       if (this.hasThought) item(pal.thought[0], "transparent", "ab", this.start.thought_label, `inset 0 -${this.start.thought_band}px 0 0 ${pal.thought[1]}`);
+      if (this.pinned.size) item(pal.states[COMMITTED][0], "transparent", "ab", "pinned", `inset ${PIN_BAR_PX}px 0 0 0 ${pal.pin}`);
       this.legend.replaceChildren(...items);
     }
 
@@ -477,6 +500,7 @@
         if (f.flags[i] & CHANGED_FLAG) parts.push("resampled to a different token this step");
       }
       if (f.flags[i] & THOUGHT_FLAG) parts.push("thinking channel (not the answer)");
+      if (i < canvas && this.pinned.has(i)) parts.push("pinned: the run held this token here (not the model's choice)");
       let text = parts.slice(0, 2).join(" · ") + (parts.length > 2 ? "\n" + parts.slice(2).join(" · ") : "");
       const story = this.commitStory(block, position, f.m.i);
       if (story) text += "\n" + story;
@@ -492,10 +516,11 @@
       return -1;
     }
 
-    askToken(i) {
+    askToken(i, picked = false) {  // picked: clicked (its position goes to "Pin text here"), not hovered
       const frame = this.inspectFrame(i);
       if (frame < 0 || !this.trigger) return;
-      this.trigger("inspect", { frame, position: i % this.start.canvas });
+      const canvas = this.start.canvas;
+      this.trigger("inspect", { frame, position: i % canvas, block: Math.floor(i / canvas), picked });
     }
 
     pickToken(target) {
@@ -505,7 +530,7 @@
       if (i === this.picked) { this.picked = -1; return; }  // clicked again: unpicked, hovering answers again
       this.picked = i;
       target.style.outline = `2px solid ${CURSOR_COLOR}`;
-      this.askToken(i);
+      this.askToken(i, true);
     }
 
     hoverToken(target) {  // a token the pointer rests on, while none is picked
@@ -525,6 +550,7 @@
         if (!this.frames.length) { this.askWhenFrames = true; return; }
         const frame = Math.max(0, Math.min(this.target, this.frames.length - 1));
         this.trigger("budget", { frame });
+        if (this.start.layers) this.trigger("layers", { frame });  // the block's per-layer RMS (its panel, hidden until then)
         if (this.picked >= 0) this.askToken(this.picked);
       }, delay);
     }
@@ -689,21 +715,26 @@
     drawHeatmap(block, steps, cursor) {  // charts.entropy_heatmap_svg, on a canvas
       const canvas = this.start.canvas, rows = Math.max(this.start.budget <= 128 ? this.start.budget : steps.length, steps.length, 1);
       const cw = 3, ch = Math.max(2, Math.floor(160 / rows));
-      this.heatTitle.textContent = `Block ${block + 1}: entropy per position and step (outlined: first acceptance) · dark: confident, yellow: uncertain`;
+      const kl = this.heatLayer === "kl";
+      this.heatTitle.textContent = kl
+        ? `Block ${block + 1}: KL of each position's distribution from the previous step's, nats (outlined: first acceptance) · dark: settled, yellow: moving`
+        : `Block ${block + 1}: entropy per position and step (outlined: first acceptance) · dark: confident, yellow: uncertain`;
       if (this.heat.width !== canvas * cw || this.heat.height !== rows * ch) { this.heat.width = canvas * cw; this.heat.height = rows * ch; }
       const ctx = this.heat.getContext("2d");
       ctx.clearRect(0, 0, this.heat.width, this.heat.height);
       const image = ctx.createImageData(canvas, rows);
       const base = block * canvas, first = new Int32Array(canvas).fill(-1);
       steps.forEach((f, t) => {
-        if (!f.rgba) {  // a step's heatmap row never changes: coloured once
-          f.rgba = new Uint8ClampedArray(4 * canvas);
-          for (let p = 0; p < canvas; p++) {
-            const [r, g, b] = viridis(f.entropy[p], this.start.log_max);
-            f.rgba.set([r, g, b, 255], 4 * p);
+        const key = kl ? "rgbaKl" : "rgba";
+        if (!f[key]) {  // a step's heatmap row never changes: coloured once per layer
+          f[key] = new Uint8ClampedArray(4 * canvas);  // transparent where there is no value (a block's first step has no KL)
+          const values = kl ? f.kl : f.entropy;
+          for (let p = 0; values && p < canvas; p++) {
+            const [r, g, b] = viridis(values[p], this.start.log_max, kl ? KL_FLOOR : ENTROPY_FLOOR);
+            f[key].set([r, g, b, 255], 4 * p);
           }
         }
-        image.data.set(f.rgba, 4 * t * canvas);
+        image.data.set(f[key], 4 * t * canvas);
         for (let p = 0; p < canvas; p++) {
           const s = f.states[base + p];
           if (first[p] < 0 && (s === NEW || s === KEPT)) first[p] = t;
@@ -729,7 +760,9 @@
       const p = Math.floor((event.clientX - box.left) / box.width * this.start.canvas);
       const t = Math.floor((event.clientY - box.top) / box.height * g.rows);
       const f = this.heatSteps[t];
-      this.heat.title = f && p >= 0 && p < this.start.canvas ? `step ${t + 1} · position ${p} · entropy ${f.entropy[p].toPrecision(3)} nats` : "";
+      if (!f || p < 0 || p >= this.start.canvas) { this.heat.title = ""; return; }
+      const shift = f.kl ? `KL ${f.kl[p].toPrecision(3)} nats` : "no KL (no step before it)";
+      this.heat.title = `step ${t + 1} · position ${p} · entropy ${f.entropy[p].toPrecision(3)} nats` + (this.start.shift ? ` · ${shift}` : "");
     }
   }
 
