@@ -109,6 +109,20 @@ def shape_key(rows: int, padded_length: int, max_new_tokens: int, model: str = "
     return f"{digest}-{rows}x{padded_length}-new{max_new_tokens}"
 
 
+def trace_alike_in_every_process(model) -> None:
+    """Make the model trace the same graph in every process, so a second process finds the first's
+    graphs in the cache.  transformers' DiffusionGemma text models keep `unique_layer_types =
+    set(config.layer_types)` and compute one rotary embedding per type in that set's order; string
+    hashes are salted per process (PYTHONHASHSEED), so about half of all processes trace the two
+    embeddings the other way round, number the graph's nodes differently and miss every cached graph
+    of the model (on the built-in model, compiled twice in two processes: 2 of its 4 graphs missed,
+    the two with the embeddings).  A sorted tuple iterates alike everywhere; every value is the same."""
+    for module in model.modules():
+        types = getattr(module, "unique_layer_types", None)
+        if isinstance(types, (set, frozenset)):
+            module.unique_layer_types = tuple(sorted(types))
+
+
 _compiled_here: set[tuple[str, str]] = set()  # shapes this process has compiled (or loaded) already
 
 

@@ -42,7 +42,7 @@ from . import sharded
 from .base import COMMON_KNOBS, Backend, BackendError, Capabilities
 from .capture import capture_steps
 from .layer_capture import decoder_layers  # importing it makes torch.compile guard module hooks (its docstring)
-from .compile_cache import bucket_length, first_compile, shape_key, use_compile_cache
+from .compile_cache import bucket_length, first_compile, shape_key, trace_alike_in_every_process, use_compile_cache
 from .model_thread import ModelThread, stop_thread
 from .process_group import note_compiled_run
 from .sharded_server import FailedInStep, agreed
@@ -126,6 +126,7 @@ class TransformersBackend(Backend):
             raise BackendError(load_failure_message(source, exc, what="a DiffusionGemma model", is_folder=is_local)) from None
         if device_map is None and not spread:
             self.model.to(device)
+        trace_alike_in_every_process(self.model)  # so a compiled run's cache serves the next process
         text_config = self.model.config.text_config
         generation = self.model.generation_config
         eos = generation.eos_token_id if generation.eos_token_id is not None else text_config.eos_token_id
@@ -153,6 +154,7 @@ class TransformersBackend(Backend):
         model, which no folder holds); the model's generation config gives the defaults."""
         backend = cls.__new__(cls)
         backend.model, backend.tokenizer, backend.info = model, tokenizer, info
+        trace_alike_in_every_process(model)
         return backend
 
     def on_model_thread(self, fn) -> Future:

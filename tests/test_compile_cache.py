@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 import torch
@@ -117,3 +118,37 @@ def test_one_process_compiles_a_shape_while_the_others_wait(tmp_path):
         raise RuntimeError("boom")
     assert try_lock(tmp_path / "locks" / "failing.lock") == "free"
     assert os.path.isdir(tmp_path / "locks")
+
+
+ROTARY_ORDER = """
+import sys
+from transformers import AutoConfig
+config = AutoConfig.from_pretrained(sys.argv[1]).text_config
+if sys.argv[2] == "plain":  # what transformers' text models iterate: a set of the layer types
+    print(list(set(config.layer_types)))
+else:  # the decoder the backend loads
+    from backends.transformers_backend import TransformersBackend
+    backend = TransformersBackend(sys.argv[1], device="cpu")
+    print([list(m.unique_layer_types) for m in backend.model.modules() if hasattr(m, "unique_layer_types")])
+"""
+
+
+def _rotary_order(seed: int, which: str) -> str:
+    from tests.test_batch_capture import BUILTIN
+
+    done = subprocess.run([sys.executable, "-c", ROTARY_ORDER, str(BUILTIN), which], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parent.parent, env=os.environ | {"PYTHONHASHSEED": str(seed)},
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_the_model_computes_its_rotary_embeddings_in_one_order_whatever_the_hash_seed():
+    """The order a compiled forward computes its rotary embeddings in is part of its traced graph,
+    hence of the cache key: without `trace_alike_in_every_process` it follows the process's string
+    hash seed (seen: a second process missed half the cached graphs)."""
+    plain = {seed: _rotary_order(seed, "plain") for seed in range(6)}
+    seeds = [min(s for s in plain if plain[s] == order) for order in set(plain.values())]
+    assert len(seeds) == 2  # the plain set's order does change with the seed: the test can tell
+    loaded = {_rotary_order(seed, "backend") for seed in seeds}
+    assert len(loaded) == 1 and "sliding_attention" in loaded.pop()
