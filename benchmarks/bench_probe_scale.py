@@ -143,7 +143,8 @@ def _peak() -> float:
     return torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else float("nan")
 
 
-def _sync():
+def cuda_sync():
+    """Wait for the GPU (a no-op on a CPU): timings end when the device work has."""
     import torch
 
     if torch.cuda.is_available():
@@ -166,19 +167,19 @@ def capture_vs_stock(backend, probes, settings, *, batch: int, reps: int) -> dic
     def stock(seed):
         def run():  # on the backend's generation thread, as its captured runs: one set of CUDA graphs
             torch.manual_seed(seed)
-            _sync()
+            cuda_sync()
             t = time.perf_counter()
             out = backend.model.generate(input_ids, **kwargs)
-            _sync()
+            cuda_sync()
             return time.perf_counter() - t, out.sequences[:, -256:].cpu()
 
         return backend.on_model_thread(run).result()
 
     def captured(seed):
-        _sync()
+        cuda_sync()
         t = time.perf_counter()
         traces = record_batch(backend, prompts, settings.replace(seed=seed))
-        _sync()
+        cuda_sync()
         return time.perf_counter() - t, traces
 
     _, reference = stock(11)
@@ -211,10 +212,10 @@ def stock_over_plan(backend, probes, settings, *, seeds: int, items: int, batch:
 
         def run():
             torch.manual_seed(planned.seed)
-            _sync()
+            cuda_sync()
             started = time.perf_counter()
             backend.model.generate(input_ids, **kwargs, **({"attention_mask": mask} if mask is not None else {}))
-            _sync()
+            cuda_sync()
             return time.perf_counter() - started
 
         total += backend.on_model_thread(run).result()
@@ -239,7 +240,7 @@ def try_rows(backend, probes, settings, rows_list) -> list[dict]:
             torch.manual_seed(0)
             t = time.perf_counter()
             backend.model.generate(input_ids, **kwargs)
-            _sync()
+            cuda_sync()
             out.append(dict(rows=rows, fits=True, peak_gib=_peak(), seconds=time.perf_counter() - t))
         except torch.cuda.OutOfMemoryError as exc:
             out.append(dict(rows=rows, fits=False, error=str(exc).splitlines()[0][:200]))

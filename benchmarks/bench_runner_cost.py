@@ -32,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.bench_probe_scale import _sync, full_shape_backend, probes_and_settings, run_runner, stock_over_plan
+from benchmarks.bench_probe_scale import cuda_sync, full_shape_backend, probes_and_settings, run_runner, stock_over_plan
 from benchmarks.bench_probe_scale import warm_up_compiled
 
 
@@ -51,10 +51,10 @@ def capture_over_plan(backend, probes, settings, *, seeds: int, items: int, batc
     total = 0.0
     for planned, rows in _plan_batches(backend, probes, settings, seeds=seeds, items=items, batch=batch):
         prompts, seeded = [p.prompt for p in rows], settings.replace(seed=planned.seed)
-        _sync()
+        cuda_sync()
         started = time.perf_counter()  # as the runner records a batch: a batch of one is record_trace
         traces = [record_trace(backend, prompts[0], seeded)] if len(rows) == 1 else record_batch(backend, prompts, seeded)
-        _sync()
+        cuda_sync()
         total += time.perf_counter() - started
         assert all(t.end.finish_reason in ("eos", "length") for t in traces), traces[0].end
     return total
