@@ -29,3 +29,10 @@ def wait_for_text(page, selector: str, text: str, timeout_ms: int = 30_000) -> N
         shown = page.locator(selector).text_content()
         stats = page.evaluate("() => JSON.stringify(window.dvLiveView && window.dvLiveView.stats())")
         raise AssertionError(f"{selector} never showed {text!r} in {timeout_ms} ms; it shows {shown[:300]!r}; live view: {stats}") from None
+
+
+def load_trace_file(page, path, frames: int) -> None:
+    """Load a saved trace through the app's file input; wait until its `frames` frames are shown and its run ended."""
+    page.locator("input[type=file]").first.set_input_files(str(path))
+    page.wait_for_function(f"() => window.dvLiveView.stats().shownFrames === {frames} && window.dvLiveView.stats().ended",
+                           timeout=30_000)

@@ -18,7 +18,7 @@ from visualizer.replay import example_traces
 from visualizer.states import frame_refs, frame_state
 from visualizer.trace import Trace
 
-from tests.browser import CHROMIUM, app_in_chromium
+from tests.browser import CHROMIUM, app_in_chromium, load_trace_file
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")
 
@@ -107,9 +107,8 @@ def test_frames_change_during_a_run_and_the_slider_replays_them(page, tmp_path):
 def test_a_saved_run_replays_in_the_same_browser_view(page):
     path = next(p for p in example_traces() if p.stem == "sky")
     trace = Trace.load(path)
-    page.locator("input[type=file]").first.set_input_files(str(path))
     n = len(frame_refs(trace))
-    page.wait_for_function(f"() => window.dvLiveView.stats().shownFrames === {n} && window.dvLiveView.stats().ended", timeout=30_000)
+    load_trace_file(page, path, n)
     assert_slider_matches(page, trace, sorted({0, 3, n - 1}))
     assert page.locator(".dv-canvas *:not(span)").count() == 0  # token text is only ever text
     # the text layout (a finished run) is laid out from the server's text_layout, drawn by the browser

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import CHROMIUM, app_in_chromium, wait_for_text
+from tests.browser import CHROMIUM, app_in_chromium, load_trace_file, wait_for_text
 from tests.test_browser import READ_CELLS, expected_cells, rgb, show
 from tests.test_layer_views import inside_trace
 from visualizer.palette import STANDARD
@@ -86,9 +86,8 @@ def test_a_replayed_trace_shows_its_pins_and_layers(page, tmp_path):
     path = tmp_path / "inside.json"
     trace.save(path)
     page.get_by_text("Save, load and export").click()
-    page.locator("input[type=file]").first.set_input_files(str(path))
     n = len(frame_refs(trace))
-    page.wait_for_function(f"() => window.dvLiveView.stats().shownFrames === {n} && window.dvLiveView.stats().ended", timeout=30_000)
+    load_trace_file(page, path, n)
     show(page, n - 1)
     assert page.evaluate(READ_CELLS) == expected_cells(trace, n - 1)
     shadows = page.evaluate(SHADOWS)

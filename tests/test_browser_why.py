@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import CHROMIUM, app_in_chromium, wait_for_text
+from tests.browser import CHROMIUM, app_in_chromium, load_trace_file, wait_for_text
 from tests.test_browser import READ_CELLS, expected_cells, rgb, show
 from tests.trace_factory import trace_from_text
 from visualizer.palette import STANDARD
@@ -63,9 +63,8 @@ def test_thought_tokens_are_tinted_and_banded_as_the_renderers_draw_them(page, t
     path = tmp_path / "thinking.json"
     trace.save(path)
     page.get_by_text("Save, load and export").click()
-    page.locator("input[type=file]").first.set_input_files(str(path))
     n = len(frame_refs(trace))
-    page.wait_for_function(f"() => window.dvLiveView.stats().shownFrames === {n} && window.dvLiveView.stats().ended", timeout=30_000)
+    load_trace_file(page, path, n)
     show(page, n - 1)
     assert page.evaluate(READ_CELLS) == expected_cells(trace, n - 1)
     shadows = page.evaluate("() => Array.from(document.querySelectorAll('.dv-canvas span[data-i]')).slice(0, 11).map(s => s.style.boxShadow)")

@@ -21,6 +21,7 @@ from visualizer.records import BlockRecord, RunEnd, RunStart, StepRecord
 from visualizer.samplers import AcceptRule
 from visualizer.settings import GenerationSettings
 from visualizer.trace import Trace
+from tests.spies import spy_on_decoder_inputs
 
 PROMPT = "What is 18 plus 24?"
 # Every scheduler with knobs away from their defaults, so a knob that was dropped shows.
@@ -275,15 +276,7 @@ def test_diffusers_layers_equal_a_separate_forward_with_hidden_states(no_eos, mo
     from backends.layer_capture import lens_logits
 
     model = no_eos.model
-    inputs = []
-    real_forward = model.forward
-
-    def spy(**kwargs):
-        if kwargs.get("decoder_input_ids") is not None:
-            inputs.append({k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in kwargs.items()})
-        return real_forward(**kwargs)
-
-    monkeypatch.setattr(model, "forward", spy)
+    inputs = spy_on_decoder_inputs(monkeypatch, model)
     settings = GenerationSettings(seed=6, sampler="entropy-bound", max_new_tokens=256, max_denoising_steps=4, layers=(0, 1))
     _, steps, blocks, _ = run(no_eos, PROMPT, settings)
     monkeypatch.undo()

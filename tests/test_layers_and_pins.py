@@ -19,7 +19,7 @@ import torch
 from backends.base import BackendError
 from backends.capture import capture_steps
 from backends.layer_capture import LayerTaps, decoder_layers, lens_logits
-from tests.spies import spy_on_summaries
+from tests.spies import spy_on_decoder_inputs, spy_on_summaries
 from visualizer.records import BlockRecord, RunEnd, StepRecord
 from visualizer.settings import GenerationSettings
 from visualizer.trace import Trace
@@ -105,15 +105,7 @@ def test_rms_and_lens_equal_a_separate_forward_with_hidden_states(no_eos_backend
     model = backend.model
     n = backend.info.layers
     layers = tuple(sorted({0, n // 2, n - 1}))  # the random model has 2 layers: (0, 1)
-    inputs = []
-    real_forward = model.forward
-
-    def spy(**kwargs):
-        if kwargs.get("decoder_input_ids") is not None:
-            inputs.append({k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in kwargs.items()})
-        return real_forward(**kwargs)
-
-    monkeypatch.setattr(model, "forward", spy)
+    inputs = spy_on_decoder_inputs(monkeypatch, model)
     settings = GenerationSettings(seed=5, max_new_tokens=256, max_denoising_steps=5, layers=layers)
     records = list(backend.generate(PROMPT, settings))
     monkeypatch.undo()
