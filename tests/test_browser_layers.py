@@ -92,5 +92,7 @@ def test_a_replayed_trace_shows_its_pins_and_layers(page, tmp_path):
     assert page.evaluate(READ_CELLS) == expected_cells(trace, n - 1)
     shadows = page.evaluate(SHADOWS)
     assert [rgb(STANDARD.pin) in s for s in shadows[:8]] == [p == 2 for p in range(8)]
-    wait_for_text(page, LAYERS, "RMS of each recorded layer's output")
-    assert ">L3<" in page.locator(f"{LAYERS} svg").inner_html()
+    # the panel still holds the earlier run's SVG (hidden, its text the same) until this trace's arrives: wait for
+    # this trace's own layers, not the title
+    wait_for_text(page, f"{LAYERS} svg", "L3")
+    assert ">L3<" in page.locator(f"{LAYERS} svg").inner_html() and ">L1<" not in page.locator(f"{LAYERS} svg").inner_html()
