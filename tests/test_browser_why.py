@@ -48,7 +48,9 @@ def test_clicking_a_token_shows_its_alternatives_and_the_budget_follows_the_slid
     show(page, 0)
     wait_for_text(page, BUDGET, "step 1:")
     assert page.locator(BUDGET).inner_html() != at_step_3
-    wait_for_text(page, INSPECTOR, "step 1 ·")
+    # the step-1 answer itself (its title runs into its step line); "step 1 ·" alone also matched the step-3 answer's
+    # "commit step 1 ·", so Generate could be pressed with this answer still on its way, landing over the hint
+    wait_for_text(page, INSPECTOR, "of block 1step 1 ·")
 
     # a new run: both panels go back to their hints at once, never showing the last run's answers
     page.get_by_role("button", name="Generate").click()

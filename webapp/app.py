@@ -800,8 +800,7 @@ def wire_model_and_run(demo_app: gr.Blocks, ui: dict, handlers: Handlers, mode: 
     # end runs the handlers of one trigger in order, each after the one before has finished, so
     # a hint registered after `generate` would land when the run ends, over the new answers.
     panels = [why for why in WHY_VIEWS if why.panel and not why.hide_empty]
-    # (the live view stops asking for the old run's views first: an ask due after the click would answer over a hint)
-    hints = f"() => {{ window.dvLiveView.runComing(); return {json.dumps([_message_html(why.hint) for why in panels])}; }}"
+    hints = f"() => {json.dumps([_message_html(why.hint) for why in panels])}"
     hidden = [ui[why.panel] for why in WHY_VIEWS if why.hide_empty]  # shown again once the new run has something
     for starts in (ui["generate_btn"].click, ui["trace_upload"].change):
         starts(None, None, [ui[why.panel] for why in panels], js=hints)

@@ -533,16 +533,6 @@
       this.askToken(i, true);
     }
 
-    // A new run or trace is on its way (Generate, a file): the why-views are back to their hints, so this run's
-    // views must ask for nothing more; a timer that fired after the click answered over the hint.
-    forgetAsks() {
-      clearTimeout(this.askTimer);
-      clearTimeout(this.hoverTimer);
-      this.askWhenFrames = false;
-      if (this.spans[this.picked]) this.spans[this.picked].style.outline = "";
-      this.picked = -1;
-    }
-
     hoverToken(target) {  // a token the pointer rests on, while none is picked
       clearTimeout(this.hoverTimer);
       if (this.picked >= 0 || !target || !target.dataset || target.dataset.i === undefined || !this.start) return;
@@ -789,7 +779,6 @@
       watch("value", () => view.receive(props.value));
       return view;
     },
-    runComing() { for (const v of views) if (v.root.isConnected) v.forgetAsks(); },
     setPalette(name) { for (const v of views) if (v.root.isConnected) v.setPalette(name); },
     setIncludeThought(flag) { for (const v of views) if (v.root.isConnected) v.setIncludeThought(flag); },
     setLayout(kind) { for (const v of views) if (v.root.isConnected) v.setLayout(kind); },
