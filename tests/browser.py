@@ -31,6 +31,36 @@ def wait_for_text(page, selector: str, text: str, timeout_ms: int = 30_000) -> N
         raise AssertionError(f"{selector} never showed {text!r} in {timeout_ms} ms; it shows {shown[:300]!r}; live view: {stats}") from None
 
 
+# Gradio's status box on the live view's block is hidden once no Generate of this page is still being served
+LIVE_IDLE = "(() => { const w = document.querySelector('.dv-live')?.closest('.block')?.querySelector('.wrap'); return !w || w.classList.contains('hide'); })()"
+
+
+def press_generate(page) -> int:
+    """Press Generate once the last run's event is over (a click while it is still served, as under load after its
+    end line, is dropped: Gradio's trigger_mode "once"); returns how many runs the view had before."""
+    page.wait_for_function(f"() => {LIVE_IDLE}", timeout=60_000)
+    runs = page.evaluate("() => { const s = window.dvLiveView && window.dvLiveView.stats(); return (s && s.runs) || 0; }")
+    page.get_by_role("button", name="Generate").click()
+    return runs
+
+
+def wait_for_run_end(page, runs: int, timeout_ms: int = 120_000) -> None:
+    """Wait until the view's run number `runs` has ended and its event is over; on a timeout, say what it shows."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(f"() => {{ const s = window.dvLiveView.stats(); return s && s.runs === {runs} && s.ended && {LIVE_IDLE}; }}",
+                               timeout=timeout_ms)
+    except PlaywrightTimeout:
+        stats = page.evaluate("() => JSON.stringify(window.dvLiveView.stats())")
+        raise AssertionError(f"run {runs} did not end in {timeout_ms} ms; live view: {stats}") from None
+
+
+def generate_and_wait(page, timeout_ms: int = 120_000) -> None:
+    """Press Generate and wait until *that* run has ended (waiting for `ended` alone is met at once by the run before)."""
+    wait_for_run_end(page, press_generate(page) + 1, timeout_ms)
+
+
 def load_trace_file(page, path, frames: int) -> None:
     """Load a saved trace through the app's file input; wait until its `frames` frames are shown and its run ended."""
     page.locator("input[type=file]").first.set_input_files(str(path))

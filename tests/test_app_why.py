@@ -152,3 +152,24 @@ def test_the_views_answer_during_a_live_run_without_waiting_for_the_model(served
     assert still_running, "the run ended before the views were asked"
     assert "position 3 of block 1" in answer and "Block 1, step 2:" in chart
     assert "once the run has finished" in structure
+
+
+def test_an_ask_about_an_earlier_run_is_not_answered_over_the_new_runs_panel():
+    """The live view sends each ask with its run's token (the start line's "run"); an ask about the run before
+    (sent just before Generate, answered after it) leaves the panel as it is: its hint, never the old answer."""
+    import gradio as gr
+
+    from tests.trace_factory import trace_from_commit_steps
+    from webapp.sessions import RunSession
+
+    session = RunSession()
+    session.show(trace_from_commit_steps([[0, 1, 1, None]]))
+    handler = app_module._event_view(app_module.inspect_token, ("frame", "position"), hint="Click a token")
+    current = handler(session, gr.EventData(None, {"frame": 0, "position": 0, "run": session.run_id}))
+    assert isinstance(current, str) and "dv-alternatives" in current  # answered (this trace: "no candidates")
+    earlier = session.run_id
+    session.show(trace_from_commit_steps([[0, 1, 1, None]]))  # a new run, with the same content
+    assert session.run_id != earlier
+    assert handler(session, gr.EventData(None, {"frame": 0, "position": 0, "run": earlier})) == app_module._message_html("Click a token")
+    assert handler(session, gr.EventData(None, {"frame": 0, "position": 0})) == current  # an API client's ask: no token
+    assert json.loads(app_module.replay_value(session.trace, run=session.run_id)[0])["run"] == session.run_id

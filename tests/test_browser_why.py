@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import CHROMIUM, app_in_chromium, load_trace_file, wait_for_text
+from tests.browser import (CHROMIUM, app_in_chromium, generate_and_wait, load_trace_file, press_generate, wait_for_run_end,
+                           wait_for_text)
 from tests.test_browser import READ_CELLS, expected_cells, rgb, show
 from tests.trace_factory import trace_from_text
 from visualizer.palette import STANDARD
@@ -29,8 +30,7 @@ def text_of(page, selector: str) -> str:
 
 
 def test_clicking_a_token_shows_its_alternatives_and_the_budget_follows_the_slider(page):
-    page.get_by_role("button", name="Generate").click()
-    page.wait_for_function("() => { const s = window.dvLiveView.stats(); return s && s.ended; }", timeout=120_000)
+    generate_and_wait(page)
     # the run is over: the step on screen's budget and the structure-first figure arrive on their own
     wait_for_text(page, BUDGET, "fit the entropy bound")
     page.wait_for_function("() => document.querySelector('.dv-structure svg') !== null")
@@ -53,11 +53,24 @@ def test_clicking_a_token_shows_its_alternatives_and_the_budget_follows_the_slid
     wait_for_text(page, INSPECTOR, "of block 1step 1 ·")
 
     # a new run: both panels go back to their hints at once, never showing the last run's answers
-    page.get_by_role("button", name="Generate").click()
+    runs = press_generate(page)
     wait_for_text(page, BUDGET, "Move the replay slider", timeout_ms=5_000)
     wait_for_text(page, INSPECTOR, "Click a token on the canvas", timeout_ms=5_000)
-    page.wait_for_function("() => { const s = window.dvLiveView.stats(); return s && s.runs === 2 && s.ended; }", timeout=120_000)
+    wait_for_run_end(page, runs + 1)
     wait_for_text(page, BUDGET, "fit the entropy bound")
+
+
+def test_asks_still_on_their_way_when_generate_is_pressed_never_answer_over_the_hints(page):
+    """A token picked and the slider moved, then Generate at once: the asks they sent about the old run are
+    answered after the new run began, and must leave the panels' hints in place (the run token)."""
+    generate_and_wait(page)  # a run on screen to pick a token of
+    for attempt in range(3):
+        page.locator('.dv-canvas span[data-i="9"]').click()
+        page.locator("input.dv-replay").fill("1")
+        page.locator("input.dv-replay").fill("0")
+        wait_for_run_end(page, press_generate(page) + 1)
+        page.wait_for_timeout(1_000)  # room for any late answer to land (the property is that none does)
+        assert "Click a token on the canvas" in text_of(page, INSPECTOR), attempt
 
 
 def test_thought_tokens_are_tinted_and_banded_as_the_renderers_draw_them(page, tmp_path):

@@ -111,10 +111,11 @@ def _entropy_b64(values: np.ndarray) -> str:
 class LiveEncoder:
     """Turns a trace, as it grows, into the live log's lines (see the module docstring)."""
 
-    def __init__(self, trace: Trace, *, key_every: int = KEY_EVERY):
+    def __init__(self, trace: Trace, *, key_every: int = KEY_EVERY, run: str = ""):
         if trace.start is None:
             raise ValueError("the trace has no RunStart yet")
         self.trace, self.key_every = trace, key_every
+        self.run = run  # the run's token: the browser sends it back with each "why" ask (webapp's RunSession.run_id)
         self.refs: list[FrameRef] = []
         self.sent_tokens: set[int] = set()
         shape = (trace.max_blocks, trace.canvas_length)
@@ -128,7 +129,7 @@ class LiveEncoder:
         trace = self.trace
         settings = trace.start.settings
         return _dumps({
-            "type": "start", "format": FORMAT, "created": trace.created, "prompt": trace.prompt,
+            "type": "start", "format": FORMAT, "run": self.run, "created": trace.created, "prompt": trace.prompt,
             "model": trace.model.name, "canvas": trace.canvas_length, "blocks": trace.max_blocks,
             "budget": step_budget(trace), "seed": settings.get("seed"),
             "log_max": math.log10(max(math.log(trace.model.vocab_size), 1e-2)),
@@ -261,9 +262,9 @@ def _readout_labels() -> tuple[list[str], list[str]]:
     return [name for name, _, _ in rows], [tip for _, _, tip in rows]
 
 
-def replay_log(trace: Trace) -> str:
+def replay_log(trace: Trace, *, run: str = "") -> str:
     """The whole live log of a recorded trace: what a live run of it would have sent."""
-    encoder = LiveEncoder(trace)
+    encoder = LiveEncoder(trace, run=run)
     return encoder.start_line() + encoder.frame_lines() + encoder.end_line()
 
 
@@ -309,7 +310,7 @@ class LiveRing:
         return self.slots[:2] + [""] * self.size
 
 
-def replay_value(trace: Trace) -> list[str]:
+def replay_value(trace: Trace, *, run: str = "") -> list[str]:
     """A recorded trace as one live-view value: [start, end, every frame] (the replay package)."""
-    lines = replay_log(trace).splitlines()
+    lines = replay_log(trace, run=run).splitlines()
     return [lines[0], lines[-1], *lines[1:-1]]

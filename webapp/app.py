@@ -304,9 +304,10 @@ class Handlers:
             session.error = str(exc)
             yield gr.skip()
             return
-        session.trace, session.running = trace, True
+        session.show(trace)
+        session.running = True
         session.stop.clear()
-        encoder = LiveEncoder(trace)
+        encoder = LiveEncoder(trace, run=session.run_id)
         ring = LiveRing(encoder.start_line())
         try:
             yield ring.value()
@@ -355,7 +356,7 @@ def all_frames(session: RunSession):
     """Every frame of the session's run, for a browser that fell too far behind to have them all."""
     if session.trace is None or session.trace.start is None or session.running:
         return gr.skip()
-    return replay_value(session.trace)
+    return replay_value(session.trace, run=session.run_id)
 
 
 def committed_text(trace: Trace) -> str:
@@ -492,11 +493,19 @@ WHY_VIEWS = (
 )
 
 
-def _event_view(view, names, hide_empty: bool = False):
+def _event_view(view, names, hide_empty: bool = False, hint: str = ""):
     """A handler for the live view's custom events: their data (`trigger(name, {...})`) as arguments;
-    with `hide_empty`, the panel is shown only when the view has something to show."""
+    with `hide_empty`, the panel is shown only when the view has something to show.
+
+    The browser sends each ask with its run's token (the start line's "run"): an ask about an earlier run,
+    answered once a new run began, gets the panel's hint (or hides it), never that run's answer.  Not
+    `gr.skip()`: the page then shows the panel's last value from the server again, the old answer, over
+    the hint the browser set when Generate was pressed."""
     def handler(session: RunSession, event: gr.EventData):
+        run = getattr(event, "run", None)
         html = view(*(getattr(event, n, None) for n in names), session)  # EventData's keys are its attributes
+        if run and run != session.run_id:  # checked after the answer: a run that began meanwhile counts
+            html = "" if hide_empty else _message_html(hint)
         return gr.HTML(html, visible=True if html else HIDDEN) if hide_empty else html
     return handler
 
@@ -602,8 +611,8 @@ def load_trace_file(path, session: RunSession, request: gr.Request) -> dict:
         trace = load_upload(path)
     except TraceError as exc:
         return {"message": str(exc), "session": session}
-    session.trace = trace
-    return {"live": replay_value(trace), "final_text": committed_text(trace), "message": "", "session": session}
+    session.show(trace)
+    return {"live": replay_value(trace, run=session.run_id), "final_text": committed_text(trace), "message": "", "session": session}
 
 
 PIN_OUTPUTS = ("compare_note", "compare_canvas", "compare_slider", "session")  # and the `/pin_a`, `/pin_b` APIs' answer
@@ -800,7 +809,8 @@ def wire_model_and_run(demo_app: gr.Blocks, ui: dict, handlers: Handlers, mode: 
     # end runs the handlers of one trigger in order, each after the one before has finished, so
     # a hint registered after `generate` would land when the run ends, over the new answers.
     panels = [why for why in WHY_VIEWS if why.panel and not why.hide_empty]
-    hints = f"() => {json.dumps([_message_html(why.hint) for why in panels])}"
+    # (first the live view stops asking about the run on screen: an ask sent after the click would answer over a hint)
+    hints = f"() => {{ window.dvLiveView && window.dvLiveView.runComing(); return {json.dumps([_message_html(why.hint) for why in panels])}; }}"
     hidden = [ui[why.panel] for why in WHY_VIEWS if why.hide_empty]  # shown again once the new run has something
     for starts in (ui["generate_btn"].click, ui["trace_upload"].change):
         starts(None, None, [ui[why.panel] for why in panels], js=hints)
@@ -851,7 +861,8 @@ def wire_why_views(ui: dict) -> None:
             ask.click(why.view, [args[name] for name in why.args] + [session], answer, api_name=why.api_name,
                       concurrency_limit=None, show_progress="hidden")
             if why.event:  # the live view asks with `trigger(event, {...})`
-                getattr(ui["live"], why.event)(_event_view(why.view, why.args, why.hide_empty), session, ui[why.panel], **quiet)
+                getattr(ui["live"], why.event)(_event_view(why.view, why.args, why.hide_empty, why.hint), session, ui[why.panel],
+                                               **quiet)
     # a clicked token's position goes to *Pin text here*, which adds POS=TEXT to the pins box
     ui["live"].inspect(picked_position, None, ui["pin_position"], **quiet)
     ui["pin_btn"].click(add_pin, [ui["pin_position"], ui["pin_text"], ui["pins"], session],

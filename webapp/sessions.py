@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import tempfile
 import threading
+import uuid
 
 import gradio as gr
 
@@ -36,6 +37,9 @@ class RunSession:
 
     def __init__(self):
         self.trace: Trace | None = None
+        # A token of the run on screen, new with every run or loaded trace (`show`): the live view sends it back
+        # with each "why" ask, so an ask about an earlier run is never answered over the new run's panels.
+        self.run_id = ""
         self.running = False
         self.error = ""  # why the last Generate did not start, shown by the run's message
         self.stop = threading.Event()
@@ -45,6 +49,12 @@ class RunSession:
 
     def __deepcopy__(self, memo):  # gr.State deep-copies initial values; each session gets a fresh one
         return RunSession()
+
+    def show(self, trace: Trace) -> None:
+        """Make `trace` the session's run, under a new token (set first: an ask that read the old token
+        and then the new trace is caught by its check after the answer, `webapp.app._event_view`)."""
+        self.run_id = uuid.uuid4().hex[:12]
+        self.trace = trace
 
     @property
     def files(self) -> tempfile.TemporaryDirectory:

@@ -105,6 +105,7 @@
       this.pre.className = "dv-canvas";
       this.pre.addEventListener("mouseover", (event) => { this.tooltip(event.target); this.hoverToken(event.target); });
       this.pre.addEventListener("click", (event) => this.pickToken(event.target));
+      this.pre.addEventListener("mouseleave", () => clearTimeout(this.hoverTimer));  // gone before it rested: no ask
       this.frameBox.append(this.status, this.legend, this.pre);
 
       const bar = el("div", "display:flex;align-items:center;gap:10px;margin:8px 0");
@@ -164,6 +165,7 @@
     }
 
     reset() {
+      this.forgetAsks();  // asks still waiting for the slider or the pointer to rest were about the run now replaced
       this.startLine = null;
       this.askedAll = false;
       this.pinned = new Set();  // the first block's pinned positions (the start line says which)
@@ -520,10 +522,11 @@
       const frame = this.inspectFrame(i);
       if (frame < 0 || !this.trigger) return;
       const canvas = this.start.canvas;
-      this.trigger("inspect", { frame, position: i % canvas, block: Math.floor(i / canvas), picked });
+      this.trigger("inspect", { frame, position: i % canvas, block: Math.floor(i / canvas), picked, run: this.start.run });
     }
 
     pickToken(target) {
+      clearTimeout(this.hoverTimer);  // the pointer that rested here to click is not a hover ask as well
       if (!target || !target.dataset || target.dataset.i === undefined || !this.start) return;
       const i = Number(target.dataset.i);
       if (this.spans[this.picked]) this.spans[this.picked].style.outline = "";
@@ -531,6 +534,15 @@
       this.picked = i;
       target.style.outline = `2px solid ${CURSOR_COLOR}`;
       this.askToken(i, true);
+    }
+
+    // A new run or trace is on its way (Generate pressed, a file chosen: `runComing`) or has begun (`reset`): the
+    // why-views are back to their hints, so nothing more is asked about the run on screen.  An ask already on its
+    // way is answered with the hint once the server holds the new run (its run token, webapp.app._event_view).
+    forgetAsks() {
+      clearTimeout(this.askTimer);
+      clearTimeout(this.hoverTimer);
+      this.askWhenFrames = false;
     }
 
     hoverToken(target) {  // a token the pointer rests on, while none is picked
@@ -549,8 +561,8 @@
         // the run ended before any of its frames reached us (a slow browser): ask once they arrive
         if (!this.frames.length) { this.askWhenFrames = true; return; }
         const frame = Math.max(0, Math.min(this.target, this.frames.length - 1));
-        this.trigger("budget", { frame });
-        if (this.start.layers) this.trigger("layers", { frame });  // the block's per-layer RMS (its panel, hidden until then)
+        this.trigger("budget", { frame, run: this.start.run });
+        if (this.start.layers) this.trigger("layers", { frame, run: this.start.run });  // the block's per-layer RMS (its panel, hidden until then)
         if (this.picked >= 0) this.askToken(this.picked);
       }, delay);
     }
@@ -779,6 +791,7 @@
       watch("value", () => view.receive(props.value));
       return view;
     },
+    runComing() { for (const v of views) if (v.root.isConnected) v.forgetAsks(); },
     setPalette(name) { for (const v of views) if (v.root.isConnected) v.setPalette(name); },
     setIncludeThought(flag) { for (const v of views) if (v.root.isConnected) v.setIncludeThought(flag); },
     setLayout(kind) { for (const v of views) if (v.root.isConnected) v.setLayout(kind); },
