@@ -128,18 +128,27 @@ _compiled_here: set[tuple[str, str]] = set()  # shapes this process has compiled
 
 @contextlib.contextmanager
 def first_compile(folder: Path, key: str):
-    """Hold the host's lock for `key` while this process runs it for the first time; later runs of
-    the shape in this process take no lock.  The lock is an flock, so a process that dies frees it."""
+    """The host's first process to run shape `key` compiles it holding the host's lock for the key; the
+    others wait on the lock, then run at once, side by side, loading it from the cache (a `.done` file beside
+    the lock says it is there).  Holding the lock through every process's first run instead made the
+    processes load one after another: 175, 221, 256 and 292 s for 4 ranks on 4 H100s, about 40 s a load.
+    Later runs of the shape in this process take no lock.  The lock is an flock: a process that dies frees it."""
     if (str(folder), key) in _compiled_here:
         yield
         return
     locks = Path(folder) / "locks"
     locks.mkdir(parents=True, exist_ok=True)
+    done = locks / f"{key}.done"
     with open(locks / f"{key}.lock", "a+") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)  # waits while another process of the host compiles this shape
+        compiling = not done.exists()
+        if not compiling:  # compiled by another process: load it beside the others, holding nothing
+            fcntl.flock(handle, fcntl.LOCK_UN)
         try:
             yield
             _compiled_here.add((str(folder), key))
+            if compiling:
+                done.touch()
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
+            if compiling:
+                fcntl.flock(handle, fcntl.LOCK_UN)

@@ -117,7 +117,35 @@ def test_one_process_compiles_a_shape_while_the_others_wait(tmp_path):
     with pytest.raises(RuntimeError), first_compile(tmp_path, "failing"):  # a failed compile frees the lock
         raise RuntimeError("boom")
     assert try_lock(tmp_path / "locks" / "failing.lock") == "free"
+    assert not (tmp_path / "locks" / "failing.done").exists()  # and the next process compiles it, holding the lock
     assert os.path.isdir(tmp_path / "locks")
+
+
+def test_processes_that_find_the_shape_compiled_load_it_side_by_side(tmp_path):
+    """Once one process has compiled a shape, the others do not hold the lock through their own first run (a
+    load from the cache, about 40 s at the real shape): they would otherwise load one after another."""
+    from backends import compile_cache
+
+    key = shape_key(8, 256, 256, "m")
+    with first_compile(tmp_path, key):  # the compiling process
+        pass
+    assert (tmp_path / "locks" / f"{key}.done").exists()
+    compile_cache._compiled_here.clear()  # two more processes of the host, each running the shape first
+    entered, release = threading.Barrier(3, timeout=10), threading.Event()
+
+    def load():
+        with first_compile(tmp_path, key):
+            entered.wait()  # all three inside at once: a lock held through a load would keep them apart
+            release.wait(10)
+
+    loaders = [threading.Thread(target=load, daemon=True) for _ in range(2)]
+    for thread in loaders:
+        thread.start()
+    entered.wait()
+    assert try_lock(tmp_path / "locks" / f"{key}.lock") == "free"
+    release.set()
+    for thread in loaders:
+        thread.join(10)
 
 
 ROTARY_ORDER = """
