@@ -100,8 +100,11 @@ def warm_up_compiled(backend, probes, settings, sizes) -> dict:
     return seconds
 
 
-def run_runner(backend, probes, settings, *, seeds: int, items: int, batch: int, out: Path, cluster=None) -> dict:
-    """The probe command's runner (prepare, run_batches, finish) over the first `items` generations."""
+def run_runner(backend, probes, settings, *, seeds: int, items: int, batch: int, out: Path, cluster=None,
+               progress: bool = False) -> dict:
+    """The probe command's runner (prepare, run_batches, finish) over the first `items` generations; with
+    `progress`, each rank prints its batches on disk and the seconds since it began (a rate, even from a run
+    stopped by a time limit before its report)."""
     import torch
 
     from cli import distributed
@@ -126,7 +129,7 @@ def run_runner(backend, probes, settings, *, seeds: int, items: int, batch: int,
         cluster,
         prepare=lambda world: prepare_out(out, backend.info, settings, chosen, batch_size=batch, world_size=world),
         work=lambda mine, after: run_batches(backend, mine, by_item, out=out, settings=settings, check=check_answer,
-                                             after_batch=after),
+                                             after_batch=_counted(after, cluster.rank, started) if progress else after),
         finish=finish,
     )
     if not cluster.is_writer:
@@ -135,6 +138,16 @@ def run_runner(backend, probes, settings, *, seeds: int, items: int, batch: int,
     return dict(generations=len(chosen), batch=batch, processes=cluster.world_size, work_s=work_s,
                 generations_per_s=len(chosen) / work_s, finish_s=marks["finished"] - marks["work_done"],
                 results=len(results), peak_gib=_peak())
+
+
+def _counted(after, rank: int, started: float):
+    written = [0]
+
+    def after_batch(*args):
+        after(*args)
+        written[0] += 1
+        print(f"rank {rank}: {written[0]} batches on disk at {time.perf_counter() - started:.1f} s", flush=True)
+    return after_batch
 
 
 def _peak() -> float:
@@ -316,8 +329,9 @@ def slice_(args) -> int:
     record_trace(backend, probes[0].prompt, settings.replace(max_denoising_steps=2, compiled=False))
     compile_s = warm_up_compiled(backend, probes, settings, [int(args.batch)]).get(int(args.batch))
     built = time.perf_counter() - started
+    print(f"rank {cluster.rank}: ready at {built:.1f} s", flush=True)
     report = run_runner(backend, probes, settings, seeds=args.seeds, items=args.items, batch=int(args.batch),
-                        out=out / "slice", cluster=cluster)
+                        out=out / "slice", cluster=cluster, progress=True)
     distributed.leave_cluster(cluster)
     if cluster.is_writer:
         import pandas as pd
