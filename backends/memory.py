@@ -18,22 +18,29 @@ VOCAB_TENSORS_PER_ROW = 8  # measured ~7 (REFERENCE.md); one more for the captur
 # needs the step's log-probabilities beside it: the peak of 8 rows went from ~49 + 8 x 1.9 to 64.3 GiB with it
 # on one H100 (BENCHMARKS.md, "The probe runner after the overlap").
 SHIFT_TENSORS_PER_ROW = 2
+# Compiled (CUDA graphs), the graphs' private memory pools keep more of a step's tensors: 12 rows with the capture
+# and no shift ran out of memory on an H100 in the warm-up, with 76.25 GiB in use (5.66 GiB of it the graphs' pools)
+# and 3 GiB more asked: at least (76.25 + 3 - 47.5) / 12 = 2.65 GiB a row, 10.6 such tensors (BENCHMARKS.md, "A
+# compiled study on 4 H100s"); 8 rows ran.
+COMPILED_TENSORS_PER_ROW = 3
 HEADROOM = 0.15  # share of free memory left unused
 MAX_AUTO_ROWS = 64  # beyond this a step is compute-bound: more rows add no throughput
 CPU_AUTO_ROWS = 8  # no GPU memory to measure: a batch that keeps a CPU busy without swapping
 
 
-def row_bytes(config, *, canvas: int, shift: bool = True) -> int:
+def row_bytes(config, *, canvas: int, shift: bool = True, compiled: bool = False) -> int:
     """Estimated bytes one more row of a batch needs at this model shape: its vocabulary-sized
-    float32 tensors, the shift's too when it is recorded (the KV cache of a row, ~80 MB at the real
-    shape, is left out: 4% of them)."""
+    float32 tensors, the shift's too when it is recorded, and what CUDA graphs keep when compiled
+    (the KV cache of a row, ~80 MB at the real shape, is left out: 4% of them)."""
     vocab = int(getattr(config, "text_config", config).vocab_size)
-    return (VOCAB_TENSORS_PER_ROW + (SHIFT_TENSORS_PER_ROW if shift else 0)) * canvas * vocab * 4
+    tensors = VOCAB_TENSORS_PER_ROW + (SHIFT_TENSORS_PER_ROW if shift else 0) + (COMPILED_TENSORS_PER_ROW if compiled else 0)
+    return tensors * canvas * vocab * 4
 
 
-def rows_that_fit(backend, *, shift: bool = True) -> int | None:
+def rows_that_fit(backend, *, shift: bool = True, compiled: bool = False) -> int | None:
     """Rows of one batch the free memory of this process's GPU holds (at least 1); None without CUDA.
-    `shift`: the run records the step-to-step KL (`GenerationSettings.record_shift`)."""
+    `shift`: the run records the step-to-step KL (`GenerationSettings.record_shift`); `compiled`: it runs
+    through torch.compile and CUDA graphs (`GenerationSettings.compiled`)."""
     import torch
 
     model = getattr(backend, "model", None)  # a torch backend's model; MLX has no CUDA memory to read
@@ -41,5 +48,5 @@ def rows_that_fit(backend, *, shift: bool = True) -> int | None:
         return None
     torch.cuda.empty_cache()
     free, _total = torch.cuda.mem_get_info()
-    per_row = row_bytes(model.config, canvas=int(getattr(model.config, "canvas_length", 256)), shift=shift)
+    per_row = row_bytes(model.config, canvas=int(getattr(model.config, "canvas_length", 256)), shift=shift, compiled=compiled)
     return max(1, min(MAX_AUTO_ROWS, int(free * (1 - HEADROOM) // per_row)))

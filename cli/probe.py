@@ -105,7 +105,7 @@ def probe_command(args) -> int:
         def choose_batch_size() -> int:
             from backends.memory import CPU_AUTO_ROWS, rows_that_fit
 
-            fit = rows_that_fit(backend, shift=settings.record_shift)
+            fit = rows_that_fit(backend, shift=settings.record_shift, compiled=settings.compiled)
             size = min(fit or CPU_AUTO_ROWS, len(probes), backend.capabilities.max_batch or len(probes))
             say(f"probe: --batch-size auto chose {size} rows "
                 f"({'from free GPU memory' if fit else 'no GPU: the CPU default'}); recorded in the plan", file=sys.stderr)

@@ -170,21 +170,21 @@ def run_batches(backend, batches: Sequence[Batch], probes: dict, *, out, setting
         for batch, rows, traces in generated:
             # `settle()` waits until every earlier batch is on disk (a test's kill point uses it)
             on_generated(lambda: _written(pending, after_batch, keep=0))
-            _check_finished(backend, batch, traces)
+            _check_finished(backend, batch, traces, settings)
             verdicts = None if check_there else [score(check, p, t.end.text) for p, t in zip(rows, traces)]
             pending.append(writer.submit(_save_batch, out, batch, rows, traces, check if check_there else None, verdicts))
             _written(pending, after_batch, keep=WRITER_BACKLOG)
         _written(pending, after_batch, keep=0)
 
 
-def _check_finished(backend, batch: Batch, traces: list[Trace]) -> None:
+def _check_finished(backend, batch: Batch, traces: list[Trace], settings: GenerationSettings) -> None:
     for item, trace in zip(batch.items, traces):
         if trace.end is not None and trace.end.finish_reason == "cancelled":
             raise KeyboardInterrupt  # Ctrl-C: record_batch ended the run; the command says how to resume
         if trace.end is None or trace.end.finish_reason not in ("eos", "length"):
             reason = (trace.end.error or trace.end.finish_reason) if trace.end else "no end record"
             raise ProbeError(f"batch {batch.index} ({', '.join(batch.items)}): {item} did not finish: "
-                             f"{reason}{_fit_hint(backend, batch, reason)}")
+                             f"{reason}{_fit_hint(backend, batch, reason, settings)}")
 
 
 def _written(pending: deque, after_batch: Callable[[], None], *, keep: int) -> None:
@@ -275,13 +275,13 @@ def _record_batch(backend, prompts: list[str], settings: GenerationSettings, sto
     return record_batch(backend, prompts, settings, stop=stop)
 
 
-def _fit_hint(backend, batch: Batch, reason: str) -> str:
+def _fit_hint(backend, batch: Batch, reason: str, settings: GenerationSettings) -> str:
     """For an out-of-memory error: the largest batch that fits now (the plan itself never changes)."""
     if "out of" not in reason.lower() or "memory" not in reason.lower():
         return ""
     from backends.memory import rows_that_fit
 
-    fit = rows_that_fit(backend)
+    fit = rows_that_fit(backend, shift=settings.record_shift, compiled=settings.compiled)
     if fit is None:
         return ""
     return (f" (the largest batch that fits this GPU now is about {fit} rows: start a new --out with "

@@ -197,7 +197,7 @@ def test_an_out_of_memory_row_names_the_largest_batch_that_fits(tmp_path, monkey
                                                  error="Out of GPU memory during generation: lower max new tokens")
                 yield record
 
-    monkeypatch.setattr(backends.memory, "rows_that_fit", lambda backend: 2)
+    monkeypatch.setattr(backends.memory, "rows_that_fit", lambda backend, shift=True, compiled=False: 2)
     with pytest.raises(ProbeError) as error:
         run_probe(OutOfMemory(), PROBES, seeds=1, out=tmp_path, check=check, batch_size=3)
     message = str(error.value)
