@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import CHROMIUM, app_in_chromium, load_trace_file, wait_for_text
+from tests.browser import CHROMIUM, app_in_chromium, load_trace_file, press_generate, wait_for_run_end, wait_for_text
 from tests.test_browser import READ_CELLS, expected_cells, rgb, show
 from tests.test_layer_views import inside_trace
 from visualizer.palette import STANDARD
@@ -28,8 +28,8 @@ def page(no_eos_model_dir):
 def run(page, n: int, *, layers: str = "") -> None:
     """Press Generate with `layers` in its box and wait for the page's `n`th run to end."""
     page.locator("#dv-knob-layers textarea").fill(layers)
-    page.get_by_role("button", name="Generate").click()
-    page.wait_for_function(f"() => {{ const s = window.dvLiveView.stats(); return s && s.runs === {n} && s.ended; }}", timeout=120_000)
+    press_generate(page)
+    wait_for_run_end(page, n)
 
 
 def test_a_run_with_layers_shows_the_layer_panel_and_the_heatmap_offers_the_shift(page):
