@@ -128,7 +128,8 @@ def run_runner(backend, probes, settings, *, seeds: int, items: int, batch: int,
     results = distributed.run_plan(
         cluster,
         prepare=lambda world: prepare_out(out, backend.info, settings, chosen, batch_size=batch, world_size=world),
-        work=lambda mine, after: run_batches(backend, mine, by_item, out=out, settings=settings, check=check_answer,
+        work=lambda plan, mine, after: run_batches(backend, mine, by_item, out=out, settings=settings, check=check_answer,
+                                                   rows=plan.batch_size,
                                              after_batch=_counted(after, cluster.rank, started) if progress else after),
         finish=finish,
     )
@@ -213,14 +214,15 @@ def stock_over_plan(backend, probes, settings, *, seeds: int, items: int, batch:
     same padding, same seeds): the runner's own cost is its time over this one."""
     import torch
 
-    from cli.probe_runner import item_of, probe_items
+    from cli.probe_runner import filled_prompts, item_of, probe_items
     from visualizer.plan import make_plan
 
     by_item = {item_of(p, s): p for p in probes for s in range(seeds)}
     kwargs = backend.generate_kwargs(backend.resolve(settings))
     total = 0.0
     for planned in make_plan(probe_items(probes, seeds)[:items], batch_size=batch).batches:
-        ids = [backend.prompt_ids(by_item[item].prompt) for item in planned.items]
+        prompts = filled_prompts([by_item[item].prompt for item in planned.items], batch, settings)
+        ids = [backend.prompt_ids(prompt) for prompt in prompts]
         input_ids, mask = backend.model_inputs(ids, backend.resolve(settings), backend.model.device)
 
         def run():

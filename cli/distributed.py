@@ -17,7 +17,7 @@ The protocol, the same for 1 process or many:
    batches) and lists the batches not finished yet; every rank receives both;
 2. the unfinished batches are dealt round robin over the ranks (batch k of the list to rank
    k % world size), recorded in the manifest by rank 0; a rank sees a plain list of batches
-   (`work(batches)`), rank 0 with a progress bar around it (`watch(plan, todo)`);
+   (`work(plan, batches, kill_hook)`), rank 0 with a progress bar around it (`watch(plan, todo)`);
 3. a rank whose work fails says which batches it held and why (its own line on stderr), then
    every rank reports to rank 0, and rank 0 alone runs `finish(plan)` (the tables from every
    rank's results) when all succeeded.
@@ -130,7 +130,7 @@ def run_plan(
     cluster: Cluster,
     *,
     prepare: Callable[[int], tuple[object, list]],
-    work: Callable[[list, Callable[[], None]], None],
+    work: Callable[[object, list, Callable[[], None]], None],
     finish: Callable[[object], object],
     watch: Callable[[object, list], object] | None = None,
     describe: Callable[[list], str] = str,
@@ -138,7 +138,7 @@ def run_plan(
     """Run a plan over every rank (module docstring); rank 0 returns `finish(plan)`, the others None.
 
     `prepare(world_size) -> (plan, todo)` runs on rank 0 only; a ProbeError-like exception there is
-    raised on every rank (rank 0 shows it).  `work(my_batches, kill_hook)` calls `kill_hook(settle)`
+    raised on every rank (rank 0 shows it).  `work(plan, my_batches, kill_hook)` calls `kill_hook(settle)`
     after each batch it generates (a test's hook: KILL_AFTER_ENV).  `describe(batches)` names
     batches in a failure message.
     """
@@ -159,7 +159,7 @@ def run_plan(
     failure = None
     with (watch(plan, todo) if watch and cluster.is_writer else nullcontext()):
         try:
-            work(mine, _kill_hook(cluster.rank))
+            work(plan, mine, _kill_hook(cluster.rank))
         except Exception as exc:  # any failure of this rank's work: say what it held and why, then report to rank 0
             failure = str(exc) if type(exc).__name__ in ("ProbeError", "BackendError") else f"{type(exc).__name__}: {exc}"
             print(f"error: rank {cluster.rank} of {cluster.world_size}, holding {describe(mine)}, failed: {failure}",

@@ -55,7 +55,7 @@ def run_probe(
     settings = settings or GenerationSettings()
     plan, todo = prepare_out(out, backend.info, settings, probe_items(probes, seeds), batch_size=batch_size)
     run_batches(backend, todo, {item_of(p, s): p for p in probes for s in range(seeds)},
-                out=out, settings=settings, check=check)
+                out=out, settings=settings, check=check, rows=plan.batch_size)
     return finish_results(out, plan)
 
 
@@ -143,7 +143,7 @@ BATCHES_AHEAD = 1  # batches started while one generates (they queue on the mode
 
 
 def run_batches(backend, batches: Sequence[Batch], probes: dict, *, out, settings: GenerationSettings,
-                check: Callable, after_batch: Callable[[], None] = lambda: None,
+                check: Callable, rows: int | None = None, after_batch: Callable[[], None] = lambda: None,
                 on_generated: Callable[[Callable[[], None]], None] = lambda settle: None) -> None:
     """Generate each batch, save its traces and its result rows (see visualizer.results).
 
@@ -157,7 +157,8 @@ def run_batches(backend, batches: Sequence[Batch], probes: dict, *, out, setting
       own thread needs to launch each step (BENCHMARKS.md).  A checker that cannot be sent to that
       process (a lambda, a closure) runs here instead.
     At most BATCHES_AHEAD + 1 batches generate and WRITER_BACKLOG + 1 wait to be written, so memory
-    stays bounded.  A row without an answer, or whose checker raises, is saved unscored with the
+    stays bounded.  `rows` is the plan's batch size: a compiled run fills a shorter batch up to it
+    (`filled_prompts`), so the whole run meets one batch shape, compiled once.  A row without an answer, or whose checker raises, is saved unscored with the
     reason (`visualizer.probe.score`).  `after_batch()` runs once a batch's rows are on disk, in
     plan order; `on_generated(settle)` once a batch is generated, before it is saved (nothing after
     it is on disk then: where the resume test kills a worker), and `settle()` there waits until every
@@ -165,7 +166,7 @@ def run_batches(backend, batches: Sequence[Batch], probes: dict, *, out, setting
     """
     out = Path(out)
     check_there = _can_send(check)
-    with _writer_process() as writer, _generated(backend, batches, probes, settings) as generated:
+    with _writer_process() as writer, _generated(backend, batches, probes, settings, rows) as generated:
         pending: deque = deque()
         for batch, rows, traces in generated:
             # `settle()` waits until every earlier batch is on disk (a test's kill point uses it)
@@ -196,7 +197,7 @@ def _written(pending: deque, after_batch: Callable[[], None], *, keep: int) -> N
 
 
 @contextmanager
-def _generated(backend, batches: Sequence[Batch], probes: dict, settings: GenerationSettings):
+def _generated(backend, batches: Sequence[Batch], probes: dict, settings: GenerationSettings, rows: int | None):
     """(batch, probes, traces) of each batch in plan order, the next ones started while one generates.
 
     Only where the backend's runs queue on one model thread (`runs_in_order`): elsewhere (a new
@@ -206,8 +207,10 @@ def _generated(backend, batches: Sequence[Batch], probes: dict, settings: Genera
     stop = threading.Event()
 
     def record(batch: Batch):
-        rows = [probes[item] for item in batch.items]
-        return batch, rows, _record_batch(backend, [p.prompt for p in rows], settings.replace(seed=batch.seed), stop)
+        chosen = [probes[item] for item in batch.items]
+        prompts = filled_prompts([p.prompt for p in chosen], rows, settings)
+        traces = _record_batch(backend, prompts, settings.replace(seed=batch.seed), stop)
+        return batch, chosen, traces[:len(chosen)]  # a filler row's trace is dropped
 
     if not getattr(backend, "runs_in_order", False):
         yield (record(batch) for batch in batches)
@@ -266,6 +269,20 @@ def _writer_setup(runner_pid: int) -> None:
         os._exit(1)
 
     threading.Thread(target=watch, name="runner-watch", daemon=True).start()
+
+
+def filled_prompts(prompts: list[str], rows: int | None, settings: GenerationSettings) -> list[str]:
+    """A batch's prompts as the model runs them: on the compiled path, a batch shorter than the plan's
+    `rows` (each seed's last batch) gets copies of its last prompt up to `rows`, whose traces are
+    dropped.  A compiled `generate` specializes on the number of rows, and a new one costs a compile
+    (minutes at the real shape: a 4-H100 slice stalled 240 s at each seed's 6-row batch), so a run
+    meets one batch shape per length bucket; the last prompt's copies keep the batch's padded length.
+    Filled, a short batch is still planned alike on every rank and every rerun, so its traces are too
+    (its RunStarts record the batch as the model ran it: `size` counts the fillers).  Eager runs
+    are not filled: every shape runs without compiling."""
+    if not settings.compiled or rows is None or len(prompts) >= rows:
+        return prompts
+    return prompts + [prompts[-1]] * (rows - len(prompts))
 
 
 def _record_batch(backend, prompts: list[str], settings: GenerationSettings, stop: threading.Event) -> list[Trace]:

@@ -171,7 +171,7 @@ def test_a_failing_rank_says_which_items_it_held_and_why(tmp_path, capsys):
 
     plan = make_plan([("math", f"m{i}", 0) for i in range(3)], batch_size=2)
 
-    def work(batches, after_batch):
+    def work(plan, batches, after_batch):
         raise ProbeError("batch 0 (math/m0/seed0, math/m1/seed0): math/m1/seed0 did not finish: Out of GPU memory")
 
     finished = []
@@ -251,3 +251,35 @@ def test_a_failing_batch_stops_the_one_started_after_it_and_leaves_no_thread(tmp
         run_probe(InOrder(fail_batch_with=PROBES[0].prompt), PROBES, seeds=1, out=tmp_path, check=check, batch_size=3)
     assert not [t for t in threading.enumerate() if t.name.startswith("probe-batch")]
     assert not (tmp_path / "results" / "parts" / "batch-000000-generations.parquet").exists()
+
+
+class _CountsRows(ScriptedBackend):
+    """The scripted backend, keeping the number of prompts of every batched call."""
+
+    def __init__(self):
+        super().__init__()
+        self.rows_per_call = []
+
+    def generate_rows(self, prompts, settings, stop=None):
+        self.rows_per_call.append(len(prompts))
+        yield from super().generate_rows(prompts, settings, stop)
+
+
+def test_a_compiled_run_fills_each_seeds_short_batch_so_it_meets_one_batch_shape(tmp_path):
+    """8 prompts a seed in batches of 3 end each seed with 2 rows: compiled, those run as 3 (a new row count is a
+    new compile), the filler's trace is dropped, and the tables hold the planned generations alone; eager, they
+    run as they are."""
+    from visualizer.settings import GenerationSettings
+
+    compiled = _CountsRows()
+    settings = GenerationSettings(compiled=True)
+    results = run_probe(compiled, PROBES, seeds=2, out=tmp_path / "compiled", check=check, batch_size=3, settings=settings)
+    assert compiled.rows_per_call == [3] * 6
+    generations = pd.read_parquet(tmp_path / "compiled" / "results" / "generations.parquet")
+    assert len(results) == len(generations) == 16
+    assert sorted(zip(generations.prompt_id, generations.seed)) == sorted((p.prompt_id, s) for p in PROBES for s in range(2))
+    assert set(generations["batch_rows"]) == {3, 2}  # the plan's rows: the filler is no generation
+
+    eager = _CountsRows()
+    run_probe(eager, PROBES, seeds=2, out=tmp_path / "eager", check=check, batch_size=3)
+    assert eager.rows_per_call == [3, 3, 2, 3, 3, 2]
