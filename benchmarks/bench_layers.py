@@ -239,6 +239,8 @@ def main(argv=None) -> int:
         for rep in range(args.reps):
             for variant in variants if rep % 2 == 0 else variants[::-1]:  # alternate: drift hits every variant alike
                 runs[variant].append(run(model, prompt, seed=rep, variant=variant, **common))
+                print(f"{path}: {variant} rep {rep}: {runs[variant][-1]['seconds'] / args.steps * 1e3:.2f} ms/step",
+                      flush=True)  # a run stopped by a time limit still gives its timings
         median_of = {v: statistics.median(r["seconds"] for r in runs[v]) for v in variants}
         stock = median_of["stock"] / args.steps * 1e3
         captured = median_of.get("captured", float("nan")) / args.steps * 1e3

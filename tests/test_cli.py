@@ -137,3 +137,14 @@ def test_a_sampler_picks_its_backend_and_the_record_says_so(random_model_dir, tm
     ]:
         out = cli("record", "--prompt", "hi", "--model", random_model_dir, *args, "--out", tmp_path / "x.json")
         assert out.returncode == 2 and out.stderr.startswith(expected) and out.stderr.count("\n") == 1, out.stderr
+
+
+def test_compiled_with_layers_says_its_tokens_can_differ_from_stock(tmp_path):
+    """A compiled graph with taps rounds otherwise in bf16 (backends/layer_capture.py): the command says so before
+    it runs, and a run without one of the two says nothing."""
+    from backends.layer_capture import COMPILED_LAYERS_NOTE
+
+    out = cli("record", "--prompt", "hi", "--compiled", "--layers", "0", "--model", tmp_path / "nope", "--out", tmp_path / "x.json")
+    assert out.returncode == 2 and f"note: {COMPILED_LAYERS_NOTE}" in out.stderr
+    out = cli("record", "--prompt", "hi", "--layers", "0", "--model", tmp_path / "nope", "--out", tmp_path / "x.json")
+    assert out.returncode == 2 and "note:" not in out.stderr

@@ -313,7 +313,10 @@ def test_compiled_layers_cost_a_recompile_and_change_nothing(no_eos_model_dir):
     On a backend of its own, so that the first compile is this test's, on a worker thread: dynamo's config is
     thread-local since torch 2.12, and before every capture set the hook guard in its own thread, a decoder first
     compiled there had no hook guards and the layers run refused ("the hooks ... did not run"); in the full suite
-    that happened whenever an earlier test had first compiled the shared backend's model on a worker thread."""
+    that happened whenever an earlier test had first compiled the shared backend's model on a worker thread.
+
+    The model is float32 here, so the taps move no rounding; in bf16 they do (`layer_capture.COMPILED_LAYERS_NOTE`,
+    test_cli.py: the command says so)."""
     from backends.transformers_backend import TransformersBackend
 
     no_eos_backend = TransformersBackend(str(no_eos_model_dir), device="cpu")
