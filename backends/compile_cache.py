@@ -10,9 +10,9 @@
 length (the static cache is prompt + max_new_tokens long), so every new length could cost a
 compile, and one compile at the real shape takes minutes (BENCHMARKS.md).  Padded to BUCKETS (one
 bucket up to 256 tokens, then powers of two), a run whose longest prompt is L tokens meets at most
-`len(buckets_up_to(L))` lengths: one for every prompt of the probe suite (all under 256 tokens), and
-`buckets × batch sizes` graphs in all, where a plan has at most two batch sizes (full batches and
-the one short batch its seeds end with; none when the batch size divides the generations). Finer
+`len(buckets_up_to(L))` lengths: one for every prompt of the probe suite (all under 256 tokens).
+The probe runner fills each seed's shorter last batch up to the plan's rows
+(`cli.probe_runner.filled_prompts`), so a compiled study compiles one graph per bucket. Finer
 buckets (64, 128, 192) would spare a step attention over at most 192 pad positions, at a compile each.
 
 **One compile per host.** Inductor's caches (FX graphs, AOT autograd, Triton kernels, autotuning)
