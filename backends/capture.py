@@ -301,8 +301,10 @@ def capture_steps(
     def record_block(input_ids, finished, canvas_length) -> None:
         tokens = input_ids[:, -canvas_length:]
         ranks = None
-        if kept:  # (steps, batch, layers, canvas): the lens rank of each committed token
-            ranks = torch.stack([lens_ranks(model, hiddens, tokens) for hiddens, _ in kept])
+        if kept:  # (steps, batch, layers, canvas): the lens rank of each committed token, every step asked at once
+            steps, layers = len(kept), len(kept[0][0])
+            ranks = lens_ranks(model, [h for hiddens, _ in kept for h in hiddens], tokens)
+            ranks = ranks.unflatten(1, (steps, layers)).transpose(0, 1)
         host = _to_host({"tokens": tokens, "finished": finished, "ranks": ranks})
         was_active = np.stack([active for _, active in kept]) if kept else None
         kept.clear()

@@ -212,7 +212,8 @@ class PipelineCapture:
         ranks = None
         if self.kept:  # (steps, layers, canvas): each layer's lens rank of the tokens the block recorded
             recorded = torch.from_numpy(tokens.astype(np.int64))[None].to(self.kept[0][0].device)
-            ranks = torch.stack([lens_ranks(self.model, hiddens, recorded)[0] for hiddens in self.kept]).cpu().numpy()
+            every = lens_ranks(self.model, [h for hiddens in self.kept for h in hiddens], recorded)[0]
+            ranks = every.unflatten(0, (len(self.kept), len(self.kept[0]))).cpu().numpy()
             self.kept.clear()
         self.on_block(CapturedBlock(block=self.block, tokens=tokens, steps_used=self.steps, converged=converged,
                                     lens_ranks=ranks))

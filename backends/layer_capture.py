@@ -3,7 +3,7 @@
     with LayerTaps(model, (0, 9, 19, 29)) as taps:      # forward hooks on those decoder layers
         ...one decoder forward...
         rms, top_ids, top_probs = layer_summary(model, taps.take())   # (batch, layers, canvas) each
-    ranks = lens_ranks(model, hidden, tokens)           # at the block's end, once its tokens are known
+    ranks = lens_ranks(model, every_steps_outputs, tokens)   # at the block's end, once its tokens are known
 
 What is kept per layer, position and step (never a vocabulary-sized tensor):
 - the RMS of the layer's output over the hidden size (float32);
@@ -249,6 +249,31 @@ def _cap_of(model) -> float | None:
     return getattr(model, "final_logit_softcapping", None)
 
 
+# Where the head's output is 16-bit (a GPU), the product runs on the layer outputs of several layers (or steps) at
+# once, up to this many positions: one pass over the 262,144 x 2,816 tied head (1.5 GB in bf16) instead of one per
+# layer output, while the bf16 logits of a product stay at most 512 MiB (4 layers of a one-row 256-token canvas).
+POSITIONS_PER_PRODUCT = 1024
+
+
+def _products(model, hiddens: list[torch.Tensor]):
+    """(raw head output, how many of `hiddens` it covers) for consecutive groups of `hiddens` ((batch, canvas,
+    hidden) each), concatenated along the batch where the head's output is 16-bit; one at a time elsewhere
+    (a CPU model's float32 logits: the product of each, exactly as the reference makes it)."""
+    start = 0
+    while start < len(hiddens):
+        head_dtype = model.lm_head.weight.dtype if hasattr(model.lm_head, "weight") else hiddens[start].dtype
+        group = 1
+        if head_dtype in (torch.bfloat16, torch.float16):
+            positions = hiddens[start].shape[0] * hiddens[start].shape[1]
+            while (start + group < len(hiddens)
+                   and (group + 1) * positions <= POSITIONS_PER_PRODUCT
+                   and hiddens[start + group].shape == hiddens[start].shape):
+                group += 1
+        chosen = hiddens[start:start + group]
+        yield head_logits(model, chosen[0] if group == 1 else torch.cat(chosen)), group
+        start += group
+
+
 @torch.no_grad()
 def layer_summary(model, hiddens: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(RMS float32, lens top id int32, lens top probability float16), each (batch, layers, canvas).
@@ -257,9 +282,8 @@ def layer_summary(model, hiddens: list[torch.Tensor]) -> tuple[torch.Tensor, tor
     output is 16-bit (a GPU), computed on it through `CapTable` with no float32 vocabulary-sized tensor:
     the raw max, a comparison with the first raw value capped equal to it, and one fused pass for the sum."""
     cap = _cap_of(model)
-    rms, ids, probs = [], [], []
-    for hidden in hiddens:
-        raw = head_logits(model, hidden)
+    ids, probs = [], []
+    for raw, group in _products(model, hiddens):
         table = cap_table(raw.dtype, raw.device, cap)
         if table is None:  # float32 logits (a CPU model): the definition itself
             where, prob = _summary_of_capped(softcap(raw.to(torch.float32), cap))
@@ -270,30 +294,31 @@ def layer_summary(model, hiddens: list[torch.Tensor]) -> tuple[torch.Tensor, tor
             first = raw >= table.lowest_equal(peak)[..., None]
             where = first.view(torch.uint8).argmax(dim=-1)
             prob = (1.0 / partition(raw, cap, table.capped_of(peak))).to(torch.float16)
-        rms.append(_rms(hidden))
-        ids.append(where.to(torch.int32))
-        probs.append(prob)
+        ids.extend(where.to(torch.int32).chunk(group))
+        probs.extend(prob.chunk(group))
         del raw
+    rms = [_rms(hidden) for hidden in hiddens]
     return torch.stack(rms, 1), torch.stack(ids, 1), torch.stack(probs, 1)
 
 
 @torch.no_grad()
 def lens_ranks(model, hiddens: list[torch.Tensor], tokens: torch.Tensor) -> torch.Tensor:
-    """(batch, layers, canvas) int32: how many tokens each layer's lens ranks strictly above `tokens`
-    ((batch, canvas), the committed ones); 0 means the lens's top token is the committed one.
+    """(batch, len(hiddens), canvas) int32: how many tokens each layer output's lens ranks strictly above
+    `tokens` ((batch, canvas), the committed ones); 0 means the lens's top token is the committed one.
+    `hiddens` may hold several steps' layer outputs, all of one block (the block's end asks once for all).
 
     Equal to `lens_ranks_reference`; on a 16-bit head's output one comparison with the largest raw value
     capped equal to the token's (`CapTable`) and a count."""
     cap = _cap_of(model)
-    index = tokens[..., None].to(torch.int64)
     ranks = []
-    for hidden in hiddens:
-        raw = head_logits(model, hidden)
+    for raw, group in _products(model, hiddens):
+        index = tokens[..., None].to(torch.int64).repeat(group, 1, 1)
         table = cap_table(raw.dtype, raw.device, cap)
         if table is None:
-            ranks.append(_ranks_of_capped(softcap(raw.to(torch.float32), cap), index))
+            counted = _ranks_of_capped(softcap(raw.to(torch.float32), cap), index)
         else:  # capped above the token's is raw above the largest raw value capped equal to it
-            ranks.append((raw > table.highest_equal(raw.gather(-1, index))).sum(dim=-1).to(torch.int32))
+            counted = (raw > table.highest_equal(raw.gather(-1, index))).sum(dim=-1).to(torch.int32)
+        ranks.extend(counted.chunk(group))
         del raw
     return torch.stack(ranks, 1)
 

@@ -144,9 +144,21 @@ def check_lens(model, prompt, layers: tuple, device: str) -> bool:
         hiddens = taps.take()
     tokens = torch.randint(0, model.config.text_config.vocab_size, hiddens[0].shape[:2], device=hiddens[0].device)
     timed = {}
+
+    def one_product_a_layer(work):  # the head's product on each layer output alone (before they were merged)
+        def alone():
+            merged, layer_capture.POSITIONS_PER_PRODUCT = layer_capture.POSITIONS_PER_PRODUCT, 1
+            try:
+                return work()
+            finally:
+                layer_capture.POSITIONS_PER_PRODUCT = merged
+        return alone
+
     for name, work in (("layer_summary", lambda: layer_summary(model, hiddens)),
+                       ("layer_summary_alone", one_product_a_layer(lambda: layer_summary(model, hiddens))),
                        ("layer_summary_reference", lambda: layer_summary_reference(model, hiddens)),
                        ("lens_ranks", lambda: lens_ranks(model, hiddens, tokens)),
+                       ("lens_ranks_alone", one_product_a_layer(lambda: lens_ranks(model, hiddens, tokens))),
                        ("lens_ranks_reference", lambda: lens_ranks_reference(model, hiddens, tokens))):
         result = work()  # the first call compiles the fused sum (CUDA) and builds the softcap table
         times = []
@@ -167,14 +179,18 @@ def check_lens(model, prompt, layers: tuple, device: str) -> bool:
     same_ids = torch.equal(fast[1], ref[1]) and torch.equal(fast[0], ref[0])
     prob_gap = (fast[2].float() - ref[2].float()).abs().max().item()
     same_ranks = torch.equal(timed["lens_ranks"][0], timed["lens_ranks_reference"][0])
+    same_alone = (torch.equal(timed["layer_summary_alone"][0][1], fast[1])
+                  and torch.equal(timed["lens_ranks_alone"][0], timed["lens_ranks"][0]))
     head = model.lm_head.weight.dtype  # bf16 on a GPU: the fast path; float32 (the CPU dry run): the reference itself
     print(f"lens ({head} head) on one real step's outputs of layers {layers}: top ids equal to the reference: {same_ids}, "
-          f"ranks equal: {same_ranks}, largest probability gap {prob_gap:.2e} (float16)")
-    print("| lens (per layer and step) | fast ms | reference ms | reference / fast |")
-    print("|---|---|---|---|")
+          f"ranks equal: {same_ranks}, largest probability gap {prob_gap:.2e} (float16); "
+          f"one head product a layer gives the same ids and ranks: {same_alone}")
+    print(f"| lens (per layer and step) | fast ms (up to {layer_capture.POSITIONS_PER_PRODUCT} positions a product) | "
+          "one product a layer ms | reference ms | reference / fast |")
+    print("|---|---|---|---|---|")
     for what in ("layer_summary", "lens_ranks"):
-        quick, slow = timed[what][1], timed[what + "_reference"][1]
-        print(f"| {what} | {quick:.3f} | {slow:.3f} | {slow / quick:.1f} |")
+        quick, alone, slow = timed[what][1], timed[what + "_alone"][1], timed[what + "_reference"][1]
+        print(f"| {what} | {quick:.3f} | {alone:.3f} | {slow:.3f} | {slow / quick:.1f} |")
     print(flush=True)
     return same_ids and same_ranks and prob_gap <= 1e-3
 
