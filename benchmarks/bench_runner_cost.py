@@ -106,7 +106,8 @@ def timeline(args) -> int:
     batch = int(args.batch)
     from backends.run import record_trace
 
-    record_trace(backend, probes[0].prompt, settings.replace(max_denoising_steps=2))  # CUDA and cuBLAS warm-up
+    # CUDA and cuBLAS warm-up, eager (compiled, it would compile batch 1 too, minutes at the real shape)
+    record_trace(backend, probes[0].prompt, settings.replace(max_denoising_steps=2, compiled=False))
     compile_s = warm_up_compiled(backend, probes, settings, [batch])
     import cli.probe_runner
 
