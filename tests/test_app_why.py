@@ -173,3 +173,26 @@ def test_an_ask_about_an_earlier_run_is_not_answered_over_the_new_runs_panel():
     assert handler(session, gr.EventData(None, {"frame": 0, "position": 0, "run": earlier})) == app_module._message_html("Click a token")
     assert handler(session, gr.EventData(None, {"frame": 0, "position": 0})) == current  # an API client's ask: no token
     assert json.loads(app_module.replay_value(session.trace, run=session.run_id)[0])["run"] == session.run_id
+
+
+def test_an_answer_carries_its_ask_epoch_and_the_hint_to_show_once_that_epoch_is_over():
+    """An answer computed before Generate was pressed and delivered after it can't be told by the server (no new
+    run yet): it comes back marked with the live view's ask epoch, holding the hint the page shows in its place
+    once a new epoch began (live_view.js `dropStale`, tests/test_browser_why.py)."""
+    import gradio as gr
+
+    from tests.trace_factory import trace_from_commit_steps
+    from webapp.sessions import RunSession
+
+    session = RunSession()
+    session.show(trace_from_commit_steps([[0, 1, 1, None]]))
+    handler = app_module._event_view(app_module.inspect_token, ("frame", "position"), hint="Click a token")
+    plain = handler(session, gr.EventData(None, {"frame": 0, "position": 0, "run": session.run_id}))
+    marked = handler(session, gr.EventData(None, {"frame": 0, "position": 0, "run": session.run_id, "epoch": 7}))
+    assert marked == (f'<div class="dv-asked" data-epoch="7"><div class="dv-answer">{plain}</div>'
+                      f'<div class="dv-stale">{app_module._message_html("Click a token")}</div></div>')
+    for odd in ('7"><script>', True, None, 1.5):  # only an int is an epoch: anything else is answered unmarked
+        assert handler(session, gr.EventData(None, {"frame": 0, "position": 0, "run": session.run_id, "epoch": odd})) == plain
+    hidden = app_module._event_view(app_module.inspect_token, ("frame", "position"), hide_empty=True)
+    shown = hidden(session, gr.EventData(None, {"frame": 0, "position": 0, "run": session.run_id, "epoch": 3}))
+    assert 'data-epoch="3"' in shown.value and '<div class="dv-stale"></div>' in shown.value  # nothing in its place

@@ -243,3 +243,23 @@ def test_the_browser_decodes_the_float16_entropies_python_sent(offline_view):
     assert steps == len(trace.steps)
     # the values cover float16's range as the model gives it: subnormal-free zeros, small and large entropies
     assert any(v and min(v) < 0.01 for v in decoded) and any(v and max(v) > 1 for v in decoded)
+
+
+def test_a_new_runs_start_line_clears_the_last_runs_status_replay_and_charts(offline_view):
+    """Between a new run's start line and its first frame (the model's first step), nothing of the run before stays
+    on screen: the status waits for the first step, the replay label and slider are empty, the charts are cleared."""
+    page = offline_view
+    trace = Trace.load(next(p for p in example_traces() if p.stem == "sky"))
+    start, end, *frames = replay_value(trace)
+    receive_in(page, [start, end, *frames])
+    page.wait_for_function(f"() => {VIEW}.stats.shownIndex === {len(frames) - 1}")
+    shown = page.evaluate(f"() => {{ const v = {VIEW}; return [v.status.textContent, v.sliderLabel.textContent, "
+                          "v.tauSvg.childElementCount, v.commitSvg.childElementCount]; }")
+    assert shown[0].startswith("Frame ") and shown[1].startswith("Replay: frame ") and shown[2] > 0 and shown[3] > 0
+
+    again = json.loads(start) | {"run": "the next run"}  # another run's start line, alone: no frame yet
+    receive_in(page, [json.dumps(again), None])
+    page.evaluate(f"() => {VIEW}.schedule()")
+    waiting = page.evaluate(f"() => {{ const v = {VIEW}; return [v.status.textContent, v.sliderLabel.textContent, "
+                            "v.tauSvg.childElementCount, v.commitSvg.childElementCount, v.slider.disabled, v.slider.max]; }")
+    assert waiting == ["Waiting for the first step\u2026", "Replay: frame \u2013", 0, 0, True, "0"]

@@ -73,6 +73,33 @@ def test_asks_still_on_their_way_when_generate_is_pressed_never_answer_over_the_
         assert "Click a token on the canvas" in text_of(page, INSPECTOR), attempt
 
 
+def test_an_answer_to_an_ask_made_before_generate_was_pressed_gives_way_to_the_hint(page):
+    """An ask the server answered before Generate's handler ran, delivered after the click, can't be told by the
+    server (no new run yet): its answer carries the live view's ask epoch, and the page shows the hint instead
+    once Generate began a new epoch. Driven deterministically: the epoch is begun as Generate's click begins it,
+    then an ask of the epoch before is sent and answered."""
+    from tests.test_browser import VIEW
+
+    generate_and_wait(page)
+    page.locator('.dv-canvas span[data-i="9"]').click()
+    wait_for_text(page, INSPECTOR, "position 9 of block 1")
+    before = page.evaluate("() => window.dvLiveView.epoch()")
+    page.evaluate("() => window.dvLiveView.runComing()")  # what Generate's click does first (the hints' js)
+    wait_for_text(page, INSPECTOR, "Click a token on the canvas", timeout_ms=5_000)  # the answer on screen: stale now
+    assert "position 9" not in text_of(page, INSPECTOR)
+
+    # count the answers that land (the page runs dropStale after each), then send an ask of the epoch before
+    page.evaluate("() => { const api = window.dvLiveView, drop = api.dropStale; api.landed = 0;"
+                  " api.dropStale = () => { api.landed += 1; drop(); }; }")
+    page.evaluate(f"() => {{ const v = {VIEW}; v.trigger('inspect', {{ frame: 0, position: 9, block: 0, picked: true, "
+                  f"run: v.start.run, epoch: {before} }}); }}")
+    page.wait_for_function("() => window.dvLiveView.landed >= 1", timeout=30_000)
+    assert "Click a token on the canvas" in text_of(page, INSPECTOR) and "position 9" not in text_of(page, INSPECTOR)
+    # an ask of the epoch now is answered as ever (another token: clicking the picked one again unpicks it)
+    page.locator('.dv-canvas span[data-i="8"]').click()
+    wait_for_text(page, INSPECTOR, "position 8 of block 1")
+
+
 def test_thought_tokens_are_tinted_and_banded_as_the_renderers_draw_them(page, tmp_path):
     trace = trace_from_text([THINKING], [[0, 0, 1, 1, 2, 2, 3, 3, 3, 4, 4]], topk=3)  # no entropy bound recorded
     path = tmp_path / "thinking.json"

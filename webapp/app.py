@@ -411,6 +411,9 @@ def no_trace_message(session: RunSession) -> str:
     return ""
 
 
+DROP_STALE_JS = "() => { window.dvLiveView && window.dvLiveView.dropStale(); }"
+
+
 def _message_html(text: str) -> str:
     return f'<div class="dv-why-message" style="font-size:13px;opacity:.8">{html.escape(text)}</div>'
 
@@ -504,10 +507,22 @@ def _event_view(view, names, hide_empty: bool = False, hint: str = ""):
     def handler(session: RunSession, event: gr.EventData):
         run = getattr(event, "run", None)
         html = view(*(getattr(event, n, None) for n in names), session)  # EventData's keys are its attributes
+        stale = "" if hide_empty else _message_html(hint)
         if run and run != session.run_id:  # checked after the answer: a run that began meanwhile counts
-            html = "" if hide_empty else _message_html(hint)
+            html = stale
+        html = _asked_in(getattr(event, "epoch", None), html, stale)
         return gr.HTML(html, visible=True if html else HIDDEN) if hide_empty else html
     return handler
+
+
+def _asked_in(epoch, html: str, stale: str) -> str:
+    """An answer marked with the live view's ask epoch (bumped when Generate is pressed or a new run begins),
+    carrying what to show instead once that epoch is over: an answer computed before Generate was pressed but
+    delivered after it (the server saw no new run yet) is shown as the hint (live_view.js `dropStale`)."""
+    if not html or not isinstance(epoch, int) or isinstance(epoch, bool):
+        return html
+    return (f'<div class="dv-asked" data-epoch="{epoch}"><div class="dv-answer">{html}</div>'
+            f'<div class="dv-stale">{stale}</div></div>')
 
 
 def picked_position(event: gr.EventData):
@@ -860,9 +875,10 @@ def wire_why_views(ui: dict) -> None:
             answer, ask = gr.HTML(), gr.Button()
             ask.click(why.view, [args[name] for name in why.args] + [session], answer, api_name=why.api_name,
                       concurrency_limit=None, show_progress="hidden")
-            if why.event:  # the live view asks with `trigger(event, {...})`
+            if why.event:  # the live view asks with `trigger(event, {...})`; then, in the browser, an answer to an
+                # ask of an earlier epoch gives way to its hint (it was computed before Generate was pressed)
                 getattr(ui["live"], why.event)(_event_view(why.view, why.args, why.hide_empty, why.hint), session, ui[why.panel],
-                                               **quiet)
+                                               **quiet).then(None, js=DROP_STALE_JS)
     # a clicked token's position goes to *Pin text here*, which adds POS=TEXT to the pins box
     ui["live"].inspect(picked_position, None, ui["pin_position"], **quiet)
     ui["pin_btn"].click(add_pin, [ui["pin_position"], ui["pin_text"], ui["pins"], session],

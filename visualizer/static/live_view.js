@@ -272,6 +272,7 @@
       this.stats.linesRead++;
       if (m.type === "start") {
         this.reset();
+        if (m.run !== this.epochRun) { this.epochRun = m.run; newEpoch(); }  // another run: answers about the last are stale
         this.start = m;
         this.stats = { framesShown: 0, lastShownAt: 0, shownIndex: -1, linesRead: 1, runs: (this.stats.runs || 0) + 1 };
         const n = m.blocks * m.canvas;
@@ -285,7 +286,7 @@
         if (!m.shift) { this.heatLayer = "entropy"; this.heatPick.value = "entropy"; }
         this.buildLegend();
         this.buildReadout();
-        this.slider.disabled = true;
+        this.showWaiting();
       } else if (m.type === "frame" && this.start) {
         if (m.tokens) for (const id in m.tokens) this.tokens.set(Number(id), m.tokens[id]);
         const c = m.cells, cur = this.cur;
@@ -320,6 +321,17 @@
     }
 
     // ---- drawing --------------------------------------------------------------------------
+    // A new run's start line, before its first frame (the model's first step can take seconds): `draw` has no
+    // frame to show yet, so nothing of the run before may stay on screen, its status, replay label or charts.
+    showWaiting() {
+      this.status.textContent = "Waiting for the first step\u2026";
+      this.slider.max = 0; this.slider.value = 0; this.slider.disabled = true;
+      this.sliderLabel.textContent = "Replay: frame \u2013";
+      this.tauSvg.replaceChildren(); this.commitSvg.replaceChildren();
+      this.heat.getContext("2d").clearRect(0, 0, this.heat.width, this.heat.height);
+      this.heat.title = "";
+    }
+
     draw() {
       if (!this.start || !this.frames.length) return;
       const began = performance.now();
@@ -522,7 +534,7 @@
       const frame = this.inspectFrame(i);
       if (frame < 0 || !this.trigger) return;
       const canvas = this.start.canvas;
-      this.trigger("inspect", { frame, position: i % canvas, block: Math.floor(i / canvas), picked, run: this.start.run });
+      this.trigger("inspect", { frame, position: i % canvas, block: Math.floor(i / canvas), picked, run: this.start.run, epoch: askEpoch });
     }
 
     pickToken(target) {
@@ -561,8 +573,8 @@
         // the run ended before any of its frames reached us (a slow browser): ask once they arrive
         if (!this.frames.length) { this.askWhenFrames = true; return; }
         const frame = Math.max(0, Math.min(this.target, this.frames.length - 1));
-        this.trigger("budget", { frame, run: this.start.run });
-        if (this.start.layers) this.trigger("layers", { frame, run: this.start.run });  // the block's per-layer RMS (its panel, hidden until then)
+        this.trigger("budget", { frame, run: this.start.run, epoch: askEpoch });
+        if (this.start.layers) this.trigger("layers", { frame, run: this.start.run, epoch: askEpoch });  // the block's per-layer RMS (its panel, hidden until then)
         if (this.picked >= 0) this.askToken(this.picked);
       }, delay);
     }
@@ -778,6 +790,34 @@
     }
   }
 
+  // Ask epochs: each ask for a why-view carries the epoch it was made in, and its answer comes back marked with it
+  // (app.py `_asked_in`).  Pressing Generate (or choosing a file) and a new run's start line each begin a new
+  // epoch, so an answer the server computed before the new run, and delivered after the click, is about the run
+  // being replaced: a style rule hides it at once, and `dropStale` (run after each answer lands) puts the panel's
+  // hint in its place.  The server's run check covers an answer computed after the new run began.
+  let askEpoch = 0;
+  const epochStyle = document.createElement("style");
+  document.head.append(epochStyle);
+
+  function newEpoch() {
+    askEpoch += 1;
+    epochStyle.textContent = `.dv-stale{display:none}.dv-asked:not([data-epoch="${askEpoch}"])>.dv-answer{display:none}`
+      + `.dv-asked:not([data-epoch="${askEpoch}"])>.dv-stale{display:block}`;
+    dropStale();
+  }
+
+  function dropStale() {
+    for (const asked of document.querySelectorAll(".dv-asked")) {
+      if (asked.dataset.epoch === String(askEpoch)) continue;
+      const stale = asked.querySelector(":scope > .dv-stale");
+      asked.replaceChildren(...(stale ? stale.childNodes : []));
+      asked.removeAttribute("data-epoch");
+      asked.classList.remove("dv-asked");
+    }
+  }
+
+  newEpoch();
+
   const views = [];
   window.dvLiveView = {
     views,
@@ -791,7 +831,9 @@
       watch("value", () => view.receive(props.value));
       return view;
     },
-    runComing() { for (const v of views) if (v.root.isConnected) v.forgetAsks(); },
+    runComing() { newEpoch(); for (const v of views) if (v.root.isConnected) v.forgetAsks(); },
+    dropStale,
+    epoch: () => askEpoch,
     setPalette(name) { for (const v of views) if (v.root.isConnected) v.setPalette(name); },
     setIncludeThought(flag) { for (const v of views) if (v.root.isConnected) v.setIncludeThought(flag); },
     setLayout(kind) { for (const v of views) if (v.root.isConnected) v.setLayout(kind); },
