@@ -41,16 +41,8 @@ import contextlib
 import torch
 
 
-# Measured, not assumed: a compiled run with taps is not bit-identical to the compiled run without them in bf16
-# (the real shape on an H100, and the built-in model in bf16 on a CPU: 9 of 256 tokens moved; float32 moves none).
-# Inductor keeps a fused kernel's intermediates in float32 (`emulate_precision_casts` is off by default); a tapped
-# layer's output leaves the graph, so it is rounded to bf16 and stored there, and the kernels after it are fused
-# otherwise. Hooks that keep nothing leave the graph's numbers alone, and so does the eager path.
-COMPILED_LAYERS_NOTE = (
-    "compiled with --layers, the tapped layers' outputs leave the compiled graph and Inductor rounds them to bf16 "
-    "there, so the tokens can differ from a compiled run without --layers; an eager run with layers is "
-    "bit-identical to stock"
-)
+# A compiled run with taps is not bit-identical to the compiled run without them in bf16: what and why is
+# `visualizer.settings.COMPILED_LAYERS_NOTE`, which the command line prints before such a run.
 
 
 def decoder_layers(model) -> list:

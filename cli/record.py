@@ -103,10 +103,8 @@ def run_record(args) -> int:
         pins=parse_pins(args.pin), layers=parse_layers(args.layers), record_shift=args.record_shift
     )
     refuse_problems(settings.problems())
-    if settings.compiled and settings.layers:
-        from backends.layer_capture import COMPILED_LAYERS_NOTE
-
-        print(f"note: {COMPILED_LAYERS_NOTE}", file=sys.stderr)
+    for note in settings.notes():
+        print(f"note: {note}", file=sys.stderr)
     out = Path(args.out)
     if not out.parent.exists():
         raise CliError(f"folder {out.parent} does not exist")

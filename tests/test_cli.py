@@ -140,9 +140,9 @@ def test_a_sampler_picks_its_backend_and_the_record_says_so(random_model_dir, tm
 
 
 def test_compiled_with_layers_says_its_tokens_can_differ_from_stock(tmp_path):
-    """A compiled graph with taps rounds otherwise in bf16 (backends/layer_capture.py): the command says so before
+    """A compiled graph with taps rounds otherwise in bf16 (visualizer/settings.py): the command says so before
     it runs, and a run without one of the two says nothing."""
-    from backends.layer_capture import COMPILED_LAYERS_NOTE
+    from visualizer.settings import COMPILED_LAYERS_NOTE
 
     out = cli("record", "--prompt", "hi", "--compiled", "--layers", "0", "--model", tmp_path / "nope", "--out", tmp_path / "x.json")
     assert out.returncode == 2 and f"note: {COMPILED_LAYERS_NOTE}" in out.stderr

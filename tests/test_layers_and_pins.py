@@ -315,7 +315,7 @@ def test_compiled_layers_cost_a_recompile_and_change_nothing(no_eos_model_dir):
     compiled there had no hook guards and the layers run refused ("the hooks ... did not run"); in the full suite
     that happened whenever an earlier test had first compiled the shared backend's model on a worker thread.
 
-    The model is float32 here, so the taps move no rounding; in bf16 they do (`layer_capture.COMPILED_LAYERS_NOTE`,
+    The model is float32 here, so the taps move no rounding; in bf16 they do (`visualizer.settings.COMPILED_LAYERS_NOTE`,
     test_cli.py: the command says so)."""
     from backends.transformers_backend import TransformersBackend
 

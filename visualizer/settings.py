@@ -57,6 +57,18 @@ MAX_LAYERS = 1024  # far above any DiffusionGemma (the 26B model has 30)
 MAX_PINS = 4096  # pins per run (a canvas has at most this many positions in a trace)
 
 
+# Measured, not assumed (BENCHMARKS.md): a compiled run with layers tapped is not bit-identical to the compiled run
+# without them in bf16 (the real shape on an H100; the built-in model in bf16 on a CPU moved 9 of 256 tokens;
+# float32 moves none). Inductor keeps a fused kernel's intermediates in float32 (`emulate_precision_casts` is off by
+# default); a tapped layer's output leaves the graph, so it is rounded to bf16 and stored there, and the kernels
+# after it fuse otherwise. Hooks that keep nothing leave the numbers alone, and so does the eager path.
+COMPILED_LAYERS_NOTE = (
+    "compiled with --layers, the tapped layers' outputs leave the compiled graph and Inductor rounds them to bf16 "
+    "there, so the tokens can differ from a compiled run without --layers; an eager run with layers is "
+    "bit-identical to stock"
+)
+
+
 @dataclass(frozen=True)
 class GenerationSettings:
     max_new_tokens: int | None = None  # output budget in tokens; rounded up to whole blocks by the model
@@ -114,6 +126,10 @@ class GenerationSettings:
 
     def replace(self, **changes) -> "GenerationSettings":
         return dataclasses.replace(self, **changes)
+
+    def notes(self) -> list[str]:
+        """What these settings do that the user should know before the run (said, never refused)."""
+        return [COMPILED_LAYERS_NOTE] if self.compiled and self.layers else []
 
     def problems(
         self, *, max_context: int | None = None, prompt_tokens: int | None = None, canvas_length: int | None = None
