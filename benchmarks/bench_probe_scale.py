@@ -129,7 +129,7 @@ def run_runner(backend, probes, settings, *, seeds: int, items: int, batch: int,
         cluster,
         prepare=lambda world: prepare_out(out, backend.info, settings, chosen, batch_size=batch, world_size=world),
         work=lambda plan, mine, after: run_batches(backend, mine, by_item, out=out, settings=settings, check=check_answer,
-                                                   rows=plan.batch_size,
+                                                   plan_rows=plan.batch_size,
                                              after_batch=_counted(after, cluster.rank, started) if progress else after),
         finish=finish,
     )

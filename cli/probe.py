@@ -118,7 +118,7 @@ def probe_command(args) -> int:
                 prepare=lambda world: prepare_out(out, backend.info, run_settings, probe_items(probes, args.seeds),
                                                   batch_size=batch_size, choose_batch_size=choose_batch_size, world_size=world),
                 work=lambda plan, mine, kill_hook: run_batches(backend, mine, by_item, out=out, settings=run_settings,
-                                                               check=check_answer, rows=plan.batch_size,
+                                                               check=check_answer, plan_rows=plan.batch_size,
                                                                on_generated=kill_hook),
                 finish=lambda plan: finish_results(out, plan),
                 watch=lambda plan, todo: progress_bar(out, plan, todo),

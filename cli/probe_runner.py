@@ -55,7 +55,7 @@ def run_probe(
     settings = settings or GenerationSettings()
     plan, todo = prepare_out(out, backend.info, settings, probe_items(probes, seeds), batch_size=batch_size)
     run_batches(backend, todo, {item_of(p, s): p for p in probes for s in range(seeds)},
-                out=out, settings=settings, check=check, rows=plan.batch_size)
+                out=out, settings=settings, check=check, plan_rows=plan.batch_size)
     return finish_results(out, plan)
 
 
@@ -143,7 +143,7 @@ BATCHES_AHEAD = 1  # batches started while one generates (they queue on the mode
 
 
 def run_batches(backend, batches: Sequence[Batch], probes: dict, *, out, settings: GenerationSettings,
-                check: Callable, rows: int | None = None, after_batch: Callable[[], None] = lambda: None,
+                check: Callable, plan_rows: int | None = None, after_batch: Callable[[], None] = lambda: None,
                 on_generated: Callable[[Callable[[], None]], None] = lambda settle: None) -> None:
     """Generate each batch, save its traces and its result rows (see visualizer.results).
 
@@ -157,16 +157,16 @@ def run_batches(backend, batches: Sequence[Batch], probes: dict, *, out, setting
       own thread needs to launch each step (BENCHMARKS.md).  A checker that cannot be sent to that
       process (a lambda, a closure) runs here instead.
     At most BATCHES_AHEAD + 1 batches generate and WRITER_BACKLOG + 1 wait to be written, so memory
-    stays bounded.  `rows` is the plan's batch size: a compiled run fills a shorter batch up to it
-    (`filled_prompts`), so the whole run meets one batch shape, compiled once.  A row without an answer, or whose checker raises, is saved unscored with the
-    reason (`visualizer.probe.score`).  `after_batch()` runs once a batch's rows are on disk, in
-    plan order; `on_generated(settle)` once a batch is generated, before it is saved (nothing after
-    it is on disk then: where the resume test kills a worker), and `settle()` there waits until every
-    batch before it is on disk.  A failure raises ProbeError naming the batch and its items.
+    stays bounded.  `plan_rows` is the plan's batch size: a compiled run fills a shorter batch up to
+    it (`filled_prompts`), so the whole run meets one batch shape, compiled once.  A row without an
+    answer, or whose checker raises, is saved unscored with the reason (`visualizer.probe.score`).
+    `after_batch()` runs once a batch's rows are on disk, in plan order; `on_generated(settle)` once
+    a batch is generated, before it is saved (nothing after it is on disk then: where the resume test
+    kills a worker), and `settle()` there waits until every batch before it is on disk.  A failure raises ProbeError naming the batch and its items.
     """
     out = Path(out)
     check_there = _can_send(check)
-    with _writer_process() as writer, _generated(backend, batches, probes, settings, rows) as generated:
+    with _writer_process() as writer, _generated(backend, batches, probes, settings, plan_rows) as generated:
         pending: deque = deque()
         for batch, rows, traces in generated:
             # `settle()` waits until every earlier batch is on disk (a test's kill point uses it)
@@ -197,7 +197,7 @@ def _written(pending: deque, after_batch: Callable[[], None], *, keep: int) -> N
 
 
 @contextmanager
-def _generated(backend, batches: Sequence[Batch], probes: dict, settings: GenerationSettings, rows: int | None):
+def _generated(backend, batches: Sequence[Batch], probes: dict, settings: GenerationSettings, plan_rows: int | None):
     """(batch, probes, traces) of each batch in plan order, the next ones started while one generates.
 
     Only where the backend's runs queue on one model thread (`runs_in_order`): elsewhere (a new
@@ -208,7 +208,7 @@ def _generated(backend, batches: Sequence[Batch], probes: dict, settings: Genera
 
     def record(batch: Batch):
         chosen = [probes[item] for item in batch.items]
-        prompts = filled_prompts([p.prompt for p in chosen], rows, settings)
+        prompts = filled_prompts([p.prompt for p in chosen], plan_rows, settings)
         traces = _record_batch(backend, prompts, settings.replace(seed=batch.seed), stop)
         return batch, chosen, traces[:len(chosen)]  # a filler row's trace is dropped
 
