@@ -251,11 +251,12 @@ def _products(model, hiddens: list[torch.Tensor]):
     """(raw head output, how many of `hiddens` it covers) for consecutive groups of `hiddens` ((batch, canvas,
     hidden) each), concatenated along the batch where the head's output is 16-bit; one at a time elsewhere
     (a CPU model's float32 logits: the product of each, exactly as the reference makes it)."""
+    head = getattr(model.lm_head, "weight", hiddens[0] if hiddens else None)  # (a stand-in head without weights)
+    merge = head is not None and head.dtype in (torch.bfloat16, torch.float16)
     start = 0
     while start < len(hiddens):
-        head_dtype = model.lm_head.weight.dtype if hasattr(model.lm_head, "weight") else hiddens[start].dtype
         group = 1
-        if head_dtype in (torch.bfloat16, torch.float16):
+        if merge:
             positions = hiddens[start].shape[0] * hiddens[start].shape[1]
             while (start + group < len(hiddens)
                    and (group + 1) * positions <= POSITIONS_PER_PRODUCT

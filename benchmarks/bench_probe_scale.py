@@ -209,19 +209,25 @@ def capture_vs_stock(backend, probes, settings, *, batch: int, reps: int) -> dic
                 identical=identical, stock_all=times["stock"], captured_all=times["captured"])
 
 
+def planned_prompts(probes, settings, *, seeds: int, items: int, batch: int):
+    """(batch of the plan, its prompts as the runner runs them) for the runner's plan of the first `items`
+    generations: a compiled run's shorter batches filled to `batch` rows, as `cli.probe_runner` fills them."""
+    from cli.probe_runner import filled_prompts, item_of, probe_items
+    from visualizer.plan import make_plan
+
+    by_item = {item_of(p, s): p for p in probes for s in range(seeds)}
+    for planned in make_plan(probe_items(probes, seeds)[:items], batch_size=batch).batches:
+        yield planned, filled_prompts([by_item[item].prompt for item in planned.items], batch, settings)
+
+
 def stock_over_plan(backend, probes, settings, *, seeds: int, items: int, batch: int) -> float:
     """Seconds stock batched `generate` takes over the very batches the runner ran (same prompts,
     same padding, same seeds): the runner's own cost is its time over this one."""
     import torch
 
-    from cli.probe_runner import filled_prompts, item_of, probe_items
-    from visualizer.plan import make_plan
-
-    by_item = {item_of(p, s): p for p in probes for s in range(seeds)}
     kwargs = backend.generate_kwargs(backend.resolve(settings))
     total = 0.0
-    for planned in make_plan(probe_items(probes, seeds)[:items], batch_size=batch).batches:
-        prompts = filled_prompts([by_item[item].prompt for item in planned.items], batch, settings)
+    for planned, prompts in planned_prompts(probes, settings, seeds=seeds, items=items, batch=batch):
         ids = [backend.prompt_ids(prompt) for prompt in prompts]
         input_ids, mask = backend.model_inputs(ids, backend.resolve(settings), backend.model.device)
 

@@ -32,16 +32,9 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.bench_probe_scale import cuda_sync, full_shape_backend, probes_and_settings, run_runner, stock_over_plan
+from benchmarks.bench_probe_scale import cuda_sync, full_shape_backend, planned_prompts, probes_and_settings, run_runner
+from benchmarks.bench_probe_scale import stock_over_plan
 from benchmarks.bench_probe_scale import warm_up_compiled
-
-
-def _plan_batches(backend, probes, settings, *, seeds: int, items: int, batch: int):
-    from cli.probe_runner import item_of, probe_items
-    from visualizer.plan import make_plan
-
-    by_item = {item_of(p, s): p for p in probes for s in range(seeds)}
-    return [(b, [by_item[i] for i in b.items]) for b in make_plan(probe_items(probes, seeds)[:items], batch_size=batch).batches]
 
 
 def capture_over_plan(backend, probes, settings, *, seeds: int, items: int, batch: int) -> float:
@@ -49,11 +42,11 @@ def capture_over_plan(backend, probes, settings, *, seeds: int, items: int, batc
     from backends.run import record_batch, record_trace
 
     total = 0.0
-    for planned, rows in _plan_batches(backend, probes, settings, seeds=seeds, items=items, batch=batch):
-        prompts, seeded = [p.prompt for p in rows], settings.replace(seed=planned.seed)
+    for planned, prompts in planned_prompts(probes, settings, seeds=seeds, items=items, batch=batch):
+        seeded = settings.replace(seed=planned.seed)
         cuda_sync()
         started = time.perf_counter()  # as the runner records a batch: a batch of one is record_trace
-        traces = [record_trace(backend, prompts[0], seeded)] if len(rows) == 1 else record_batch(backend, prompts, seeded)
+        traces = [record_trace(backend, prompts[0], seeded)] if len(prompts) == 1 else record_batch(backend, prompts, seeded)
         cuda_sync()
         total += time.perf_counter() - started
         assert all(t.end.finish_reason in ("eos", "length") for t in traces), traces[0].end

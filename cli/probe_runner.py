@@ -162,7 +162,8 @@ def run_batches(backend, batches: Sequence[Batch], probes: dict, *, out, setting
     answer, or whose checker raises, is saved unscored with the reason (`visualizer.probe.score`).
     `after_batch()` runs once a batch's rows are on disk, in plan order; `on_generated(settle)` once
     a batch is generated, before it is saved (nothing after it is on disk then: where the resume test
-    kills a worker), and `settle()` there waits until every batch before it is on disk.  A failure raises ProbeError naming the batch and its items.
+    kills a worker), and `settle()` there waits until every batch before it is on disk.  A failure
+    raises ProbeError naming the batch and its items.
     """
     out = Path(out)
     check_there = _can_send(check)
