@@ -399,3 +399,22 @@ def test_a_closed_stream_stops_the_run_at_its_next_step_and_frees_the_lock(leade
 def _drain(batches):
     for _ in batches:
         pass
+
+
+@pytest.mark.usefixtures("no_leftover_processes")
+def test_a_sharded_app_that_cannot_serve_says_why_and_fails(tmp_path):
+    """The app's port taken by another process: rank 0's launch fails, which torchrun's log says in one line and
+    its status tells (before, the group's orderly end replaced the error: status 0, nothing in the log)."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
+    env.pop("SPACE_ID", None), env.pop("DV_HOSTED", None)
+    with socket.socket() as taken, open(tmp_path / "torchrun.log", "w") as log:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        ended = subprocess.run(
+            [*single_host(2), *worker_module("sharded_app_worker"), "expert", str(tmp_path), json.dumps(REQUEST), "--",
+             "--parallel", "expert", "--port", str(taken.getsockname()[1])],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, timeout=HANG_GUARD_S,
+        )
+    text = (tmp_path / "torchrun.log").read_text()
+    assert ended.returncode != 0, text[-3000:]
+    assert "error: the app could not serve:" in text

@@ -988,14 +988,23 @@ def main(argv=None) -> None:
         signal.signal(signal.SIGTERM, functools.partial(_end_on_sigterm, demo_app, leader))
         threading.Thread(target=_restart_when_out_of_step, args=(demo_app, leader), name="sharded-restart",
                          daemon=True).start()
+    launched = False
     try:
         queue_app(demo_app).launch(
             server_name=args.host, server_port=args.port, css=CSS, theme=gr.themes.Soft(),
             max_file_size=mode.limits.max_file_size,  # Gradio refuses a bigger upload before anything reads it
         )
+        launched = True
+    except Exception as exc:
+        if leader is None:
+            raise
+        # the `sys.exit` below replaces the exception: say it first (a port taken meanwhile once ended a sharded
+        # app at once with status 0 and nothing in torchrun's log)
+        print(f"error: the app could not serve: {exc}", file=sys.stderr, flush=True)
     finally:
         if leader is not None:  # the followers leave (announce None) unless one stopped; then the group ends in order
-            sys.exit(end_process(0 if leader.close() else 1, backend=leader.backend))
+            closed = leader.close()
+            sys.exit(end_process(0 if closed and launched else 1, backend=leader.backend))
 
 
 def _refuse(parser: argparse.ArgumentParser, message: str) -> None:
