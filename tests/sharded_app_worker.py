@@ -69,4 +69,14 @@ if rank() == 0 and os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0":
         yield from real_run(self, prompt, settings, **kwargs)
 
     DiffusionGemmaForBlockDiffusion._denoising_step, Leader.run_records = step, run_records
+if "auto" in APP_ARGS:  # `--port auto`: rank 0 chooses a free port now, just before it serves, and keeps it across
+    # torchrun's restarts (OUT_DIR/port, which the test waits for); chosen by the test, the port stayed free through
+    # the model's loading and the stock run, long enough for another process to take it
+    port_file = OUT / "port"
+    if rank() == 0 and not port_file.exists():
+        from tests.torchrun import free_port
+
+        (OUT / "port.part").write_text(str(free_port()))
+        (OUT / "port.part").rename(port_file)
+    APP_ARGS[APP_ARGS.index("auto")] = port_file.read_text() if rank() == 0 else "0"  # a follower serves nothing
 app.main(APP_ARGS)  # every rank leaves here (sys.exit): a follower when rank 0 says goodbye

@@ -2,7 +2,7 @@
 built-in model), driven through gradio_client as a browser would drive it.
 
 Each test launches torchrun as a user does (tests/sharded_app_worker.py runs the stock sharded
-generate first, then the app's own `main` on every rank), on free ports, and ends every process it
+generate first, then the app's own `main` on every rank), on a port rank 0 chooses, and ends every process it
 started. Timeouts are hang guards only.
 """
 
@@ -28,7 +28,7 @@ from gradio_client import Client
 import app as app_module
 from webapp.hosting import Hosting
 from tests.app_api import finished_run, submit_generate
-from tests.torchrun import free_port, single_host, worker_module
+from tests.torchrun import single_host, worker_module
 from visualizer.trace import Trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,23 +42,22 @@ HANG_GUARD_S = 240
 def sharded_app(out: Path, kind: str = "expert", restarts: int = 0):
     """torchrun with 2 ranks serving the app (restarted up to `restarts` times when a rank fails);
     yields (process, url, pids by rank). Everything it started is ended afterwards, also on failure."""
-    port = free_port()
     env = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
     env.pop("SPACE_ID", None), env.pop("DV_HOSTED", None)
     log = open(out / "torchrun.log", "w")
     proc = subprocess.Popen(
         [*single_host(2, "--max-restarts", str(restarts)),
          *worker_module("sharded_app_worker"), kind, str(out), json.dumps(REQUEST), "--",
-         "--parallel", kind, "--port", str(port)],
+         "--parallel", kind, "--port", "auto"],  # rank 0 chooses the port just before it serves (OUT/port)
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     try:
-        url = f"http://127.0.0.1:{port}/"
         deadline = time.monotonic() + HANG_GUARD_S
         while True:
             assert proc.poll() is None, (out / "torchrun.log").read_text()[-3000:]
             assert time.monotonic() < deadline, "the app did not start"
             try:
+                url = f"http://127.0.0.1:{int((out / 'port').read_text())}/"
                 urllib.request.urlopen(url, timeout=5).close()
                 break
             except OSError:
