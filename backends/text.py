@@ -93,13 +93,17 @@ class PieceTable:
         self._sent = np.zeros(0, bool)  # indexed by id
 
     def new(self, ids) -> dict[int, str]:
-        unique = np.unique(np.asarray(ids, dtype=np.int64))  # sorted
-        if not unique.size:
+        """The pieces of `ids` not sent before, by id in ascending order.  Called for every row of
+        every step on the reading thread, whose interpreter time the model's thread waits for: the
+        ids already sent are dropped by one lookup before anything is sorted."""
+        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        if not ids.size:
             return {}
-        self._sent = _grown(self._sent, int(unique[-1]) + 1, False)
-        fresh = unique[~self._sent[unique]]
-        if not fresh.size:
+        self._sent = _grown(self._sent, int(ids.max()) + 1, False)
+        unsent = ids[~self._sent[ids]]
+        if not unsent.size:
             return {}
+        fresh = np.unique(unsent)  # sorted
         self._sent[fresh] = True
         return dict(zip(fresh.tolist(), self.decoder.texts_of(fresh)))
 
