@@ -160,7 +160,6 @@ def warm(args) -> int:
     Path(args.out).mkdir(parents=True, exist_ok=True)
     (Path(args.out) / "bench-warm.json").write_text(json.dumps(report, indent=1))
     print(json.dumps(report, indent=1))
-    print(torch._dynamo.utils.compile_times(repr="str", aggregate=True))
     return 0
 
 
