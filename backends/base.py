@@ -562,7 +562,6 @@ def step_record(item: CapturedStep, pieces) -> StepRecord:
     """A StepRecord from a captured step, with the pieces of ids not sent before."""
     topk_ids, topk_probs, sample_probability = item.topk_ids, item.topk_probs, item.sample_probability
     shown = [item.argmax, item.canvas[item.accepted]] + ([topk_ids.reshape(-1)] if topk_ids is not None else [])
-    shown += [item.lens_top_ids.reshape(-1)] if item.lens_top_ids is not None else []
     canvas = item.canvas.shape[-1]
     return StepRecord(
         block=item.block,
@@ -579,20 +578,23 @@ def step_record(item: CapturedStep, pieces) -> StepRecord:
         sample_probability=None if sample_probability is None else frozen_array(sample_probability, np.float32),
         kl_nats=None if item.kl_nats is None else frozen_array(item.kl_nats, np.float32),
         layer_rms=None if item.layer_rms is None else frozen_matrix(item.layer_rms, np.float32, canvas),
-        lens_top_ids=None if item.lens_top_ids is None else frozen_matrix(item.lens_top_ids, np.int32, canvas),
-        lens_top_probs=None if item.lens_top_probs is None else frozen_matrix(item.lens_top_probs, np.float16, canvas),
     )
 
 
 def block_record(item: CapturedBlock, pieces, eos_token_ids) -> BlockRecord:
     """A BlockRecord from a captured block, with the pieces of ids not sent before."""
     eos = np.flatnonzero(np.isin(item.tokens, eos_token_ids))
+    shown = [item.tokens] + ([item.lens_top_ids.reshape(-1)] if item.lens_top_ids is not None else [])
+    lens = {} if item.lens_ranks is None else {
+        f"lens_{name}": frozen_cube(getattr(item, f"lens_{name}"), dtype, item.lens_ranks.shape[1:])
+        for name, dtype in (("top_ids", np.int32), ("top_probs", np.float16), ("ranks", np.int32))
+    }
     return BlockRecord(
         block=item.block,
         tokens=frozen_array(item.tokens, np.int32),
         eos_position=int(eos[0]) if eos.size else None,
         stop_reason=STOP_CONVERGED if item.converged else STOP_OUT_OF_STEPS,
         steps_used=item.steps_used,
-        new_pieces=pieces.new(item.tokens),
-        lens_ranks=None if item.lens_ranks is None else frozen_cube(item.lens_ranks, np.int32, item.lens_ranks.shape[1:]),
+        new_pieces=pieces.new(np.concatenate(shown)),
+        **lens,
     )

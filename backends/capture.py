@@ -14,7 +14,7 @@ of one model *instance* (instance attributes win over class methods) and removes
     _finalize_canvas           after each block: the committed tokens (pad after EOS)
 
 Optionally (issue 44, docs/layers-and-pins.md): forward hooks on chosen decoder layers (`layer_capture.py`:
-their RMS and logit lens each step, the lens rank of each committed token at the block's end), the KL of
+their RMS each step; at the block's end, for every step, the logit lens and the rank of each committed token), the KL of
 each position's distribution from the previous step's (in the same processor as the entropy), and pins:
 a second processor, before the recorder, that holds pinned tokens in the first block (the one
 intervention; without pins it is never installed).
@@ -51,7 +51,7 @@ import torch
 
 from .base import BackendError, GenerationCancelled
 from .captured import CapturedBlock, CapturedStep
-from .layer_capture import LayerTaps, guard_hooks, layer_summary, lens_ranks, no_taps
+from .layer_capture import LayerTaps, block_lens, guard_hooks, layer_rms, no_taps
 from .logit_summary import LogitSummary, shift_nats, summarize_logits
 from .sharded_server import FailedInStep
 
@@ -159,8 +159,8 @@ def capture_steps(
 
     `topk` > 0 also records the k most probable candidates of every position at every step.
     `shift` records the KL of each position's distribution from the previous step's (`logit_summary.shift_nats`).
-    `layers` records those decoder layers' output per step (`layer_capture`): RMS and logit lens, and at
-    the block's end the lens rank of each committed token; hooks removed in `finally` like the rest.
+    `layers` records those decoder layers' output per step (`layer_capture`): their RMS with the step, and at
+    the block's end every step's logit lens with the rank of each committed token; hooks removed in `finally`.
     `pins` ((position, id), ...) is the one intervention: those tokens are placed on the first block's
     canvas before its first step and kept accepted at every step (`_PinProcessor`); () changes nothing.
 
@@ -250,7 +250,7 @@ def capture_steps(
         inside = {}
         if taps is not None:
             hiddens = taps.take()
-            inside = dict(zip(("layer_rms", "lens_ids", "lens_probs"), layer_summary(model, hiddens)))
+            inside = {"layer_rms": layer_rms(hiddens)}
             kept.append(([h.clone() for h in hiddens], active.copy()))  # a compiled step's outputs are overwritten next step
         host = _to_host(
             {
@@ -267,7 +267,7 @@ def capture_steps(
         )
         wall_time_s = time.perf_counter() - started  # after the copies: device work included
         topk_ids, topk_probs = host.get("topk_ids"), host.get("topk_probs")
-        kl, rms, lens_ids, lens_probs = (host.get(k) for k in ("kl", "layer_rms", "lens_ids", "lens_probs"))
+        kl, rms = host.get("kl"), host.get("layer_rms")
         for row in np.flatnonzero(active):
             on_step(
                 CapturedStep(
@@ -285,8 +285,6 @@ def capture_steps(
                     row=int(row),
                     kl_nats=None if kl is None else kl[row],
                     layer_rms=None if rms is None else rms[row],
-                    lens_top_ids=None if lens_ids is None else lens_ids[row],
-                    lens_top_probs=None if lens_probs is None else lens_probs[row],
                 )
             )
         state["steps_used"] += active
@@ -300,12 +298,13 @@ def capture_steps(
 
     def record_block(input_ids, finished, canvas_length) -> None:
         tokens = input_ids[:, -canvas_length:]
-        ranks = None
-        if kept:  # (steps, batch, layers, canvas): the lens rank of each committed token, every step asked at once
+        lens = {}
+        if kept:  # (steps, batch, layers, canvas) each: the lens of every step, once the committed tokens are known
             steps, layers = len(kept), len(kept[0][0])
-            ranks = lens_ranks(model, [h for hiddens, _ in kept for h in hiddens], tokens)
-            ranks = ranks.unflatten(1, (steps, layers)).transpose(0, 1)
-        host = _to_host({"tokens": tokens, "finished": finished, "ranks": ranks})
+            every = block_lens(model, [h for hiddens, _ in kept for h in hiddens], tokens)
+            names = ("lens_top_ids", "lens_top_probs", "lens_ranks")
+            lens = {name: v.unflatten(1, (steps, layers)).transpose(0, 1) for name, v in zip(names, every)}
+        host = _to_host({"tokens": tokens, "finished": finished, **lens})
         was_active = np.stack([active for _, active in kept]) if kept else None
         kept.clear()
         for row in np.flatnonzero(~state["done"]):
@@ -316,7 +315,7 @@ def capture_steps(
                     steps_used=int(state["steps_used"][row]),
                     converged=bool(state["settled"][row]),
                     row=int(row),
-                    lens_ranks=None if ranks is None else host["ranks"][was_active[:, row], row],
+                    **{name: host[name][was_active[:, row], row] for name in lens},
                 )
             )
         state["done"] = host["finished"].astype(bool)

@@ -29,8 +29,6 @@ class CapturedStep:
     row: int = 0  # the batch row (prompt) this step belongs to
     kl_nats: np.ndarray | None = None  # (canvas,) float32: KL from the previous step's distribution
     layer_rms: np.ndarray | None = None  # (layers, canvas) float32
-    lens_top_ids: np.ndarray | None = None  # (layers, canvas) int32
-    lens_top_probs: np.ndarray | None = None  # (layers, canvas) float16
 
 
 @dataclass
@@ -40,7 +38,10 @@ class CapturedBlock:
     steps_used: int
     converged: bool  # the block ended before its last step
     row: int = 0  # the batch row (prompt) this block belongs to
-    lens_ranks: np.ndarray | None = None  # (steps_used, layers, canvas) int32
+    # The logit lens of each step of the block at each recorded layer, computed once the block is committed:
+    lens_top_ids: np.ndarray | None = None  # (steps_used, layers, canvas) int32: the lens's top token
+    lens_top_probs: np.ndarray | None = None  # (steps_used, layers, canvas) float16: its probability
+    lens_ranks: np.ndarray | None = None  # (steps_used, layers, canvas) int32: the committed token's rank
 
 
 def pad_after_eos(tokens: np.ndarray, eos_ids, pad_id: int | None) -> np.ndarray:

@@ -53,7 +53,7 @@ import torch
 
 from .base import GenerationCancelled
 from .captured import CapturedBlock, CapturedStep, pad_after_eos
-from .layer_capture import LayerTaps, guard_hooks, layer_summary, lens_ranks
+from .layer_capture import LayerTaps, block_lens, guard_hooks, layer_rms
 from .logit_summary import shift_nats, summarize_logits
 
 CALLBACK_TENSORS = ["canvas", "logits"]  # all the pipeline hands its callback (`_callback_tensor_inputs`)
@@ -148,7 +148,7 @@ class PipelineCapture:
         self._check_stop()
         if self.taps is not None:  # the step's predictor forward has just run (the corrector's come after)
             hiddens = self.taps.take()
-            self.inside = dict(zip(("layer_rms", "lens_ids", "lens_probs"), layer_summary(self.model, hiddens)))
+            self.inside = {"layer_rms": layer_rms(hiddens)}
             self.kept.append([h.clone() for h in hiddens])  # a cudagraph-compiled decoder reuses its outputs
         if self._pinning():
             kwargs["model_output"] = self.pinned_logits = self.pin_logits(kwargs["model_output"])
@@ -189,8 +189,6 @@ class PipelineCapture:
             sample_probability=_host(out.sampled_probs).astype(np.float32) if self.confidence_sampler else None,
             kl_nats=None if kl is None else _host(kl).astype(np.float32, copy=False),
             layer_rms=_host(self.inside.get("layer_rms")),
-            lens_top_ids=_host(self.inside.get("lens_ids")),
-            lens_top_probs=_host(self.inside.get("lens_probs")),
         )
         now = time.perf_counter()
         step.wall_time_s, self.clock = now - self.clock, now  # since the previous step ended: the forward included
@@ -209,14 +207,14 @@ class PipelineCapture:
         # the last step). A block converging at its last step on a canvas equal to its argmax reads as
         # out of steps: the pipeline does not say.
         converged = self.steps < self.num_steps or not np.array_equal(_host(committed), self.last_canvas)
-        ranks = None
-        if self.kept:  # (steps, layers, canvas): each layer's lens rank of the tokens the block recorded
+        lens = {}
+        if self.kept:  # (steps, layers, canvas) each: every step's lens, under the tokens the block recorded
             recorded = torch.from_numpy(tokens.astype(np.int64))[None].to(self.kept[0][0].device)
-            every = lens_ranks(self.model, [h for hiddens in self.kept for h in hiddens], recorded)[0]
-            ranks = every.unflatten(0, (len(self.kept), len(self.kept[0]))).cpu().numpy()
+            every = block_lens(self.model, [h for hiddens in self.kept for h in hiddens], recorded)
+            shape = (len(self.kept), len(self.kept[0]))
+            lens = {f"lens_{k}": v[0].unflatten(0, shape).cpu().numpy() for k, v in zip(("top_ids", "top_probs", "ranks"), every)}
             self.kept.clear()
-        self.on_block(CapturedBlock(block=self.block, tokens=tokens, steps_used=self.steps, converged=converged,
-                                    lens_ranks=ranks))
+        self.on_block(CapturedBlock(block=self.block, tokens=tokens, steps_used=self.steps, converged=converged, **lens))
 
 
 @contextlib.contextmanager

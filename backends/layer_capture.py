@@ -2,19 +2,21 @@
 
     with LayerTaps(model, (0, 9, 19, 29)) as taps:      # forward hooks on those decoder layers
         ...one decoder forward...
-        rms, top_ids, top_probs = layer_summary(model, taps.take())   # (batch, layers, canvas) each
-    ranks = lens_ranks(model, every_steps_outputs, tokens)   # at the block's end, once its tokens are known
+        hiddens = taps.take()
+        rms = layer_rms(hiddens)                             # (batch, layers, canvas), recorded with the step
+    ids, probs, ranks = block_lens(model, every_steps_outputs, tokens)   # at the block's end, its tokens known
 
 What is kept per layer, position and step (never a vocabulary-sized tensor):
-- the RMS of the layer's output over the hidden size (float32);
+- the RMS of the layer's output over the hidden size (float32), with the step;
 - the logit lens: the layer's output through the model's own final norm, tied head and final logit
   softcap, exactly as `DiffusionGemmaForBlockDiffusion.forward` turns the last layer's output into
   logits (so the last layer's lens is the model's raw logits), kept as the top token's id and its
-  probability at temperature 1;
-- the rank of the position's committed token under each lens, computed when the block is committed
-  (the committed token is unknown before): the capture keeps the step's layer outputs on the device
-  until then, canvas x hidden x dtype bytes per layer and step (1.4 MB a layer-step at the real shape,
-  277 MB a row for 4 layers over 48 steps).
+  probability at temperature 1, and the rank of the position's committed token under it.
+  The committed token is unknown before the block is committed, so the lens runs then, for every step of
+  the block at once, from one head product per layer output (the top id, its probability and the rank all
+  come from it: computing the top id at its step would take a second product of the 262,144-id head).
+  The capture keeps the steps' layer outputs on the device until then, canvas x hidden x dtype bytes per
+  layer and step (1.4 MB a layer-step at the real shape, 277 MB a row for 4 layers over 48 steps).
 
 Pitfalls of the libraries this works around:
 - transformers' `output_hidden_states` holds the embeddings, then layers 0..n-2, then the *final norm's*
@@ -133,38 +135,26 @@ def lens_logits(model, hidden: torch.Tensor) -> torch.Tensor:
     return softcap(head_logits(model, hidden).to(torch.float32), getattr(model, "final_logit_softcapping", None))
 
 
+def layer_rms(hiddens: list[torch.Tensor]) -> torch.Tensor:
+    """(batch, layers, canvas) float32: the RMS over the hidden size of each layer output (recorded every step)."""
+    return torch.stack([hidden.float().pow(2).mean(dim=-1).sqrt() for hidden in hiddens], 1)
+
+
 # ---- the plain reference: the definition, one float32 vocabulary-sized tensor at a time --------------------------
 @torch.no_grad()
-def layer_summary_reference(model, hiddens: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """What `layer_summary` returns, computed on the float32 capped logits themselves (slow at a large vocabulary)."""
-    rms, ids, probs = [], [], []
-    for hidden in hiddens:
-        where, prob = _summary_of_capped(lens_logits(model, hidden))
-        rms.append(_rms(hidden))
-        ids.append(where.to(torch.int32))
-        probs.append(prob)
-    return torch.stack(rms, 1), torch.stack(ids, 1), torch.stack(probs, 1)
-
-
-@torch.no_grad()
-def lens_ranks_reference(model, hiddens: list[torch.Tensor], tokens: torch.Tensor) -> torch.Tensor:
-    """What `lens_ranks` returns, counted on the float32 capped logits themselves."""
+def block_lens_reference(model, hiddens: list[torch.Tensor], tokens: torch.Tensor):
+    """What `block_lens` returns, computed on the float32 capped logits themselves (slow at a large vocabulary)."""
     index = tokens[..., None].to(torch.int64)
-    return torch.stack([_ranks_of_capped(lens_logits(model, hidden), index) for hidden in hiddens], 1)
+    each = [_lens_of_capped(lens_logits(model, hidden), index) for hidden in hiddens]
+    return tuple(torch.stack(values, 1) for values in zip(*each))
 
 
-def _summary_of_capped(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(top id, its probability as float16) of float32 capped logits: the definition."""
+def _lens_of_capped(logits: torch.Tensor, index: torch.Tensor):
+    """(top id int32, its probability float16, the rank of `index`'s token int32) of float32 capped logits."""
     best, where = logits.max(dim=-1)  # the first id among equal maxima
-    return where, (1.0 / torch.exp(logits - best[..., None]).sum(dim=-1)).to(torch.float16)
-
-
-def _ranks_of_capped(logits: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    return (logits > logits.gather(-1, index)).sum(dim=-1).to(torch.int32)
-
-
-def _rms(hidden: torch.Tensor) -> torch.Tensor:
-    return hidden.float().pow(2).mean(dim=-1).sqrt()
+    prob = (1.0 / torch.exp(logits - best[..., None]).sum(dim=-1)).to(torch.float16)
+    rank = (logits > logits.gather(-1, index)).sum(dim=-1).to(torch.int32)
+    return where.to(torch.int32), prob, rank
 
 
 # ---- the fast path: order on the head's 16-bit output, through a table of the softcap ----------------------------
@@ -217,24 +207,28 @@ def cap_table(dtype: torch.dtype, device, cap: float | None) -> CapTable | None:
     return table if table.monotonic else None
 
 
-def _partition(raw: torch.Tensor, cap: float | None, top: torch.Tensor) -> torch.Tensor:
-    """sum over the vocabulary of exp(capped - top): 1 / the top token's probability. Read once, fused when compiled."""
-    return torch.exp(softcap(raw.to(torch.float32), cap) - top[..., None]).sum(dim=-1)
+def _peak_and_count(raw: torch.Tensor, above: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The first read of a product's logits: (the raw maximum, how many raw values exceed `above`)."""
+    return raw.amax(dim=-1), (raw > above).sum(dim=-1)
 
 
-_compiled_partition = None
+def _first_and_partition(raw: torch.Tensor, lowest: torch.Tensor, top: torch.Tensor, cap: float | None):
+    """The second read: (the first id at or above `lowest`, sum over the vocabulary of exp(capped - top))."""
+    ids = torch.arange(raw.shape[-1], device=raw.device, dtype=torch.int32)
+    first = torch.where(raw >= lowest[..., None], ids, raw.shape[-1]).amin(dim=-1)
+    return first, torch.exp(softcap(raw.to(torch.float32), cap) - top[..., None]).sum(dim=-1)
 
 
-def partition(raw: torch.Tensor, cap: float | None, top: torch.Tensor) -> torch.Tensor:
-    """`_partition`, compiled on CUDA (Inductor fuses the cast, softcap, exp and sum into one read of the bf16
-    logits: no float32 vocabulary-sized tensor), eager elsewhere. It feeds a float16 probability only: Inductor's
-    rounding (a division by the cap may become a product) moves it by float32 ulps, never the ids or ranks."""
-    global _compiled_partition
-    if not raw.is_cuda:
-        return _partition(raw, cap, top)
-    if _compiled_partition is None:
-        _compiled_partition = torch.compile(_partition, dynamic=False)
-    return _compiled_partition(raw, cap, top)
+_compiled: dict = {}
+
+
+def _fused(function):
+    """`function` compiled on CUDA, once: Inductor reads the bf16 logits once per function, with its reductions
+    fused and no float32 vocabulary-sized tensor made. The partition feeds a float16 probability only: Inductor's
+    rounding (a division by the cap may become a product) moves it by float32 ulps, never an id or a rank."""
+    if function not in _compiled:
+        _compiled[function] = torch.compile(function, dynamic=False)
+    return _compiled[function]
 
 
 def _cap_of(model) -> float | None:
@@ -268,52 +262,37 @@ def _products(model, hiddens: list[torch.Tensor]):
 
 
 @torch.no_grad()
-def layer_summary(model, hiddens: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(RMS float32, lens top id int32, lens top probability float16), each (batch, layers, canvas).
+def block_lens(model, hiddens: list[torch.Tensor], tokens: torch.Tensor):
+    """The logit lens of a block's layer outputs, once its tokens are known: (top id int32, its probability
+    float16, the rank of the committed token int32), each (batch, len(hiddens), canvas). `hiddens` holds every
+    step's outputs of the recorded layers ((batch, canvas, hidden) each); `tokens` (batch, canvas) the committed
+    ones. Rank: how many tokens the lens ranks strictly above the committed one (0: its top token).
 
-    Equal to `layer_summary_reference` (ids exactly, probabilities to float16 rounding); where the head's
-    output is 16-bit (a GPU), computed on it through `CapTable` with no float32 vocabulary-sized tensor:
-    the raw max, a comparison with the first raw value capped equal to it, and one fused pass for the sum."""
+    One head product per layer output gives all three. Equal to `block_lens_reference` (ids and ranks exactly,
+    probabilities to float16 rounding); where the head's output is 16-bit (a GPU), computed on it through
+    `CapTable` with no float32 vocabulary-sized tensor, in two reads of the bf16 logits (`_peak_and_count`,
+    `_first_and_partition`, each fused when compiled)."""
     cap = _cap_of(model)
-    ids, probs = [], []
-    for raw, group in _products(model, hiddens):
-        table = cap_table(raw.dtype, raw.device, cap)
-        if table is None:  # float32 logits (a CPU model): the definition itself
-            where, prob = _summary_of_capped(softcap(raw.to(torch.float32), cap))
-        else:
-            peak = raw.amax(dim=-1)
-            # the definition's argmax is the first id whose capped value is the maximum: the first raw value at
-            # or above the lowest raw value capped to the maximum (uint8: argmax takes no bool)
-            first = raw >= table.lowest_equal(peak)[..., None]
-            where = first.view(torch.uint8).argmax(dim=-1)
-            prob = (1.0 / partition(raw, cap, table.capped_of(peak))).to(torch.float16)
-        ids.extend(where.to(torch.int32).chunk(group))
-        probs.extend(prob.chunk(group))
-        del raw
-    rms = [_rms(hidden) for hidden in hiddens]
-    return torch.stack(rms, 1), torch.stack(ids, 1), torch.stack(probs, 1)
-
-
-@torch.no_grad()
-def lens_ranks(model, hiddens: list[torch.Tensor], tokens: torch.Tensor) -> torch.Tensor:
-    """(batch, len(hiddens), canvas) int32: how many tokens each layer output's lens ranks strictly above
-    `tokens` ((batch, canvas), the committed ones); 0 means the lens's top token is the committed one.
-    `hiddens` may hold several steps' layer outputs, all of one block (the block's end asks once for all).
-
-    Equal to `lens_ranks_reference`; on a 16-bit head's output one comparison with the largest raw value
-    capped equal to the token's (`CapTable`) and a count."""
-    cap = _cap_of(model)
-    ranks = []
+    ids, probs, ranks = [], [], []
     for raw, group in _products(model, hiddens):
         index = tokens[..., None].to(torch.int64).repeat(group, 1, 1)
         table = cap_table(raw.dtype, raw.device, cap)
-        if table is None:
-            counted = _ranks_of_capped(softcap(raw.to(torch.float32), cap), index)
-        else:  # capped above the token's is raw above the largest raw value capped equal to it
-            counted = (raw > table.highest_equal(raw.gather(-1, index))).sum(dim=-1).to(torch.int32)
-        ranks.extend(counted.chunk(group))
+        if table is None:  # float32 logits (a CPU model): the definition itself
+            where, prob, rank = _lens_of_capped(softcap(raw.to(torch.float32), cap), index)
+        else:
+            passes = (_fused(_peak_and_count), _fused(_first_and_partition)) if raw.is_cuda else (
+                _peak_and_count, _first_and_partition)
+            # capped above the token's is raw above the largest raw value capped equal to it
+            peak, rank = passes[0](raw, table.highest_equal(raw.gather(-1, index)))
+            # the definition's argmax is the first id whose capped value is the maximum: the first raw value at
+            # or above the lowest raw value capped to the maximum
+            where, total = passes[1](raw, table.lowest_equal(peak), table.capped_of(peak), cap)
+            where, prob, rank = where.to(torch.int32), (1.0 / total).to(torch.float16), rank.to(torch.int32)
+        ids.extend(where.chunk(group))
+        probs.extend(prob.chunk(group))
+        ranks.extend(rank.chunk(group))
         del raw
-    return torch.stack(ranks, 1)
+    return torch.stack(ids, 1), torch.stack(probs, 1), torch.stack(ranks, 1)
 
 
 @contextlib.contextmanager

@@ -8,20 +8,20 @@
 The model is built at the published shape exactly as `bench_capture_fullshape.py` builds it (meta device,
 tied, one allocation per distinct tensor, random bf16 weights; 25.4 B parameters, ~47.5 GiB). First, the
 lens itself: the layer outputs of one real step (hooks on the recorded layers during a short stock run)
-go through `layer_summary` and `lens_ranks` and through their plain references (float32 capped logits,
+go through `block_lens` and through its plain reference (float32 capped logits,
 the definition), which must agree (ids and ranks exactly, probabilities to float16), each timed per
 layer-step with CUDA events. Then for each path (eager; static cache + torch.compile) it times, in one
 process and alternating `--reps` times:
 
     stock             plain `model.generate`
     captured          the project's capture as recorded by default before issue 44 (entropy, top-5), no shift
-    captured+layers   that plus `--layers` (RMS of each layer's output, logit lens top-1, lens ranks at block end)
+    captured+layers   that plus `--layers` (RMS of each layer's output; at block end the logit lens: top-1, rank)
     captured+shift    that plus the KL of each position's distribution from the previous step's
     captured+both     layers and shift together
 
 checks that every variant gives the stock sequence bit for bit first, and prints the median ms per step
 with min-max, the ratios to stock's and to captured's medians (same run), peak GPU memory, and the trace
-bytes per step each variant writes (JSON, as `Trace.save` writes it; a block's lens ranks counted per step).
+bytes per step each variant writes (JSON, as `Trace.save` writes it; a block's lens counted per step).
 Random weights never converge early, so every block runs all its steps.
 
 Compiling is reported apart from the steady step: each variant's first run (the checked one) against its
@@ -46,10 +46,9 @@ import numpy as np
 import torch
 
 from backends import layer_capture
-from backends.base import step_record
+from backends.base import block_record, step_record
 from backends.capture import capture_steps
-from backends.layer_capture import (LayerTaps, guard_hooks, layer_summary, layer_summary_reference, lens_ranks,
-                                    lens_ranks_reference)
+from backends.layer_capture import LayerTaps, block_lens, block_lens_reference, guard_hooks
 from visualizer.records import ModelInfo, RunStart, frozen_array
 from visualizer.trace import Trace
 
@@ -117,23 +116,24 @@ def run(model, prompt, *, seed: int, compiled: bool, variant: str, device: str, 
 
 
 def trace_bytes_per_step(model, result: dict, layers: tuple, shift: bool) -> float:
-    """JSON bytes per step of a trace holding this run's steps (and its blocks' lens ranks), as saved."""
+    """JSON bytes per step of a trace holding this run's steps and blocks (a block's lens with it), as saved."""
     canvas, vocab = model.config.canvas_length, model.config.text_config.vocab_size
     info = ModelInfo(name="bench", source="bench", backend="transformers", device="-", dtype="-", canvas_length=canvas,
                      vocab_size=vocab, eos_token_ids=(1,), pad_token_id=0, max_context=10**6, layers=len(model.model.decoder.layers))
 
-    def size(n_steps: int) -> int:
-        settings = {"max_new_tokens": 256, "record_topk": TOPK, "record_shift": shift, "layers": list(layers) or None}
+    def size(blocks: list) -> int:
+        settings = {"max_new_tokens": 256 * max(len(blocks), 1), "record_topk": TOPK, "record_shift": shift,
+                    "layers": list(layers) or None}
         trace = Trace(model=info, prompt="bench")
-        trace.append(RunStart(prompt_ids=frozen_array([2], np.int32), settings=settings, max_blocks=1))
-        for item in result["items"][:n_steps]:
-            trace.append(step_record(item, _NoPieces()))
+        trace.append(RunStart(prompt_ids=frozen_array([2], np.int32), settings=settings, max_blocks=max(len(blocks), 1)))
+        for block in blocks:
+            for item in result["items"]:
+                if item.block == block.block:
+                    trace.append(step_record(item, _NoPieces()))
+            trace.append(block_record(block, _NoPieces(), info.eos_token_ids))
         return len(trace.to_json().encode())
 
-    n = len(result["items"])
-    ranks = sum(len(np.asarray(b.lens_ranks).astype(np.int64).tolist().__repr__()) for b in result["blocks"]
-                if b.lens_ranks is not None)  # a block's ranks, in about the bytes JSON writes them
-    return (size(n) - size(0) + ranks) / max(n, 1)
+    return (size(result["blocks"]) - size([])) / max(len(result["items"]), 1)
 
 
 def check_lens(model, prompt, layers: tuple, device: str) -> bool:
@@ -154,13 +154,10 @@ def check_lens(model, prompt, layers: tuple, device: str) -> bool:
                 layer_capture.POSITIONS_PER_PRODUCT = merged
         return alone
 
-    for name, work in (("layer_summary", lambda: layer_summary(model, hiddens)),
-                       ("layer_summary_alone", one_product_a_layer(lambda: layer_summary(model, hiddens))),
-                       ("layer_summary_reference", lambda: layer_summary_reference(model, hiddens)),
-                       ("lens_ranks", lambda: lens_ranks(model, hiddens, tokens)),
-                       ("lens_ranks_alone", one_product_a_layer(lambda: lens_ranks(model, hiddens, tokens))),
-                       ("lens_ranks_reference", lambda: lens_ranks_reference(model, hiddens, tokens))):
-        result = work()  # the first call compiles the fused sum (CUDA) and builds the softcap table
+    for name, work in (("block_lens", lambda: block_lens(model, hiddens, tokens)),
+                       ("block_lens_alone", one_product_a_layer(lambda: block_lens(model, hiddens, tokens))),
+                       ("block_lens_reference", lambda: block_lens_reference(model, hiddens, tokens))):
+        result = work()  # the first call compiles the fused passes (CUDA) and builds the softcap table
         times = []
         for _ in range(3 if device.startswith("cuda") else 1):
             started = time.perf_counter()
@@ -175,12 +172,11 @@ def check_lens(model, prompt, layers: tuple, device: str) -> bool:
                 result = work()
                 times.append((time.perf_counter() - started) * 1e3)
         timed[name] = (result, statistics.median(times) / len(hiddens))
-    fast, ref = timed["layer_summary"][0], timed["layer_summary_reference"][0]
-    same_ids = torch.equal(fast[1], ref[1]) and torch.equal(fast[0], ref[0])
-    prob_gap = (fast[2].float() - ref[2].float()).abs().max().item()
-    same_ranks = torch.equal(timed["lens_ranks"][0], timed["lens_ranks_reference"][0])
-    same_alone = (torch.equal(timed["layer_summary_alone"][0][1], fast[1])
-                  and torch.equal(timed["lens_ranks_alone"][0], timed["lens_ranks"][0]))
+    (ids, probs, ranks), (ref_ids, ref_probs, ref_ranks) = timed["block_lens"][0], timed["block_lens_reference"][0]
+    same_ids, same_ranks = torch.equal(ids, ref_ids), torch.equal(ranks, ref_ranks)
+    prob_gap = (probs.float() - ref_probs.float()).abs().max().item()
+    alone = timed["block_lens_alone"][0]
+    same_alone = torch.equal(alone[0], ids) and torch.equal(alone[2], ranks)
     head = model.lm_head.weight.dtype  # bf16 on a GPU: the fast path; float32 (the CPU dry run): the reference itself
     print(f"lens ({head} head) on one real step's outputs of layers {layers}: top ids equal to the reference: {same_ids}, "
           f"ranks equal: {same_ranks}, largest probability gap {prob_gap:.2e} (float16); "
@@ -188,9 +184,8 @@ def check_lens(model, prompt, layers: tuple, device: str) -> bool:
     print(f"| lens (per layer and step) | fast ms (up to {layer_capture.POSITIONS_PER_PRODUCT} positions a product) | "
           "one product a layer ms | reference ms | reference / fast |")
     print("|---|---|---|---|---|")
-    for what in ("layer_summary", "lens_ranks"):
-        quick, alone, slow = timed[what][1], timed[what + "_alone"][1], timed[what + "_reference"][1]
-        print(f"| {what} | {quick:.3f} | {alone:.3f} | {slow:.3f} | {slow / quick:.1f} |")
+    quick, one, slow = (timed[name][1] for name in ("block_lens", "block_lens_alone", "block_lens_reference"))
+    print(f"| block_lens (top id, probability, rank) | {quick:.3f} | {one:.3f} | {slow:.3f} | {slow / quick:.1f} |")
     print(flush=True)
     return same_ids and same_ranks and prob_gap <= 1e-3
 

@@ -264,10 +264,10 @@ def test_layers_leave_the_run_bit_identical_and_read_the_steps_own_forward(no_eo
                                   **CASES[sampler])
     _, steps, blocks, end = run(no_eos, PROMPT, settings)
     np.testing.assert_array_equal(end.sequence, stock_sequence(no_eos, PROMPT, settings))
-    assert all(s.layer_rms.shape == (2, 256) and s.lens_top_ids.shape == (2, 256) for s in steps)
-    for s in steps:
-        np.testing.assert_array_equal(s.lens_top_ids[1], s.argmax)
-    assert blocks[0].lens_ranks.shape == (len(steps), 2, 256)
+    assert all(s.layer_rms.shape == (2, 256) for s in steps)
+    assert blocks[0].lens_top_ids.shape == blocks[0].lens_ranks.shape == (len(steps), 2, 256)
+    for t, s in enumerate(steps):
+        np.testing.assert_array_equal(blocks[0].lens_top_ids[t, 1], s.argmax)
 
 
 def test_diffusers_layers_equal_a_separate_forward_with_hidden_states(no_eos, monkeypatch):
@@ -288,7 +288,7 @@ def test_diffusers_layers_equal_a_separate_forward_with_hidden_states(no_eos, mo
             h = hidden[1][0]  # layer 0's output (the last entry is the final norm's, not layer 1's)
             np.testing.assert_array_equal(record.layer_rms[0], h.float().pow(2).mean(-1).sqrt().numpy())
             logits = lens_logits(model, h)
-            np.testing.assert_array_equal(record.lens_top_ids[0], logits.argmax(-1).numpy())
-            np.testing.assert_allclose(record.lens_top_probs[0].astype(np.float64),
+            np.testing.assert_array_equal(blocks[0].lens_top_ids[t, 0], logits.argmax(-1).numpy())
+            np.testing.assert_allclose(blocks[0].lens_top_probs[t, 0].astype(np.float64),
                                        torch.softmax(logits.double(), -1).max(-1).values.numpy(), rtol=2e-3, atol=1e-4)
             np.testing.assert_array_equal(blocks[0].lens_ranks[t, 0], (logits > logits.gather(-1, tokens[:, None])).sum(-1).numpy())

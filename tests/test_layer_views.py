@@ -1,4 +1,4 @@
-"""The library side of layers, the shift and pins, without a model: trace format v4, validation, the metrics
+"""The library side of layers, the shift and pins, without a model: trace format v4 and v5, validation, the metrics
 leaving pins out, the SVG views and the CLI (`record --pin/--layers` refusals, the `layers` command)."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ COMMITS = [[0, 1, 1, 2, 3, 3, 4, 5]]  # one block of 8 positions, 6 steps, no EO
 
 
 def inside_trace(*, pins=((2, 30),), layers=(0, 3), shift=True) -> Trace:
-    """A hand-built trace with every version-4 part: pins, per-layer RMS and lens, the shift, lens ranks."""
+    """A hand-built trace with every version-5 part: pins, per-layer RMS, the shift, the blocks' lens."""
     base = trace_from_commit_steps(COMMITS, n_steps=6)
     settings = {**base.start.settings, "record_shift": shift, "layers": list(layers) if layers else None,
                 "pins": [[p, "x"] for p, _ in pins]}
@@ -35,25 +35,54 @@ def inside_trace(*, pins=((2, 30),), layers=(0, 3), shift=True) -> Trace:
             extra["kl_nats"] = frozen_array(rng.random(8) * (1 + s.step), np.float32)
         if n:
             extra["layer_rms"] = frozen_matrix(rng.random((n, 8)) * 10 + 0.5, np.float32, 8)
-            extra["lens_top_ids"] = frozen_matrix(rng.integers(10, 20, (n, 8)), np.int32, 8)
-            extra["lens_top_probs"] = frozen_matrix(rng.random((n, 8)), np.float16, 8)
         trace.append(dataclasses.replace(s, **extra))
     block = base.blocks[0]
-    ranks = frozen_cube(rng.integers(0, 50, (block.steps_used, n, 8)), np.int32, (n, 8)) if n else None
-    trace.append(dataclasses.replace(block, lens_ranks=ranks))
+    lens = {} if not n else {
+        "lens_top_ids": frozen_cube(rng.integers(10, 20, (block.steps_used, n, 8)), np.int32, (n, 8)),
+        "lens_top_probs": frozen_cube(rng.random((block.steps_used, n, 8)), np.float16, (n, 8)),
+        "lens_ranks": frozen_cube(rng.integers(0, 50, (block.steps_used, n, 8)), np.int32, (n, 8)),
+    }
+    trace.append(dataclasses.replace(block, **lens))
     trace.append(base.end)
     trace.pieces.update(base.pieces)
     return trace
 
 
-def test_version_4_round_trips_exactly():
+def test_version_5_round_trips_exactly():
     trace = inside_trace()
     again = Trace.from_json(trace.to_json())
     assert again == trace and again.to_json() == trace.to_json()
     assert again.start.pins == ((2, 30),) and again.settings.pins == ((2, "x"),) and again.settings.layers == (0, 3)
     assert again.steps[0].kl_nats is None and again.steps[1].kl_nats.dtype == np.float32
-    assert again.steps[2].layer_rms.shape == (2, 8) and again.steps[2].lens_top_probs.dtype == np.float16
-    assert again.blocks[0].lens_ranks.shape == (6, 2, 8) and not again.blocks[0].lens_ranks.flags.writeable
+    assert again.steps[2].layer_rms.shape == (2, 8) and again.blocks[0].lens_top_probs.dtype == np.float16
+    assert again.blocks[0].lens_ranks.shape == again.blocks[0].lens_top_ids.shape == (6, 2, 8)
+    assert not again.blocks[0].lens_ranks.flags.writeable
+
+
+def as_version_4(data: dict) -> dict:
+    """A version-5 trace dict written as version 4 wrote it: each step's lens top ids and probabilities in the step."""
+    for block in data["blocks"]:
+        ids, probs = block.pop("lens_top_ids"), block.pop("lens_top_probs")
+        mine = [s for s in data["steps"] if s["block"] == block["block"]]
+        for step, step_ids, step_probs in zip(mine, ids, probs, strict=True):
+            step.update(lens_top_ids=step_ids, lens_top_probs=step_probs)
+    return {**data, "version": 4}
+
+
+def test_a_version_4_trace_loads_with_its_steps_lens_in_the_block():
+    trace = inside_trace()
+    old = as_version_4(json.loads(trace.to_json()))
+    assert "lens_top_ids" in old["steps"][0] and "lens_top_ids" not in old["blocks"][0]
+    again = Trace.from_dict(old)
+    assert again == trace and again.to_json() == trace.to_json()  # saved again, it is a version-5 file
+    broken = as_version_4(json.loads(trace.to_json()))
+    broken["steps"][4].pop("lens_top_probs")
+    with pytest.raises(TraceError, match="version-4 step of this block has no lens_top_ids"):
+        Trace.from_dict(broken)
+    newer = json.loads(trace.to_json())  # version 5 keeps the lens in the block only
+    newer["steps"][1]["lens_top_ids"] = newer["blocks"][0]["lens_top_ids"][1]
+    with pytest.raises(TraceError, match="lens_top_ids"):
+        Trace.from_dict(newer)
 
 
 def test_an_older_trace_loads_as_a_run_without_them():
@@ -74,13 +103,15 @@ BAD = {
     "kl missing": (lambda d: d["steps"][3].pop("kl_nats"), "no kl_nats"),
     "kl negative": (lambda d: d["steps"][3]["kl_nats"].__setitem__(0, -0.5), "at least 0"),
     "kl without the setting": (lambda d: d["settings"].update(record_shift=False), "record_shift is off"),
-    "rms alone": (lambda d: d["steps"][1].pop("lens_top_ids"), "come together"),
+    "rms missing": (lambda d: d["steps"][1].pop("layer_rms"), "no layer_rms"),
     "rms wrong layer count": (lambda d: d["steps"][1]["layer_rms"].pop(), "2 lists of 8"),
-    "lens id out of vocab": (lambda d: d["steps"][1]["lens_top_ids"][0].__setitem__(0, 10**6), "token ids"),
-    "lens prob above 1": (lambda d: d["steps"][1]["lens_top_probs"][0].__setitem__(0, 2.0), "from 0 to 1"),
+    "lens ids alone": (lambda d: d["blocks"][0].pop("lens_top_probs"), "come together"),
+    "lens id out of vocab": (lambda d: d["blocks"][0]["lens_top_ids"][2][0].__setitem__(0, 10**6), "values from 0 to"),
+    "lens prob above 1": (lambda d: d["blocks"][0]["lens_top_probs"][2][0].__setitem__(0, 2.0), "from 0 to 1"),
+    "lens prob not a number": (lambda d: d["blocks"][0]["lens_top_probs"][2][0].__setitem__(0, "x"), "hold numbers"),
     "ranks short": (lambda d: d["blocks"][0]["lens_ranks"].pop(), "lens_ranks must be 6 steps"),
-    "ranks without layers": (lambda d: [s.pop(k) for s in d["steps"] for k in ("layer_rms", "lens_top_ids", "lens_top_probs")]
-                             and d["settings"].update(layers=None), "settings.layers is off"),
+    "ranks without layers": (lambda d: [s.pop("layer_rms") for s in d["steps"]] and d["settings"].update(layers=None),
+                             "settings.layers is off"),
     "layer beyond the model": (lambda d: d["settings"].update(layers=[0, 9]), "model.layers is 4"),
     "pins unsorted": (lambda d: d.update(pins=[[5, 30], [2, 30]]) or d["settings"].update(pins=[[5, "x"], [2, "y"]]), "sorted"),
     "pin outside canvas": (lambda d: d.update(pins=[[8, 30]]), "position from 0 to 7"),
@@ -90,7 +121,7 @@ BAD = {
 
 
 @pytest.mark.parametrize("case", list(BAD))
-def test_bad_version_4_parts_are_refused_in_one_line(case):
+def test_bad_layer_pin_and_shift_parts_are_refused_in_one_line(case):
     change, message = BAD[case]
     with pytest.raises(TraceError, match=message) as info:
         Trace.from_json(_bad(change))

@@ -112,6 +112,7 @@ def test_rms_and_lens_equal_a_separate_forward_with_hidden_states(no_eos_backend
     steps = [r for r in records if isinstance(r, StepRecord)]
     block = next(r for r in records if isinstance(r, BlockRecord))
     assert len(steps) == len(inputs) == 5 and block.lens_ranks.shape == (5, len(layers), 256)
+    assert block.lens_top_ids.shape == block.lens_top_probs.shape == block.lens_ranks.shape
     tokens = torch.from_numpy(block.tokens.astype(np.int64))
     with torch.no_grad():
         for t, (record, kwargs) in enumerate(zip(steps, inputs)):
@@ -128,9 +129,9 @@ def test_rms_and_lens_equal_a_separate_forward_with_hidden_states(no_eos_backend
                     cap = model.final_logit_softcapping
                     logits = torch.tanh(logits / cap) * cap
                     np.testing.assert_array_equal(logits.numpy(), out.logits[0].numpy())
-                np.testing.assert_array_equal(record.lens_top_ids[i], logits.argmax(-1).numpy())
+                np.testing.assert_array_equal(block.lens_top_ids[t, i], logits.argmax(-1).numpy())
                 probs = torch.softmax(logits.double(), -1).max(-1).values.numpy()
-                np.testing.assert_allclose(record.lens_top_probs[i].astype(np.float64), probs, rtol=2e-3, atol=1e-4)
+                np.testing.assert_allclose(block.lens_top_probs[t, i].astype(np.float64), probs, rtol=2e-3, atol=1e-4)
                 mine = logits.gather(-1, tokens[:, None])
                 np.testing.assert_array_equal(block.lens_ranks[t, i], (logits > mine).sum(-1).numpy())
     # the last layer's lens at the last step puts first the argmax the block commits, as the model does
@@ -161,24 +162,23 @@ def _raw_logits_with_ties(dtype, rows=64, vocab=3000):
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
 @pytest.mark.parametrize("cap", [30.0, None], ids=["softcap", "no-softcap"])
 def test_the_fast_lens_equals_the_reference_with_softcap_and_ties(dtype, cap):
-    """layer_summary and lens_ranks on a 16-bit head (`CapTable`: order taken on the raw logits) give exactly the
-    ids and ranks of the definition computed on float32 capped logits, ties included; probabilities to float16."""
-    from backends.layer_capture import cap_table, layer_summary, layer_summary_reference, lens_ranks, lens_ranks_reference
+    """block_lens on a 16-bit head (`CapTable`: order taken on the raw logits) gives exactly the ids and ranks of
+    the definition computed on float32 capped logits, ties included; probabilities to float16."""
+    from backends.layer_capture import block_lens, block_lens_reference, cap_table
 
     model = _HeadIsIdentity(cap)
     raw = _raw_logits_with_ties(dtype)
     assert cap_table(dtype, "cpu", cap) is not None  # the table is non-decreasing: the fast path ran
-    fast, reference = layer_summary(model, [raw, raw]), layer_summary_reference(model, [raw, raw])
-    assert torch.equal(fast[0], reference[0]) and torch.equal(fast[1], reference[1])
-    np.testing.assert_allclose(fast[2].float().numpy(), reference[2].float().numpy(), rtol=1e-3)
     # committed tokens: the saturated ids, ordinary ones and ids whose raw value others share
     tokens = torch.randint(0, raw.shape[-1], raw.shape[:2])
     tokens[0, 0::2] = torch.arange(0, raw.shape[1], 2) + 90  # the middle of three saturated ties
     tokens[0, 1::4] = raw[0, 1::4].float().argmin(-1)  # ranks near the vocabulary size
-    ranks = lens_ranks(model, [raw], tokens)
-    assert torch.equal(ranks, lens_ranks_reference(model, [raw], tokens))
+    (ids, probs, ranks), reference = block_lens(model, [raw, raw], tokens), block_lens_reference(model, [raw, raw], tokens)
+    assert torch.equal(ids, reference[0]) and torch.equal(ranks, reference[2])
+    assert ids.dtype == ranks.dtype == torch.int32 and probs.dtype == torch.float16 and ids.shape == (1, 2, raw.shape[1])
+    np.testing.assert_allclose(probs.float().numpy(), reference[1].float().numpy(), rtol=1e-3)
     if cap:  # the ties are real: on the raw logits the argmax and those ranks would differ
-        assert not torch.equal(raw[0].float().argmax(-1).to(torch.int32), reference[1][0, 0])
+        assert not torch.equal(raw[0].float().argmax(-1).to(torch.int32), reference[0][0, 0])
         raw_ranks = (raw[0] > raw[0].gather(-1, tokens[0, :, None])).sum(-1)
         assert not torch.equal(raw_ranks.to(torch.int32), ranks[0, 0])
 
@@ -187,17 +187,16 @@ def test_the_fast_lens_equals_the_reference_on_a_bf16_model(random_model_dir):
     """The same through the random model's own final norm, tied head and softcap, loaded in bf16 (as on a GPU)."""
     from transformers import DiffusionGemmaForBlockDiffusion
 
-    from backends.layer_capture import cap_table, layer_summary, layer_summary_reference, lens_ranks, lens_ranks_reference
+    from backends.layer_capture import block_lens, block_lens_reference, cap_table
 
     model = DiffusionGemmaForBlockDiffusion.from_pretrained(random_model_dir, dtype=torch.bfloat16).eval()
     assert model.final_logit_softcapping and cap_table(torch.bfloat16, "cpu", model.final_logit_softcapping) is not None
     torch.manual_seed(1)
     hiddens = [torch.randn(2, 256, model.config.text_config.hidden_size, dtype=torch.bfloat16) * s for s in (1, 40)]
-    fast, reference = layer_summary(model, hiddens), layer_summary_reference(model, hiddens)
-    assert torch.equal(fast[1], reference[1]) and torch.equal(fast[0], reference[0])
-    np.testing.assert_allclose(fast[2].float().numpy(), reference[2].float().numpy(), rtol=1e-3)
     tokens = torch.randint(0, model.config.text_config.vocab_size, (2, 256))
-    assert torch.equal(lens_ranks(model, hiddens, tokens), lens_ranks_reference(model, hiddens, tokens))
+    (ids, probs, ranks), reference = block_lens(model, hiddens, tokens), block_lens_reference(model, hiddens, tokens)
+    assert torch.equal(ids, reference[0]) and torch.equal(ranks, reference[2])
+    np.testing.assert_allclose(probs.float().numpy(), reference[1].float().numpy(), rtol=1e-3)
 
 
 def test_recorded_shift_equals_a_float64_recomputation(random_backend, monkeypatch):
@@ -231,7 +230,7 @@ def test_layers_and_shift_leave_the_run_bit_identical(no_eos_backend):
     assert isinstance(end, RunEnd) and end.error is None
     np.testing.assert_array_equal(end.sequence, _plain(no_eos_backend, settings))
     blocks = [r for r in records if isinstance(r, BlockRecord)]
-    assert len(blocks) == 3 and all(b.lens_ranks.shape == (b.steps_used, 2, 256) for b in blocks)
+    assert len(blocks) == 3 and all(b.lens_ranks.shape == b.lens_top_ids.shape == (b.steps_used, 2, 256) for b in blocks)
 
 
 # ---- pins ---------------------------------------------------------------------------------------------

@@ -170,7 +170,7 @@ def test_candidates_round_trip_exactly():
     assert trace.settings.record_topk == 3
     again = Trace.from_json(trace.to_json())
     assert again == trace and again.to_json() == trace.to_json()
-    assert json.loads(trace.to_json())["version"] == trace_module.TRACE_VERSION == 4  # version 4 records layers, the shift and pins
+    assert json.loads(trace.to_json())["version"] == trace_module.TRACE_VERSION == 5  # version 5: the lens in the blocks
 
 
 def test_a_version_1_file_still_loads_as_a_run_without_candidates():
@@ -184,7 +184,7 @@ def test_a_version_1_file_still_loads_as_a_run_without_candidates():
     assert trace.settings.record_topk == 0 and all(s.topk_ids is None for s in trace.steps)
     assert len(trace.steps) == len(raw["steps"]) and trace.end.text == raw["end"]["text"]
     resaved = json.loads(trace.to_json())
-    assert resaved["version"] == 4 and resaved["steps"][0].keys() == raw["steps"][0].keys()
+    assert resaved["version"] == 5 and resaved["steps"][0].keys() == raw["steps"][0].keys()
     assert resaved["sampler_rule"] == {"renoises": True, "last_step_samples": True, "budget": "entropy-bound"}
     assert Trace.from_json(trace.to_json()) == trace
 

@@ -138,16 +138,14 @@ def lens_rank_svg(trace: Trace, block: int, position: int, *, width: int = 560, 
     cell_w, cell_h = plot.w / n_steps, plot.h / n_layers
     level = 1 - np.log10(1 + np.minimum(ranks, RANK_CAP)) / math.log10(1 + RANK_CAP)  # rank 0: bright
     parts = [title_text(plot, title), _image(plot.x0, plot.y0, plot.w, plot.h, viridis(level[::-1]))]
-    steps = trace.block_steps(block)
     token = int(record.tokens[position])
     for i, layer in enumerate(layers):
         row = n_layers - 1 - i  # the last layer on top
         parts.append(svg_text(plot.x0 - 4, plot.y0 + (row + 0.7) * cell_h, f"L{layer}", anchor="end", size=9))
         for t in range(n_steps):
-            top_id = int(steps[t].lens_top_ids[i, position]) if t < len(steps) and steps[t].lens_top_ids is not None else None
-            tip = f"layer {layer}, step {t + 1}: committed {trace.piece(token)!r} at rank {int(ranks[i, t])}"
-            if top_id is not None:
-                tip += f"; lens top {trace.piece(top_id)!r} ({float(steps[t].lens_top_probs[i, position]):.2f})"
+            top_id, top_prob = int(record.lens_top_ids[t, i, position]), float(record.lens_top_probs[t, i, position])
+            tip = (f"layer {layer}, step {t + 1}: committed {trace.piece(token)!r} at rank {int(ranks[i, t])}; "
+                   f"lens top {trace.piece(top_id)!r} ({top_prob:.2f})")
             parts.append(hover_rect(plot.x0 + t * cell_w, plot.y0 + row * cell_h, cell_w, cell_h, tip))
     every = max(1, math.ceil(n_steps / 8))
     for t in range(0, n_steps, every):

@@ -151,9 +151,8 @@ class StepRecord(_ArrayRecord):
     # processed logits the sampler sees) from the previous step's, in nats. None at a block's first step.
     kl_nats: np.ndarray | None = None  # (canvas,) float32
     # Inside the network (settings.layers: the recorded layers, in that order, are `RunStart.settings["layers"]`):
-    layer_rms: np.ndarray | None = None  # (layers, canvas) float32: RMS over the hidden size of each layer's output
-    lens_top_ids: np.ndarray | None = None  # (layers, canvas) int32: top token of the logit lens (final norm + head)
-    lens_top_probs: np.ndarray | None = None  # (layers, canvas) float16: its probability (softmax at temperature 1)
+    # the RMS over the hidden size of each layer's output (the logit lens of the step comes with its block)
+    layer_rms: np.ndarray | None = None  # (layers, canvas) float32
 
     @property
     def topk(self) -> int:
@@ -171,9 +170,11 @@ class BlockRecord(_ArrayRecord):
     stop_reason: str  # one of BLOCK_STOP_REASONS
     steps_used: int  # denoising steps this block ran
     new_pieces: dict = field(default_factory=dict, compare=False)
-    # With settings.layers: the rank of each position's committed token under the logit lens of each
-    # recorded layer at each step (0: the lens's top token). Known only once the block is committed.
-    lens_ranks: np.ndarray | None = None  # (steps_used, layers, canvas) int32
+    # With settings.layers, the logit lens (final norm + tied head) of each recorded layer at each step of the
+    # block, computed once the block is committed (the rank needs its tokens; one head product gives all three):
+    lens_top_ids: np.ndarray | None = None  # (steps_used, layers, canvas) int32: the lens's top token
+    lens_top_probs: np.ndarray | None = None  # (steps_used, layers, canvas) float16: its probability (temperature 1)
+    lens_ranks: np.ndarray | None = None  # (steps_used, layers, canvas) int32: the committed token's rank (0: top)
 
 
 @dataclass(frozen=True, eq=False)

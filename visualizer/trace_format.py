@@ -3,10 +3,10 @@
 The live `visualizer.trace.Trace` is what a run appends to; this module is what that trace
 looks like on disk and the gate every file passes before it becomes a Trace again.
 
-JSON format (version 3), documented for people who read or write traces by hand:
+JSON format (version 5), documented for people who read or write traces by hand:
 
     {
-      "format": "diffusion-visualizer-trace", "version": 3, "created": "2026-11-21T20:00:00+00:00",
+      "format": "diffusion-visualizer-trace", "version": 5, "created": "2026-11-21T20:00:00+00:00",
       "model":   {name, source, backend, device, dtype, canvas_length, vocab_size, eos_token_ids,
                   pad_token_id, max_context, builtin, parameters},
       "prompt":  {"text": "...", "ids": [int, ...]},        # ids after the chat template
@@ -27,18 +27,21 @@ JSON format (version 3), documented for people who read or write traces by hand:
                    "sample_probability": [float32 x canvas], # optional: MLX confidence-threshold, block-refinement
                    "kl_nats": [float32 x canvas],            # optional (v4): settings.record_shift, from a block's 2nd step
                    "layer_rms": [[float32 x canvas] x L],    # optional (v4): settings.layers = L layers, in that order
-                   "lens_top_ids": [[id x canvas] x L],      #   the logit lens's top token at each layer
-                   "lens_top_probs": [[float16 x canvas] x L] #   and its probability
                   }, ...],
       "blocks":  [{"block", "tokens": [id x canvas], "eos_position": int|null,
                    "stop_reason": "converged"|"out_of_steps", "steps_used",
-                   "lens_ranks": [[[int x canvas] x L] x steps_used]  # optional (v4): with settings.layers
+                   "lens_top_ids": [[[id x canvas] x L] x steps_used],  # optional (v5): with settings.layers, the
+                   "lens_top_probs": [[[float16 x canvas] x L] x steps_used],  # logit lens's top token and its
+                   "lens_ranks": [[[int x canvas] x L] x steps_used]  # probability, and the committed token's rank
                   }, ...],
       "pins":    [[position, id], ...],                      # optional (v4): tokens pinned in the first block
       "end":     {"finish_reason": "eos"|"length"|"cancelled"|"error", "sequence": [id, ...],
                   "text": "...", "wall_time_s", "error": str|null} | null
     }
 
+Version 5 moved the lens's top ids and probabilities from each step to its block, beside the ranks: the
+capture computes all three once the block is committed, from one head product per layer and step. A
+version-4 file loads with its steps' lens gathered into their blocks.
 Version 4 added what the network does inside and the pins (docs/layers-and-pins.md): the settings
 `pins`, `layers` and `record_shift`, `model.layers`, the tokenized `pins`, a step's `kl_nats` and
 per-layer `layer_rms`, `lens_top_ids`, `lens_top_probs`, and a block's `lens_ranks`. Older files load
@@ -84,7 +87,7 @@ from .samplers import SAMPLER_ENTROPY_BOUND, AcceptRule, legacy_rule
 from .settings import GenerationSettings
 
 TRACE_FORMAT = "diffusion-visualizer-trace"
-TRACE_VERSION = 4
+TRACE_VERSION = 5
 
 # Size limits for loading untrusted files: generous for real runs, small enough to stay safe.
 MAX_TRACE_BYTES = 256 * 1024 * 1024
@@ -151,7 +154,7 @@ def trace_to_dict(trace) -> dict:
                 "eos_position": b.eos_position,
                 "stop_reason": b.stop_reason,
                 "steps_used": b.steps_used,
-                **({"lens_ranks": np.asarray(b.lens_ranks).astype(np.int64).tolist()} if b.lens_ranks is not None else {}),
+                **_lens_parts(b),
             }
             for b in trace.blocks
         ],
@@ -186,9 +189,18 @@ def _optional_step_parts(s: StepRecord) -> dict:
         parts["kl_nats"] = [float(str(p)) for p in s.kl_nats]
     if s.layer_rms is not None:
         parts["layer_rms"] = [[float(str(v)) for v in row] for row in s.layer_rms]
-        parts["lens_top_ids"] = np.asarray(s.lens_top_ids).astype(np.int64).tolist()
-        parts["lens_top_probs"] = _float16_decimals(s.lens_top_probs).tolist()
     return parts
+
+
+def _lens_parts(b: BlockRecord) -> dict:
+    """A block's logit lens, when its run recorded layers (version 5; version 4 kept the top ids in the steps)."""
+    if b.lens_ranks is None:
+        return {}
+    return {
+        "lens_top_ids": np.asarray(b.lens_top_ids).astype(np.int64).tolist(),
+        "lens_top_probs": _float16_decimals(b.lens_top_probs).tolist(),
+        "lens_ranks": np.asarray(b.lens_ranks).astype(np.int64).tolist(),
+    }
 
 
 def displayed_ids(start: RunStart | None, steps, blocks) -> set[int]:
@@ -200,10 +212,10 @@ def displayed_ids(start: RunStart | None, steps, blocks) -> set[int]:
         ids.update(np.unique(s.canvas[s.accepted]).tolist())
         if s.topk_ids is not None:
             ids.update(np.unique(s.topk_ids).tolist())
-        if s.lens_top_ids is not None:
-            ids.update(np.unique(s.lens_top_ids).tolist())
     for b in blocks:
         ids.update(np.unique(b.tokens).tolist())
+        if b.lens_top_ids is not None:
+            ids.update(np.unique(b.lens_top_ids).tolist())
     return ids
 
 
@@ -308,13 +320,16 @@ def parse_trace(data) -> TraceParts:
     raw_steps = _get(data, "steps", list, "trace")
     if len(raw_steps) > MAX_STEPS:
         raise TraceError(f"{len(raw_steps)} steps is more than the limit of {MAX_STEPS}")
+    lens_in_steps = version == 4 and layers  # version 4 kept each step's lens top ids in the step
     for i, raw in enumerate(raw_steps):
-        step = _parse_step(raw, i, canvas, vocab, max_blocks, run.record_topk)
+        step = _parse_step(raw, i, canvas, vocab, max_blocks, run.record_topk, lens_in_steps)
         steps.append(_check_inside(raw, step, f"steps[{i}]", canvas, vocab, layers, bool(run.record_shift)))
     raw_blocks = _get(data, "blocks", list, "trace")
     if len(raw_blocks) > max_blocks:
         raise TraceError(f"{len(raw_blocks)} blocks recorded but max_blocks is {max_blocks}")
     for i, raw in enumerate(raw_blocks):
+        if lens_in_steps and isinstance(raw, dict):
+            raw = {**raw, **_lens_from_steps(raw_steps, raw.get("block"), f"blocks[{i}]")}
         blocks.append(_parse_block(raw, i, canvas, vocab, model, layers))
     raw_end = data.get("end")
     if raw_end is not None:
@@ -385,25 +400,21 @@ def _check_inside(raw: dict, step: StepRecord, where: str, canvas: int, vocab: i
         parts["kl_nats"] = array
     elif shift and step.step > 0:
         raise TraceError(f"{where} has no kl_nats though settings.record_shift is on")
-    names = ("layer_rms", "lens_top_ids", "lens_top_probs")
-    present = [n for n in names if n in raw]
-    if present and (len(present) < 3 or not layers):
-        raise TraceError(f"{where}: layer_rms, lens_top_ids and lens_top_probs come together, with settings.layers")
-    if layers and not present:
+    if "layer_rms" in raw and not layers:
+        raise TraceError(f"{where} has layer_rms though settings.layers is off")
+    if layers and "layer_rms" not in raw:
         raise TraceError(f"{where} has no layer_rms though settings.layers records {layers} layer(s)")
-    if present:
+    if layers:
         parts["layer_rms"] = _float_rows(raw["layer_rms"], f"{where}.layer_rms", layers, canvas, np.float32)
-        probs = _float_rows(raw["lens_top_probs"], f"{where}.lens_top_probs", layers, canvas, np.float16)
-        if probs.max() > 1:
-            raise TraceError(f"{where}.lens_top_probs must be probabilities from 0 to 1")
-        parts["lens_top_probs"] = probs
-        ids = raw["lens_top_ids"]
-        if not (isinstance(ids, list) and len(ids) == layers and all(isinstance(r, list) for r in ids)):
-            raise TraceError(f"{where}.lens_top_ids must be {layers} lists of {canvas} ids")
-        parts["lens_top_ids"] = frozen_matrix(
-            np.stack([_id_array(r, vocab, f"{where}.lens_top_ids", exact_len=canvas) for r in ids]), np.int32, canvas
-        )
     return dataclasses.replace(step, **parts) if parts else step
+
+
+def _lens_from_steps(raw_steps: list, block, where: str) -> dict:
+    """A version-4 block's lens top ids and probabilities, gathered from its steps (parsed with the block)."""
+    mine = [s for s in raw_steps if isinstance(s, dict) and s.get("block") == block]
+    if not all("lens_top_ids" in s and "lens_top_probs" in s for s in mine):
+        raise TraceError(f"{where}: a version-4 step of this block has no lens_top_ids and lens_top_probs")
+    return {name: [s[name] for s in mine] for name in ("lens_top_ids", "lens_top_probs")}
 
 
 def _parse_batch(raw) -> dict | None:
@@ -468,14 +479,15 @@ def _parse_model(raw: dict) -> ModelInfo:
 
 
 STEP_FIELDS = {"block", "step", "steps_remaining", "accepted", "canvas", "argmax", "entropy_nats", "wall_time_s"}
-OPTIONAL_STEP_FIELDS = {"topk_ids", "topk_probs", "sample_probability", "kl_nats", "layer_rms", "lens_top_ids", "lens_top_probs"}
+OPTIONAL_STEP_FIELDS = {"topk_ids", "topk_probs", "sample_probability", "kl_nats", "layer_rms"}
+VERSION_4_LENS_FIELDS = {"lens_top_ids", "lens_top_probs"}  # a step's lens, moved to its block in version 5
 
 
-def _parse_step(raw, i: int, canvas: int, vocab: int, max_blocks: int, topk: int) -> StepRecord:
+def _parse_step(raw, i: int, canvas: int, vocab: int, max_blocks: int, topk: int, lens_in_steps: bool = False) -> StepRecord:
     where = f"steps[{i}]"
     if not isinstance(raw, dict):
         raise TraceError(f"{where} must be an object")
-    _no_unknown(raw, STEP_FIELDS | OPTIONAL_STEP_FIELDS, where)
+    _no_unknown(raw, STEP_FIELDS | OPTIONAL_STEP_FIELDS | (VERSION_4_LENS_FIELDS if lens_in_steps else set()), where)
     block = _get(raw, "block", int, where)
     if not 0 <= block < max_blocks:
         raise TraceError(f"{where}.block {block} is outside 0..{max_blocks - 1}")
@@ -546,30 +558,48 @@ def _parse_probabilities(raw: dict, where: str, canvas: int):
     return array
 
 
-def _parse_lens_ranks(raw: dict, where: str, steps_used: int, layers: int, canvas: int, vocab: int):
-    if "lens_ranks" not in raw:
+LENS_FIELDS = ("lens_top_ids", "lens_top_probs", "lens_ranks")
+
+
+def _parse_lens(raw: dict, where: str, steps_used: int, layers: int, canvas: int, vocab: int) -> dict:
+    """A block's logit lens: the three (steps_used, layers, canvas) arrays together, with settings.layers."""
+    present = [name for name in LENS_FIELDS if name in raw]
+    if not present:
         if layers and steps_used:
             raise TraceError(f"{where} has no lens_ranks though settings.layers records {layers} layer(s)")
-        return None
+        return {}
     if not layers:
-        raise TraceError(f"{where} has lens_ranks though settings.layers is off")
-    ranks = raw["lens_ranks"]
-    shape_ok = isinstance(ranks, list) and len(ranks) == steps_used and all(
-        isinstance(s, list) and len(s) == layers and all(isinstance(r, list) and len(r) == canvas for r in s) for s in ranks
-    )
-    if not shape_ok:
-        raise TraceError(f"{where}.lens_ranks must be {steps_used} steps of {layers} lists of {canvas} ranks")
-    flat = [v for s in ranks for r in s for v in r]
-    if not all(_is_int(v) and 0 <= v < vocab for v in flat):
-        raise TraceError(f"{where}.lens_ranks must hold ranks from 0 to {vocab - 1}")
-    return frozen_cube(flat, np.int32, (layers, canvas))
+        raise TraceError(f"{where} has {present[0]} though settings.layers is off")
+    if len(present) < len(LENS_FIELDS):
+        raise TraceError(f"{where}: lens_top_ids, lens_top_probs and lens_ranks come together")
+    parts = {}
+    for name in LENS_FIELDS:
+        cube = raw[name]
+        shape_ok = isinstance(cube, list) and len(cube) == steps_used and all(
+            isinstance(s, list) and len(s) == layers and all(isinstance(r, list) and len(r) == canvas for r in s)
+            for s in cube
+        )
+        if not shape_ok:
+            raise TraceError(f"{where}.{name} must be {steps_used} steps of {layers} lists of {canvas} values")
+        flat = [v for s in cube for r in s for v in r]
+        if name == "lens_top_probs":
+            if not all(_is_number(v) for v in flat):
+                raise TraceError(f"{where}.lens_top_probs must hold numbers")
+            parts[name] = frozen_cube(flat, np.float16, (layers, canvas))
+            if parts[name].size and not (np.all(np.isfinite(parts[name])) and 0 <= parts[name].min() <= parts[name].max() <= 1):
+                raise TraceError(f"{where}.lens_top_probs must be probabilities from 0 to 1")
+        else:  # a token id, or a rank among the vocabulary's ids
+            if not all(_is_int(v) and 0 <= v < vocab for v in flat):
+                raise TraceError(f"{where}.{name} must hold values from 0 to {vocab - 1}")
+            parts[name] = frozen_cube(flat, np.int32, (layers, canvas))
+    return parts
 
 
 def _parse_block(raw, i: int, canvas: int, vocab: int, model: ModelInfo, layers: int = 0) -> BlockRecord:
     where = f"blocks[{i}]"
     if not isinstance(raw, dict):
         raise TraceError(f"{where} must be an object")
-    _no_unknown(raw, {"block", "tokens", "eos_position", "stop_reason", "steps_used", "lens_ranks"}, where)
+    _no_unknown(raw, {"block", "tokens", "eos_position", "stop_reason", "steps_used", *LENS_FIELDS}, where)
     tokens = _id_array(_get(raw, "tokens", list, where), vocab, f"{where}.tokens", exact_len=canvas)
     eos = raw.get("eos_position")
     if eos is not None and not (_is_int(eos) and 0 <= eos < canvas):
@@ -590,7 +620,7 @@ def _parse_block(raw, i: int, canvas: int, vocab: int, model: ModelInfo, layers:
         eos_position=eos,
         stop_reason=reason,
         steps_used=steps_used,
-        lens_ranks=_parse_lens_ranks(raw, where, steps_used, layers, canvas, vocab) if 0 <= steps_used <= MAX_STEPS else None,
+        **(_parse_lens(raw, where, steps_used, layers, canvas, vocab) if 0 <= steps_used <= MAX_STEPS else {}),
     )
 
 
