@@ -347,11 +347,12 @@ class Backend(ABC):
             if not text:
                 raise BackendError(f"the pin at position {position} has an empty text")
             ids = self.tokenizer.encode(text, add_special_tokens=False)
+            quoted = repr(text if len(text) <= 40 else text[:37] + "...")  # a pin may be as long as a prompt
             if not ids:
-                raise BackendError(f"the pin at position {position} ({text!r}) tokenizes to nothing")
+                raise BackendError(f"the pin at position {position} ({quoted}) tokenizes to nothing")
             if position + len(ids) > canvas:
                 raise BackendError(
-                    f"the pin at position {position} is {len(ids)} tokens ({text!r}): more than the "
+                    f"the pin at position {position} is {len(ids)} tokens ({quoted}): more than the "
                     f"{canvas - position} position(s) left in the canvas of {canvas}"
                 )
             for offset, token in enumerate(ids):

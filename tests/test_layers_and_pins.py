@@ -287,6 +287,7 @@ def test_a_pinned_run_replays_from_its_seed_and_pins(no_eos_backend, tmp_path):
         (((256, "x"),), "outside the canvas"),
         (((0, ""),), "empty text"),
         (((250, "the ocean waves are rolling in and out of the bay"),), "more than the 6 position"),
+        (((0, "wave " * 2000),), r"is \d+ tokens \('wave wave wave wave wave wave wave wa\.\.\.'\): more than the 256 position\(s\) left in the canvas of 256$"),
         (((3, "sea"), (3, "sky")), "must not overlap"),
         (((-1, "x"),), "outside the canvas"),
     ],
