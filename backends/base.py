@@ -42,6 +42,7 @@ from visualizer.records import (
     FINISH_EOS,
     FINISH_ERROR,
     FINISH_LENGTH,
+    LENS_FIELDS,
     STOP_CONVERGED,
     STOP_OUT_OF_STEPS,
     BlockRecord,
@@ -587,8 +588,8 @@ def block_record(item: CapturedBlock, pieces, eos_token_ids) -> BlockRecord:
     eos = np.flatnonzero(np.isin(item.tokens, eos_token_ids))
     shown = [item.tokens] + ([item.lens_top_ids.reshape(-1)] if item.lens_top_ids is not None else [])
     lens = {} if item.lens_ranks is None else {
-        f"lens_{name}": frozen_cube(getattr(item, f"lens_{name}"), dtype, item.lens_ranks.shape[1:])
-        for name, dtype in (("top_ids", np.int32), ("top_probs", np.float16), ("ranks", np.int32))
+        name: frozen_cube(getattr(item, name), dtype, item.lens_ranks.shape[1:])
+        for name, dtype in zip(LENS_FIELDS, (np.int32, np.float16, np.int32))
     }
     return BlockRecord(
         block=item.block,

@@ -49,6 +49,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from visualizer.records import LENS_FIELDS
+
 from .base import BackendError, GenerationCancelled
 from .captured import CapturedBlock, CapturedStep
 from .layer_capture import LayerTaps, block_lens, guard_hooks, layer_rms, no_taps
@@ -302,8 +304,7 @@ def capture_steps(
         if kept:  # (steps, batch, layers, canvas) each: the lens of every step, once the committed tokens are known
             steps, layers = len(kept), len(kept[0][0])
             every = block_lens(model, [h for hiddens, _ in kept for h in hiddens], tokens)
-            names = ("lens_top_ids", "lens_top_probs", "lens_ranks")
-            lens = {name: v.unflatten(1, (steps, layers)).transpose(0, 1) for name, v in zip(names, every)}
+            lens = {name: v.unflatten(1, (steps, layers)).transpose(0, 1) for name, v in zip(LENS_FIELDS, every)}
         host = _to_host({"tokens": tokens, "finished": finished, **lens})
         was_active = np.stack([active for _, active in kept]) if kept else None
         kept.clear()

@@ -51,6 +51,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from visualizer.records import LENS_FIELDS
+
 from .base import GenerationCancelled
 from .captured import CapturedBlock, CapturedStep, pad_after_eos
 from .layer_capture import LayerTaps, block_lens, guard_hooks, layer_rms
@@ -212,7 +214,7 @@ class PipelineCapture:
             recorded = torch.from_numpy(tokens.astype(np.int64))[None].to(self.kept[0][0].device)
             every = block_lens(self.model, [h for hiddens in self.kept for h in hiddens], recorded)
             shape = (len(self.kept), len(self.kept[0]))
-            lens = {f"lens_{k}": v[0].unflatten(0, shape).cpu().numpy() for k, v in zip(("top_ids", "top_probs", "ranks"), every)}
+            lens = {name: v[0].unflatten(0, shape).cpu().numpy() for name, v in zip(LENS_FIELDS, every)}
             self.kept.clear()
         self.on_block(CapturedBlock(block=self.block, tokens=tokens, steps_used=self.steps, converged=converged, **lens))
 

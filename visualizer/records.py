@@ -160,6 +160,10 @@ class StepRecord(_ArrayRecord):
         return 0 if self.topk_ids is None else int(self.topk_ids.shape[1])
 
 
+# A block's logit lens, in the order `backends.layer_capture.block_lens` returns them.
+LENS_FIELDS = ("lens_top_ids", "lens_top_probs", "lens_ranks")
+
+
 @dataclass(frozen=True, eq=False)
 class BlockRecord(_ArrayRecord):
     """A finished block: what was committed and why the block ended."""

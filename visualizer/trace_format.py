@@ -73,6 +73,7 @@ import numpy as np
 
 from .records import (
     BLOCK_STOP_REASONS,
+    LENS_FIELDS,
     frozen_cube,
     FINISH_REASONS,
     BlockRecord,
@@ -321,15 +322,18 @@ def parse_trace(data) -> TraceParts:
     if len(raw_steps) > MAX_STEPS:
         raise TraceError(f"{len(raw_steps)} steps is more than the limit of {MAX_STEPS}")
     lens_in_steps = version == 4 and layers  # version 4 kept each step's lens top ids in the step
+    steps_of_block: dict = {}  # (version 4) each block's raw steps, in order
     for i, raw in enumerate(raw_steps):
         step = _parse_step(raw, i, canvas, vocab, max_blocks, run.record_topk, lens_in_steps)
         steps.append(_check_inside(raw, step, f"steps[{i}]", canvas, vocab, layers, bool(run.record_shift)))
+        if lens_in_steps:
+            steps_of_block.setdefault(step.block, []).append(raw)
     raw_blocks = _get(data, "blocks", list, "trace")
     if len(raw_blocks) > max_blocks:
         raise TraceError(f"{len(raw_blocks)} blocks recorded but max_blocks is {max_blocks}")
     for i, raw in enumerate(raw_blocks):
         if lens_in_steps and isinstance(raw, dict):
-            raw = {**raw, **_lens_from_steps(raw_steps, raw.get("block"), f"blocks[{i}]")}
+            raw = {**raw, **_lens_from_steps(steps_of_block.get(raw.get("block"), []), f"blocks[{i}]")}
         blocks.append(_parse_block(raw, i, canvas, vocab, model, layers))
     raw_end = data.get("end")
     if raw_end is not None:
@@ -409,9 +413,8 @@ def _check_inside(raw: dict, step: StepRecord, where: str, canvas: int, vocab: i
     return dataclasses.replace(step, **parts) if parts else step
 
 
-def _lens_from_steps(raw_steps: list, block, where: str) -> dict:
+def _lens_from_steps(mine: list, where: str) -> dict:
     """A version-4 block's lens top ids and probabilities, gathered from its steps (parsed with the block)."""
-    mine = [s for s in raw_steps if isinstance(s, dict) and s.get("block") == block]
     if not all("lens_top_ids" in s and "lens_top_probs" in s for s in mine):
         raise TraceError(f"{where}: a version-4 step of this block has no lens_top_ids and lens_top_probs")
     return {name: [s[name] for s in mine] for name in ("lens_top_ids", "lens_top_probs")}
@@ -556,9 +559,6 @@ def _parse_probabilities(raw: dict, where: str, canvas: int):
     if not np.all(np.isfinite(array)) or array.min() < 0 or array.max() > 1:
         raise TraceError(f"{where}.sample_probability must be probabilities from 0 to 1")
     return array
-
-
-LENS_FIELDS = ("lens_top_ids", "lens_top_probs", "lens_ranks")
 
 
 def _parse_lens(raw: dict, where: str, steps_used: int, layers: int, canvas: int, vocab: int) -> dict:
