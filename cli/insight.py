@@ -110,8 +110,9 @@ def run_layers(args) -> int:
     if not 0 <= position < trace.canvas_length:
         raise CliError(f"--position must be from 0 to {trace.canvas_length - 1}")
     out = Path(args.out_dir)
-    if not out.is_dir():
-        raise CliError(f"folder {out} does not exist")
+    if out.exists() and not out.is_dir():
+        raise CliError(f"{out} is a file, not a folder")
+    out.mkdir(parents=True, exist_ok=True)  # the folder is the output, as `export --out` and `probe --out` make theirs
     views = {"layer_rms.svg": layer_rms_svg(trace, block), "shift.svg": kl_heatmap_svg(trace, block),
              "lens_rank.svg": lens_rank_svg(trace, block, position)}
     for name, svg in views.items():

@@ -175,10 +175,13 @@ def test_record_refuses_bad_pins_and_layers_in_one_line(argv, message, capsys, t
 
 def test_layers_command_writes_the_three_views(tmp_path, capsys):
     path = inside_trace().save(tmp_path / "run.json")
-    assert main(["layers", str(path), "--out-dir", str(tmp_path)]) == 0
+    views = tmp_path / "views" / "new"  # made, as the docs' command expects
+    assert main(["layers", str(path), "--out-dir", str(views)]) == 0
     for name in ("layer_rms.svg", "shift.svg", "lens_rank.svg"):
-        assert (tmp_path / name).read_text().startswith("<svg")
+        assert (views / name).read_text().startswith("<svg")
     assert "lens position 2" in capsys.readouterr().err  # the first pinned position by default
+    assert main(["layers", str(path), "--out-dir", str(path)]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
     assert main(["layers", str(path), "--out-dir", str(tmp_path), "--position", "99"]) == 2
     assert "--position must be from 0 to 7" in capsys.readouterr().err
 
