@@ -22,6 +22,10 @@ process and alternating `--reps` times:
 checks that every variant gives the stock sequence bit for bit first, and prints the median ms per step
 with min-max, the ratios to stock's and to captured's medians (same run), peak GPU memory, and the trace
 bytes per step each variant writes (JSON, as `Trace.save` writes it; a block's lens counted per step).
+It also prints the paired ratio: each repetition runs every variant back to back, so a variant's time over
+stock's in the same repetition cancels the host's slow drift (eager steps on a lent GPU host spread by tens
+of percent over minutes); its median over the repetitions, with a 95% bootstrap interval, is the figure
+to read where the eager runs' spread hides the variants' difference.
 Random weights never converge early, so every block runs all its steps.
 
 Compiling is reported apart from the steady step: each variant's first run (the checked one) against its
@@ -43,6 +47,7 @@ import sys
 import time
 
 import numpy as np
+import scipy.stats
 import torch
 
 from backends import layer_capture
@@ -113,6 +118,18 @@ def run(model, prompt, *, seed: int, compiled: bool, variant: str, device: str, 
     seconds = time.perf_counter() - started
     peak = torch.cuda.max_memory_allocated() / 2**30 if device.startswith("cuda") else float("nan")
     return dict(sequences=out.sequences.cpu(), seconds=seconds, peak=peak, items=items, blocks=blocks)
+
+
+def paired_ratios(variant_runs: list, stock_runs: list) -> tuple:
+    """A variant's seconds over stock's in the same repetition (back to back: the host's drift cancels):
+    their median and its 95% bootstrap interval (percentile, 10,000 resamples, fixed seed)."""
+    ratios = np.array([v["seconds"] / s["seconds"] for v, s in zip(variant_runs, stock_runs)])
+    median = float(np.median(ratios))
+    if len(ratios) < 3 or np.ptp(ratios) == 0:
+        return median, median, median
+    interval = scipy.stats.bootstrap((ratios,), np.median, n_resamples=10_000, method="percentile",
+                                     random_state=0).confidence_interval
+    return median, float(interval.low), float(interval.high)
 
 
 def trace_bytes_per_step(model, result: dict, layers: tuple, shift: bool) -> float:
@@ -253,6 +270,7 @@ def main(argv=None) -> int:
                 print(f"{path}: {variant} rep {rep}: {runs[variant][-1]['seconds'] / args.steps * 1e3:.2f} ms/step",
                       flush=True)  # a run stopped by a time limit still gives its timings
         median_of = {v: statistics.median(r["seconds"] for r in runs[v]) for v in variants}
+        paired_of = {v: paired_ratios(runs[v], runs["stock"]) for v in variants}
         stock = median_of["stock"] / args.steps * 1e3
         captured = median_of.get("captured", float("nan")) / args.steps * 1e3
         for variant in variants:
@@ -261,15 +279,17 @@ def main(argv=None) -> int:
             has_layers, has_shift = variant in ("captured+layers", "captured+both"), variant in ("captured+shift", "captured+both")
             nbytes = trace_bytes_per_step(model, checked[variant], layers if has_layers else (), has_shift) if variant != "stock" else 0
             rows.append((path, variant, median, min(per_step), max(per_step), median / stock, median / captured,
-                         max(r["peak"] for r in runs[variant]), nbytes))
+                         paired_of[variant], max(r["peak"] for r in runs[variant]), nbytes))
             firsts.append((path, variant, first_seconds[variant], median_of[variant]))
     print(f"\n{what}, {name}, prompt {args.prompt_length}, canvas {canvas}, {args.steps} steps, {args.reps} alternating "
           f"repetitions, layers {','.join(map(str, layers))}, top-{TOPK} candidates in every captured variant\n")
-    print("| path | variant | ms/step median (min-max) | x stock | x captured | peak GiB | trace bytes/step |")
-    print("|---|---|---|---|---|---|---|")
-    for path, variant, median, low, high, ratio, to_captured, peak, nbytes in rows:
+    print("| path | variant | ms/step median (min-max) | x stock | x captured | x stock paired: median [95% interval] "
+          "| peak GiB | trace bytes/step |")
+    print("|---|---|---|---|---|---|---|---|")
+    for path, variant, median, low, high, ratio, to_captured, paired, peak, nbytes in rows:
         print(f"| {path} | {variant} | {median:.2f} ({low:.2f}-{high:.2f}) | {ratio:.3f} | "
-              f"{'–' if variant == 'stock' else f'{to_captured:.3f}'} | {peak:.1f} | "
+              f"{'–' if variant == 'stock' else f'{to_captured:.3f}'} | "
+              f"{'–' if variant == 'stock' else f'{paired[0]:.3f} [{paired[1]:.3f}-{paired[2]:.3f}]'} | {peak:.1f} | "
               f"{'–' if variant == 'stock' else f'{nbytes:,.0f}'} |")
     print("\nCompiling, apart from the steady step: each variant's first run (in this order: stock compiles the graph, "
           "captured+layers recompiles it with the hooks on the compiled path) against its median timed run")
@@ -277,7 +297,7 @@ def main(argv=None) -> int:
     print("|---|---|---|---|---|")
     for path, variant, first, steady in firsts:
         print(f"| {path} | {variant} | {first:.1f} | {steady:.2f} | {first - steady:.1f} |")
-    peaks = {(r[0], r[1]): r[7] for r in rows}
+    peaks = {(r[0], r[1]): r[8] for r in rows}
     for path in args.paths.split(","):
         if (path, "captured+shift") in peaks and (path, "captured") in peaks:
             measured = peaks[(path, "captured+shift")] - peaks[(path, "captured")]

@@ -22,3 +22,16 @@ def test_bench_layers_dry_run(capsys):
     assert "the fast lens equal to its reference: True" in out
     firsts = out.split("| first run s |")[1].split("\n\n")[0]
     assert [row.split("|")[2].strip() for row in firsts.splitlines() if row.startswith("| eager |")] == list(bench_layers.VARIANTS)
+
+
+def test_paired_ratio_cancels_the_hosts_drift():
+    # stock's time drifts by 60% over the repetitions and the variant rides the same drift 5% slower: the
+    # medians of the two variants apart would move with which repetitions they got, the paired ratio does not
+    drift = [1.0, 1.6, 1.2, 0.9, 1.4, 1.1, 1.3, 1.0]
+    stock = [dict(seconds=d) for d in drift]
+    variant = [dict(seconds=1.05 * d * (1 + 0.01 * (-1) ** i)) for i, d in enumerate(drift)]
+    median, low, high = bench_layers.paired_ratios(variant, stock)
+    assert abs(median - 1.05) < 1e-9
+    assert 1.03 < low <= median <= high < 1.07
+    # one repetition (the dry run) has no interval to bootstrap: the ratio itself, three times
+    assert bench_layers.paired_ratios(variant[:1], stock[:1]) == (1.05 * 1.01,) * 3
