@@ -18,8 +18,11 @@ process and alternating `--reps` times:
     captured+layers   that plus `--layers` (RMS of each layer's output; at block end the logit lens: top-1, rank)
     captured+shift    that plus the KL of each position's distribution from the previous step's
     captured+both     layers and shift together
+    captured+pins     the capture with 4 pinned tokens (`PINS`): the one intervention, so not stock's sequence
 
-checks that every variant gives the stock sequence bit for bit first, and prints the median ms per step
+checks that every variant but the pinned one gives the stock sequence bit for bit first (the pinned one: its
+pins on the canvas and accepted at every step of the first block and committed, a second run with the same
+seed and pins giving the same sequence, and that sequence not stock's), and prints the median ms per step
 with min-max, the ratios to stock's and to captured's medians (same run), peak GPU memory, and the trace
 bytes per step each variant writes (JSON, as `Trace.save` writes it; a block's lens counted per step).
 It also prints the paired ratio: each repetition runs every variant back to back, so a variant's time over
@@ -57,7 +60,9 @@ from backends.layer_capture import LayerTaps, block_lens, block_lens_reference, 
 from visualizer.records import ModelInfo, RunStart, frozen_array
 from visualizer.trace import Trace
 
-VARIANTS = ("stock", "captured", "captured+layers", "captured+shift", "captured+both")
+VARIANTS = ("stock", "captured", "captured+layers", "captured+shift", "captured+both", "captured+pins")
+# captured+pins: three consecutive tokens and one more, on the first block (the tiny model's vocabulary has them too)
+PINS = ((5, 1000), (6, 1001), (7, 1002), (200, 2042))
 TOPK = 5  # the capture's default candidates (visualizer.settings.DEFAULT_RECORD_TOPK)
 
 
@@ -108,7 +113,7 @@ def run(model, prompt, *, seed: int, compiled: bool, variant: str, device: str, 
         watch = capture_steps(
             model, items.append, blocks.append, topk=TOPK,
             layers=layers if variant in ("captured+layers", "captured+both") else (),
-            shift=variant in ("captured+shift", "captured+both"),
+            shift=variant in ("captured+shift", "captured+both"), pins=PINS if variant == "captured+pins" else (),
         )
     started = time.perf_counter()
     with watch:
@@ -118,6 +123,15 @@ def run(model, prompt, *, seed: int, compiled: bool, variant: str, device: str, 
     seconds = time.perf_counter() - started
     peak = torch.cuda.max_memory_allocated() / 2**30 if device.startswith("cuda") else float("nan")
     return dict(sequences=out.sequences.cpu(), seconds=seconds, peak=peak, items=items, blocks=blocks)
+
+
+def pins_held(result: dict) -> bool:
+    """Every pinned token on the canvas and accepted at every step of the first block, and committed there."""
+    where, ids = np.array([p for p, _ in PINS]), np.array([t for _, t in PINS])
+    steps = [item for item in result["items"] if item.block == 0]
+    held = all(item.accepted[where].all() and np.array_equal(item.canvas[where], ids) for item in steps)
+    first = next(block for block in result["blocks"] if block.block == 0)
+    return bool(steps) and held and np.array_equal(first.tokens[where], ids)
 
 
 def paired_ratios(variant_runs: list, stock_runs: list) -> tuple:
@@ -248,7 +262,7 @@ def main(argv=None) -> int:
           f"recording layers {layers}", flush=True)
     prompt = torch.randint(107, vocab, (1, args.prompt_length), generator=torch.Generator().manual_seed(1)).to(args.device)
     lens_ok = check_lens(model, prompt, layers, args.device) if not args.no_hook_guards else True
-    rows, firsts, identical = [], [], True
+    rows, firsts, identical, pins_ok = [], [], True, True
     for path in args.paths.split(","):
         compiled = path == "compiled"
         common = dict(compiled=compiled, device=args.device, layers=layers, steps=args.steps)
@@ -261,6 +275,14 @@ def main(argv=None) -> int:
             checked[variant] = run(model, prompt, seed=11, variant=variant, **common)
             first_seconds[variant] = time.perf_counter() - warm
             same = torch.equal(reference["sequences"], checked[variant]["sequences"])
+            if variant == "captured+pins":
+                again = run(model, prompt, seed=11, variant=variant, **common)
+                replays = torch.equal(again["sequences"], checked[variant]["sequences"])
+                held = pins_held(checked[variant]) and pins_held(again)
+                pins_ok &= held and replays and not same
+                print(f"{path}: {variant} pins held at every step and committed: {held}, replays from its seed: "
+                      f"{replays}, differs from stock: {not same} (first run {first_seconds[variant]:.1f} s)", flush=True)
+                continue
             identical &= same
             print(f"{path}: {variant} identical to stock: {same} (first run {first_seconds[variant]:.1f} s)", flush=True)
         runs = {v: [] for v in variants}
@@ -305,8 +327,10 @@ def main(argv=None) -> int:
                   + ("" if measured != measured else f"; peak with it {measured:+.2f} GiB against captured"))
     print(f"module-hook guards: {'off (torch default)' if args.no_hook_guards else 'on (as the backends run)'}")
     print(f"the fast lens equal to its reference: {lens_ok}")
-    print(f"\nall captured runs bit-identical to stock: {identical}")
-    return 0 if identical and lens_ok else 1
+    print(f"\nall captured runs bit-identical to stock: {identical}" + (" (the pinned one apart)" if "captured+pins" in variants else ""))
+    if "captured+pins" in variants:
+        print(f"pins {PINS}: held, committed and replayed on every path: {pins_ok}")
+    return 0 if identical and lens_ok and pins_ok else 1
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """benchmarks/bench_layers.py runs end to end on the CPU (--dry-run: the tiny test model, 4 steps), so the
-GPU run is not its first; every variant (layers, shift) must give the stock sequence."""
+GPU run is not its first; every variant (layers, shift) must give the stock sequence, and the pinned one its pins."""
 
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ def test_bench_layers_dry_run(capsys):
     assert bench_layers.main(["--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "all captured runs bit-identical to stock: True" in out
+    # the pinned variant is the intervention: checked for its pins and its replay instead of stock's sequence
+    assert "captured+pins pins held at every step and committed: True, replays from its seed: True, differs from stock: True" in out
+    assert out.rstrip().endswith("held, committed and replayed on every path: True")
     table = out.split("| path | variant | ms/step")[1].split("\n\n")[0]  # the steady-step table
     rows = [line for line in table.splitlines() if line.startswith("| eager |")]
     assert [row.split("|")[2].strip() for row in rows] == list(bench_layers.VARIANTS)
