@@ -15,6 +15,7 @@ from visualizer.states import frame_refs
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")
 LAYERS, PINS, PIN_NOTE = "#dv-layer_rms", "#dv-knob-pins textarea", "#dv-pin-note"
 SHADOWS = "() => Array.from(document.querySelectorAll('.dv-canvas span[data-i]')).map(s => s.style.boxShadow)"
+ASKED_LIVE = "() => window.dvLiveView.stats().layersAskedLive"
 HIDDEN = "() => { const e = document.querySelector('#dv-layer_rms'); return !e || e.offsetParent === null; }"
 
 
@@ -35,6 +36,7 @@ def run(page, n: int, *, layers: str = "") -> None:
 def test_a_run_with_layers_shows_the_layer_panel_and_the_heatmap_offers_the_shift(page):
     assert page.evaluate(HIDDEN)  # no run yet: no panel
     run(page, 1, layers="0,1")
+    assert page.evaluate(ASKED_LIVE) >= 1  # the panel was asked for while the block denoised, not only at its commit
     wait_for_text(page, LAYERS, "RMS of each recorded layer's output")
     svg = page.locator(f"{LAYERS} svg").inner_html()
     assert ">L0<" in svg and ">L1<" in svg and "<image" in svg
@@ -51,6 +53,7 @@ def test_a_run_with_layers_shows_the_layer_panel_and_the_heatmap_offers_the_shif
     # a run without layers: the panel goes away
     run(page, 2)
     page.wait_for_function(HIDDEN, timeout=10_000)
+    assert not page.evaluate(ASKED_LIVE)  # without layers, never
 
 
 def test_clicking_a_token_and_pinning_a_text_there_holds_it_in_the_next_run(page):

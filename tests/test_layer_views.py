@@ -156,6 +156,34 @@ def test_views_are_pure_and_mark_the_pins():
     assert "recorded no layers" in lens_rank_svg(inside_trace(layers=()), 0, 2)
 
 
+def _panel_alpha(svg: str) -> np.ndarray:
+    """The alpha channel of the first layer's RMS picture in `svg` (rows: steps, columns: positions)."""
+    import base64
+    import io
+    import re
+
+    from PIL import Image
+
+    encoded = re.search(r'href="data:image/png;base64,([^"]+)"', svg).group(1)
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(encoded))).convert("RGBA"))[..., 3]
+
+
+def test_a_block_still_denoising_fills_its_rms_panel_downwards():
+    finished = inside_trace()
+    live = Trace(model=finished.model, prompt=finished.prompt)  # the same run, read after its third step
+    live.append(finished.start)
+    for s in finished.steps[:3]:
+        live.append(s)
+    budget = finished.start.settings["max_denoising_steps"]
+    alpha = _panel_alpha(layer_rms_svg(live, 0))
+    assert alpha.shape == (budget, 8) and budget > 3  # a row for each step of the budget, in the geometry it ends with
+    assert (alpha[:3] == 255).all() and (alpha[3:] == 0).all()  # the steps recorded so far, the rest empty
+    assert ">step 3<" in layer_rms_svg(live, 0)
+    # once committed, the block's steps fill the panel
+    alpha = _panel_alpha(layer_rms_svg(finished, 0))
+    assert alpha.shape == (len(finished.block_steps(0)), 8) and (alpha == 255).all()
+
+
 # ---- the command line -----------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "argv, message",

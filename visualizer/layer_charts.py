@@ -94,7 +94,12 @@ def layer_rms_svg(trace: Trace, block: int, *, width: int = 780, panel_height: i
     positive = rms[rms > 0]
     lo = float(np.log10(positive.min())) if positive.size else 0.0
     hi = max(float(np.log10(max(rms.max(), 1e-30))), lo + 1e-6)
-    n_rows, canvas = len(steps), trace.canvas_length  # the steps the block ran
+    # a committed block's steps fill the panel; one still denoising (a live run's panel, asked about once a
+    # second) gets a row for each step of its budget and fills downwards, the steps to come left empty
+    committed = block < len(trace.blocks)
+    n_rows, canvas = len(steps) if committed else _rows(trace, block), trace.canvas_length
+    filled = np.zeros((n_rows, canvas), dtype=bool)
+    filled[: len(steps)] = True
     top, gap, bottom = 22, 16, 44
     height = top + len(layers) * (panel_height + gap) + bottom
     plot = Plot(width, height, left=48, right=12, top=top, bottom=bottom)
@@ -102,10 +107,15 @@ def layer_rms_svg(trace: Trace, block: int, *, width: int = 780, panel_height: i
     parts = [title_text(plot, f"Block {block + 1}: RMS of each recorded layer's output per position and step (one scale)")]
     for i, layer in enumerate(layers):
         y0 = top + gap + i * (panel_height + gap)
-        level = (np.log10(np.maximum(rms[:, i], 10**lo)) - lo) / (hi - lo)
-        parts.append(_image(plot.x0, y0, plot.w, panel_height, viridis(level)))
+        level = np.zeros((n_rows, canvas))
+        level[: len(steps)] = (np.log10(np.maximum(rms[:, i], 10**lo)) - lo) / (hi - lo)
+        parts.append(_image(plot.x0, y0, plot.w, panel_height, viridis(level), filled))
         parts.append(svg_text(plot.x0 - 4, y0 + 10, f"L{layer}", anchor="end", size=9))
-        parts.append(svg_text(plot.x0 - 4, y0 + panel_height, f"step {n_rows}", anchor="end", size=8))
+        if not committed:  # the panel's extent, while its lower rows are still empty
+            parts.append(f'<rect x="{plot.x0:.1f}" y="{y0:.1f}" width="{plot.w:.1f}" height="{panel_height}" '
+                         f'fill="none" stroke="#9ca3af" stroke-width="0.5"/>')
+        last_y = y0 + len(steps) / n_rows * panel_height  # the bottom of the last step recorded, below the layer's name
+        parts.append(svg_text(plot.x0 - 4, max(last_y, y0 + 22), f"step {len(steps)}", anchor="end", size=8))
         parts.append(_pin_marks(trace, block, plot.x0, y0, cell_w))
         tip = (
             f"layer {layer}: RMS from {rms[:, i].min():.3g} to {rms[:, i].max():.3g} "

@@ -24,6 +24,7 @@
   const CHANGED_FLAG = 1, THOUGHT_FLAG = 2;  // a cell's flags (live_stream.cell_flags)
   const ASK_DELAY_MS = 250;  // the server is asked for a step's "why" views once the slider rests this long
   const MAX_PACE_MS = 250;  // an update's frames are played out over at most this long (see follow())
+  const LIVE_LAYERS_MS = 1000;  // a live run's layer panel is asked for at most this often while its block denoises
   const FONT_STACK = "'DejaVu Sans Mono', Menlo, Consolas, 'Liberation Mono', monospace";
   const TAU_COLOR = "#7c3aed", CONTROL_COLOR = "#9ca3af", CURSOR_COLOR = "#f59e0b";
   const COMMIT_COLOR = "#16a34a", REMASK_COLOR = "#9ca3af", MARK_COLOR = "#ef4444";
@@ -306,6 +307,7 @@
         this.slider.max = Math.max(this.frames.length - 1, 0);
         this.slider.disabled = false;
         if (m.kind === "commit" && this.start.layers && !this.end) this.askLater();  // a live run's layer panel, once a block
+        if (m.kind === "step" && this.start.layers && !this.end) this.askLayersLive(m.block);
       } else if (m.type === "end") {
         this.end = m;
         if (this.wantLayout === "text") this.setLayout("text");
@@ -577,6 +579,19 @@
         if (this.start.layers) this.trigger("layers", { frame, run: this.start.run, epoch: askEpoch });  // the block's per-layer RMS (its panel, hidden until then)
         if (this.picked >= 0) this.askToken(this.picked);
       }, delay);
+    }
+
+    // A live run's layer panel while the block on screen denoises: each answer is that block's RMS so far (a few
+    // KB of PNG), so it is asked at most once a LIVE_LAYERS_MS, never for every step; a block already committed
+    // (the user went back to it) does not change, and its panel came with its commit.
+    askLayersLive(block) {
+      const now = performance.now();
+      if (!this.trigger || now - (this.layersAskedAt || 0) < LIVE_LAYERS_MS) return;
+      const frame = Math.max(0, Math.min(this.target, this.frames.length - 1));
+      if (!this.frames[frame] || this.frames[frame].m.block !== block) return;
+      this.layersAskedAt = now;
+      this.stats.layersAskedLive = (this.stats.layersAskedLive || 0) + 1;
+      this.trigger("layers", { frame, run: this.start.run, epoch: askEpoch });
     }
 
     piece(token) { const e = this.tokens.get(token); return e ? e.p : `<${token}>`; }
