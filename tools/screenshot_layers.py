@@ -4,7 +4,8 @@
 
 Launches the app on the built-in model (by default), records the acrostic demo with `--layers`, clicks a token
 of the first block, pins a text there with *Pin text here*, runs again and photographs: the live view with the
-pinned position marked (pin-view.png), the per-layer RMS panel (layers-view.png), the token inspector with a
+pinned position marked (pin-view.png), the per-layer RMS panel while the first run's block denoises
+(layers-live.png) and once committed (layers-view.png), the token inspector with a
 position's lens rank grid (lens-view.png) and the heatmap's KL layer (kl-view.png).
 """
 
@@ -15,6 +16,8 @@ from pathlib import Path
 
 from tools.screenshot_app import app_page, dismiss_notices
 
+LIVE_PANEL = ("() => { const s = window.dvLiveView.stats(); const svg = document.querySelector('#dv-layer_rms svg'); "
+              "return s && s.layersAskedLive >= 2 && !s.ended && svg && svg.textContent.includes('Block 1'); }")
 ENDED = "n => { const s = window.dvLiveView.stats(); return s && s.ended && s.runs === n; }"
 
 
@@ -42,6 +45,12 @@ def main(argv=None) -> int:
         page.get_by_text("Layers and pins").click()
         page.locator("#dv-knob-layers textarea").fill(args.layers)
         page.get_by_role("button", name="Generate").click()
+        # the layer panel while the first block denoises (asked once a second): its rows fill downwards
+        try:
+            page.wait_for_function(LIVE_PANEL, timeout=120_000)
+            page.locator("#dv-layer_rms").screenshot(path=out / "layers-live.png")
+        except Exception:  # a machine fast enough to finish the block within a second: nothing live to photograph
+            print("the first block committed before its layer panel was asked for live: no layers-live.png")
         page.wait_for_function(ENDED, arg=1, timeout=300_000)
 
         # click a token of the first block: its position goes to "Pin text here"
