@@ -42,7 +42,7 @@ from visualizer.records import (
     FINISH_EOS,
     FINISH_ERROR,
     FINISH_LENGTH,
-    LENS_FIELDS,
+    LENS_DTYPES,
     STOP_CONVERGED,
     STOP_OUT_OF_STEPS,
     BlockRecord,
@@ -589,7 +589,7 @@ def block_record(item: CapturedBlock, pieces, eos_token_ids) -> BlockRecord:
     shown = [item.tokens] + ([item.lens_top_ids.reshape(-1)] if item.lens_top_ids is not None else [])
     lens = {} if item.lens_ranks is None else {
         name: frozen_cube(getattr(item, name), dtype, item.lens_ranks.shape[1:])
-        for name, dtype in zip(LENS_FIELDS, (np.int32, np.float16, np.int32))
+        for name, dtype in LENS_DTYPES.items()
     }
     return BlockRecord(
         block=item.block,

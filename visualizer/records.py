@@ -160,8 +160,9 @@ class StepRecord(_ArrayRecord):
         return 0 if self.topk_ids is None else int(self.topk_ids.shape[1])
 
 
-# A block's logit lens, in the order `backends.layer_capture.block_lens` returns them.
-LENS_FIELDS = ("lens_top_ids", "lens_top_probs", "lens_ranks")
+# A block's logit lens and each part's dtype, in the order `backends.layer_capture.block_lens` returns them.
+LENS_DTYPES = {"lens_top_ids": np.int32, "lens_top_probs": np.float16, "lens_ranks": np.int32}
+LENS_FIELDS = tuple(LENS_DTYPES)
 
 
 @dataclass(frozen=True, eq=False)

@@ -73,6 +73,7 @@ import numpy as np
 
 from .records import (
     BLOCK_STOP_REASONS,
+    LENS_DTYPES,
     LENS_FIELDS,
     frozen_cube,
     FINISH_REASONS,
@@ -585,13 +586,13 @@ def _parse_lens(raw: dict, where: str, steps_used: int, layers: int, canvas: int
         if name == "lens_top_probs":
             if not all(_is_number(v) for v in flat):
                 raise TraceError(f"{where}.lens_top_probs must hold numbers")
-            parts[name] = frozen_cube(flat, np.float16, (layers, canvas))
+            parts[name] = frozen_cube(flat, LENS_DTYPES[name], (layers, canvas))
             if parts[name].size and not (np.all(np.isfinite(parts[name])) and 0 <= parts[name].min() <= parts[name].max() <= 1):
                 raise TraceError(f"{where}.lens_top_probs must be probabilities from 0 to 1")
         else:  # a token id, or a rank among the vocabulary's ids
             if not all(_is_int(v) and 0 <= v < vocab for v in flat):
                 raise TraceError(f"{where}.{name} must hold values from 0 to {vocab - 1}")
-            parts[name] = frozen_cube(flat, np.int32, (layers, canvas))
+            parts[name] = frozen_cube(flat, LENS_DTYPES[name], (layers, canvas))
     return parts
 
 
