@@ -19,7 +19,8 @@ import platform
 from dataclasses import dataclass
 from pathlib import Path
 
-from .base import Backend, BackendError, BackendUnavailable, Capabilities, Stop
+from .base import Backend, BackendError, BackendUnavailable, Capabilities
+from .bridge import Stop
 from .known import REAL_CHECKPOINT, REAL_CHECKPOINT_GPU_GB, REAL_CHECKPOINT_MLX
 from .registry import (  # noqa: F401  (re-exported)
     BACKENDS, MLX_INSTALL_HINT, backend_for, backend_for_source, backend_names, is_mlx_model, mlx_installed, sampler_backends,

@@ -23,13 +23,11 @@ are raised as `BackendError` with a message meant for the UI and the CLI.
 
 from __future__ import annotations
 
-import logging
 import math
-import queue
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -37,38 +35,16 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from visualizer.records import (
-    FINISH_CANCELLED,
-    FINISH_EOS,
-    FINISH_ERROR,
-    FINISH_LENGTH,
-    LENS_DTYPES,
-    STOP_CONVERGED,
-    STOP_OUT_OF_STEPS,
-    BlockRecord,
-    ModelInfo,
-    Record,
-    RunEnd,
-    RunStart,
-    StepRecord,
-    frozen_array,
-    frozen_cube,
-    frozen_matrix,
-)
+from visualizer.records import FINISH_EOS, FINISH_LENGTH, ModelInfo, Record, RunEnd, RunStart, frozen_array
 from visualizer.samplers import SamplerSpec
 from visualizer.settings import KNOBS, LAYERS_ALL, GenerationSettings
 
-from .captured import CapturedBlock, CapturedStep
+from .bridge import stream
+from .captured import CapturedBlock, CapturedStep, block_record, step_record
 from .known import first_line
-from .process_group import abandon_process
 from .text import PieceDecoder, PieceTable
 
-log = logging.getLogger(__name__)  # a failed run's traceback, at DEBUG: the UI and the CLI show one line
 _QUEUE_SIZE = 64  # captured items buffered per batch row between the model's thread and a slow consumer
-_DONE = object()  # the worker's run returned
-_CANCELLED = object()  # the worker's run stopped between two steps
-# After `Stop.abandon`, how long the model is given to reach its next step before the run ends without it.
-ABANDON_GRACE_S = 3.0
 
 
 class BackendError(RuntimeError):
@@ -77,40 +53,6 @@ class BackendError(RuntimeError):
 
 class BackendUnavailable(BackendError):
     """The backend's libraries are not installed on this machine."""
-
-
-class GenerationCancelled(Exception):
-    """Raised inside a backend's step loop, between two steps, when the run has to stop."""
-
-
-class Stop(threading.Event):
-    """A run's stop flag: `set()` ends the run at its next step.
-
-    `abandon(reason)` also says the model may never reach that step: a rank of a sharded model died
-    and, with NCCL, the others wait inside its collective for ever (a GPU kernel spinning on a peer
-    that is gone; no Python runs on that thread again). The run then ends `ABANDON_GRACE_S` later
-    whatever the model does, with `reason` and every record so far, and its worker is left where it
-    is; the process can then only end with `os._exit` (`process_group.abandon_process`)."""
-
-    def __init__(self, linked: threading.Event | None = None):
-        super().__init__()
-        self.linked = linked  # another flag that also stops the run (the caller's, where a Leader makes this one)
-        self.abandon_reason: str | None = None
-        self.abandoned_at: float | None = None
-
-    def is_set(self) -> bool:
-        return super().is_set() or (self.linked is not None and self.linked.is_set())
-
-    def abandon(self, reason: str) -> None:
-        if self.abandon_reason is None:
-            self.abandon_reason, self.abandoned_at = reason, time.monotonic()
-        self.set()
-
-    def given_up(self) -> str | None:
-        """The reason, once the grace after `abandon` has passed; None before."""
-        if self.abandoned_at is None or time.monotonic() - self.abandoned_at < ABANDON_GRACE_S:
-            return None
-        return self.abandon_reason
 
 
 @dataclass(frozen=True)
@@ -276,15 +218,27 @@ class Backend(ABC):
         def produce(emit, should_stop):
             self._produce_batch(rows_ids, settings, emit, should_stop)
 
-        def to_record(item: CapturedStep | CapturedBlock) -> Record:
+        blocks: list[list[np.ndarray]] = [[] for _ in prompts]  # each row's committed tokens, for its RunEnd
+
+        def to_record(item: CapturedStep | CapturedBlock) -> tuple[int, Record]:
             # On the consuming thread, not the model's: the copies, the pieces and the decoding of
             # B rows a step stay off the worker that keeps the GPU busy.
             pieces = tables[item.row]
             if isinstance(item, CapturedStep):
-                return step_record(item, pieces)
-            return block_record(item, pieces, self.info.eos_token_ids)
+                return item.row, step_record(item, pieces)
+            record = block_record(item, pieces, self.info.eos_token_ids)
+            blocks[item.row].append(record.tokens)
+            return item.row, record
 
-        return (yield from self._stream(produce, stop, started, rows=len(prompts), to_record=to_record))
+        outcome = yield from stream(
+            produce, stop, launch=self._launch, convert=to_record, failure_message=self.failure_message,
+            buffered=_QUEUE_SIZE * len(prompts),  # as many steps buffered at any batch size
+        )
+        yield [
+            (row, run_end(self, blocks[row], finish=outcome.finish, error=outcome.error, started=started))
+            for row in range(len(prompts))
+        ]
+        return outcome.model_error
 
     def _piece_decoder(self) -> PieceDecoder:
         """The decoded texts every run of this model shares (`text.PieceDecoder`), made at first use."""
@@ -410,101 +364,6 @@ class Backend(ABC):
             return "Out of memory during generation: lower max new tokens, or use a shorter prompt."
         return f"Generation failed: {type(exc).__name__}: {first_line(exc)[:300]}"
 
-    def _stream(
-        self,
-        produce: Callable[[Callable[[CapturedStep | CapturedBlock], None], Callable[[], bool]], None],
-        stop: threading.Event,
-        started: float,
-        *,
-        rows: int = 1,
-        to_record: Callable[[CapturedStep | CapturedBlock], Record],
-    ) -> Generator[list[tuple[int, Record]], None, BaseException | None]:
-        """Yield the (row, record) pairs a worker produces, in lists of whatever has arrived, then
-        each row's RunEnd; return the exception the worker's `produce` raised, if one ended the run.
-
-        `produce(emit, should_stop)` runs on the worker (`_launch`), calls `emit` for each
-        CapturedStep and CapturedBlock (which `to_record` turns into records here, on the
-        consuming thread), and raises GenerationCancelled between two steps once
-        `should_stop()` is true.  A bounded queue bridges the two threads; exceptions come
-        through it and end the run with a message.  When the consumer closes this generator
-        early, the worker stops at its next step and is waited for, so no run outlives its
-        generator.  Ctrl-C in the consuming thread stops the run the same way as `stop`.
-        A record that cannot be made here ends the run with its error and stops the worker as a
-        stop does (at its next step): the model's run did not fail, so nothing is returned for it.
-        """
-        records: queue.Queue = queue.Queue(maxsize=_QUEUE_SIZE * rows)  # as many steps buffered at any batch size
-        halt = threading.Event()  # set when the consumer is gone: the worker must not wait on the queue
-
-        def emit(item) -> None:
-            while not halt.is_set():
-                try:
-                    records.put(item, timeout=0.1)
-                    return
-                except queue.Full:
-                    continue
-
-        def work() -> None:
-            try:
-                produce(emit, lambda: stop.is_set() or halt.is_set())
-                emit(_DONE)
-            except GenerationCancelled:
-                emit(_CANCELLED)
-            except BaseException as exc:  # forwarded to the consumer, which ends the run with it
-                emit(exc)
-
-        job = self._launch(work)
-        blocks: list[list[np.ndarray]] = [[] for _ in range(rows)]
-        finish, error, abandoned = None, None, False
-        model_error = None  # what the worker's `produce` raised, if anything
-        try:
-            while finish is None:
-                try:
-                    first = records.get(timeout=0.1)
-                except queue.Empty:
-                    if job.done() and records.empty():
-                        break
-                    given_up = stop.given_up() if isinstance(stop, Stop) else None
-                    if given_up:  # the model never reached its next step: end the run without it
-                        finish, error, abandoned = FINISH_ERROR, given_up, True
-                        abandon_process(given_up)
-                        break
-                    continue
-                except KeyboardInterrupt:
-                    stop.set()  # the worker ends the run at its next step; RunEnd says "cancelled"
-                    continue
-                batch = []
-                for item in _drain(records, first):
-                    if item is _DONE:
-                        finish = finish or "done"
-                    elif item is _CANCELLED:
-                        finish = FINISH_CANCELLED
-                    elif isinstance(item, BaseException):
-                        model_error = item
-                        finish, error = FINISH_ERROR, self.failure_message(item)
-                        log.debug("the run failed: %s", error, exc_info=item)
-                    else:
-                        try:
-                            record = to_record(item)
-                        except Exception as exc:  # a capture that broke the record rules: end the run with it
-                            # `halt` (below) stops the worker as a Stop does: on a sharded model at a vote
-                            finish, error = FINISH_ERROR, self.failure_message(exc)
-                            break
-                        if isinstance(record, BlockRecord):
-                            blocks[item.row].append(record.tokens)
-                        batch.append((item.row, record))
-                    if finish is not None:
-                        break
-                if batch:
-                    yield batch
-        finally:
-            halt.set()
-            if not abandoned:
-                job.exception()  # waits until the worker has left the run
-        finish = None if finish == "done" else finish
-        yield [(row, run_end(self, blocks[row], finish=finish, error=error, started=started)) for row in range(rows)]
-        return model_error
-
-
 def model_error(run: Iterator) -> BaseException | None:
     """What a run's generator (`Backend.generate_rows`, `generate_batches`) returned, read right after
     its last list (the RunEnds): the exception raised inside the model's run when one ended it, else None."""
@@ -513,16 +372,6 @@ def model_error(run: Iterator) -> BaseException | None:
     except StopIteration as finished:
         return finished.value
     raise RuntimeError(f"the run went on after its RunEnd: {extra!r}")
-
-
-def _drain(records: queue.Queue, first):
-    """`first`, then every item already waiting in the queue."""
-    yield first
-    while True:
-        try:
-            yield records.get_nowait()
-        except queue.Empty:
-            return
 
 
 def run_end(backend: Backend, blocks: list[np.ndarray], *, finish: str | None, error: str | None, started: float) -> RunEnd:
@@ -558,45 +407,3 @@ def start_thread(fn: Callable[[], None], name: str) -> Future:
 
     threading.Thread(target=run, name=name, daemon=False).start()
     return future
-
-
-def step_record(item: CapturedStep, pieces) -> StepRecord:
-    """A StepRecord from a captured step, with the pieces of ids not sent before."""
-    topk_ids, topk_probs, sample_probability = item.topk_ids, item.topk_probs, item.sample_probability
-    shown = [item.argmax, item.canvas[item.accepted]] + ([topk_ids.reshape(-1)] if topk_ids is not None else [])
-    canvas = item.canvas.shape[-1]
-    return StepRecord(
-        block=item.block,
-        step=item.step,
-        steps_remaining=item.steps_remaining,
-        accepted=frozen_array(item.accepted, bool),
-        canvas=frozen_array(item.canvas, np.int32),
-        argmax=frozen_array(item.argmax, np.int32),
-        entropy_nats=frozen_array(item.entropy_nats, np.float32),
-        wall_time_s=item.wall_time_s,
-        new_pieces=pieces.new(np.concatenate(shown)),
-        topk_ids=None if topk_ids is None else frozen_matrix(topk_ids, np.int32, topk_ids.shape[-1]),
-        topk_probs=None if topk_probs is None else frozen_matrix(topk_probs, np.float16, topk_probs.shape[-1]),
-        sample_probability=None if sample_probability is None else frozen_array(sample_probability, np.float32),
-        kl_nats=None if item.kl_nats is None else frozen_array(item.kl_nats, np.float32),
-        layer_rms=None if item.layer_rms is None else frozen_matrix(item.layer_rms, np.float32, canvas),
-    )
-
-
-def block_record(item: CapturedBlock, pieces, eos_token_ids) -> BlockRecord:
-    """A BlockRecord from a captured block, with the pieces of ids not sent before."""
-    eos = np.flatnonzero(np.isin(item.tokens, eos_token_ids))
-    shown = [item.tokens] + ([item.lens_top_ids.reshape(-1)] if item.lens_top_ids is not None else [])
-    lens = {} if item.lens_ranks is None else {
-        name: frozen_cube(getattr(item, name), dtype, item.lens_ranks.shape[1:])
-        for name, dtype in LENS_DTYPES.items()
-    }
-    return BlockRecord(
-        block=item.block,
-        tokens=frozen_array(item.tokens, np.int32),
-        eos_position=int(eos[0]) if eos.size else None,
-        stop_reason=STOP_CONVERGED if item.converged else STOP_OUT_OF_STEPS,
-        steps_used=item.steps_used,
-        new_pieces=pieces.new(np.concatenate(shown)),
-        **lens,
-    )

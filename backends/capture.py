@@ -51,11 +51,15 @@ import torch
 
 from visualizer.records import LENS_FIELDS
 
-from .base import BackendError, GenerationCancelled
+from .base import BackendError
+from .bridge import GenerationCancelled
 from .captured import CapturedBlock, CapturedStep
 from .layer_capture import LayerTaps, block_lens, guard_hooks, layer_rms, no_taps
 from .logit_summary import LogitSummary, shift_nats, summarize_logits
-from .sharded_server import FailedInStep
+from .vote_errors import FailedInStep
+
+# The model's methods the capture shadows on its instance, each with the `_StepRecorder` method in its place.
+_WRAPPED = ("_prepare_logits_processor", "_prepare_denoiser_inputs", "_denoising_step", "_finalize_canvas")
 
 
 class _LogitRecorder:
@@ -135,6 +139,162 @@ def _to_host(tensors: dict) -> dict:
     return {name: t.numpy().copy() for name, t in copies.items()}
 
 
+class _StepRecorder:
+    """One capture's state and the four wrappers `capture_steps` puts on the model: each wrapper calls the
+    stock method it shadows (`originals`), then records what that method computed.
+
+    Host-side state per row (numpy, shape (batch,)), so nothing is read back from the device for it:
+    `done` (its generation is over), `settled` (its block converged), `steps_used` in this block."""
+
+    def __init__(self, model, on_step, on_block, should_stop, *, topk, agree, shift, pins):
+        self.model, self.on_step, self.on_block = model, on_step, on_block
+        self.should_stop, self.agree = should_stop, agree
+        self.originals = {name: getattr(model, name) for name in _WRAPPED}
+        self.logits = _LogitRecorder(topk, hold=agree is not None, shift=shift)
+        self.state = {"block": -1, "step": 0, "done": None, "settled": None, "steps_used": None}
+        self.pinner = _PinProcessor(pins, self.state) if pins else None
+        self.kept: list[tuple[list[torch.Tensor], np.ndarray]] = []  # this block's layer outputs per step, and its active rows
+        self.held: list[Exception] = []  # a recording error waiting for the next vote (`agree` only)
+        self.taps: LayerTaps | None = None  # set while the layer hooks are in place (`capture_steps`)
+
+    def wrappers(self) -> dict:
+        return {name: getattr(self, name) for name in _WRAPPED}
+
+    def stop_here(self, canvas=None) -> None:
+        """Raise GenerationCancelled when the run has to stop (or the held error, voted on first)."""
+        wants = self.should_stop is not None and self.should_stop()
+        if self.agree is not None:
+            wants = self.agree(wants or bool(self.held), canvas)
+            if self.held:
+                raise FailedInStep() from self.held[0]
+        if wants:
+            raise GenerationCancelled()
+
+    def recording(self, record: Callable[[], None]) -> None:
+        """Run `record`; with `agree`, an error in it is held for the next vote instead of raised."""
+        if self.agree is None:
+            record()
+            return
+        try:
+            if self.logits.error is not None:
+                raise self.logits.error
+            if not self.held:
+                record()
+        except Exception as exc:
+            self.held.append(exc)
+            self.logits.error = None
+
+    def _prepare_logits_processor(self, generation_config, logits_processor=None):
+        processors = self.originals["_prepare_logits_processor"](generation_config, logits_processor)
+        if self.pinner is not None:
+            processors.append(self.pinner)
+        processors.append(self.logits)
+        return processors
+
+    def _prepare_denoiser_inputs(self, *args, **kwargs):
+        self.stop_here()
+        state, rows = self.state, kwargs["batch_size"]
+        if state["done"] is None:  # the first block: no row has finished yet
+            state["done"] = np.zeros(rows, bool)
+        state.update(block=state["block"] + 1, step=0, settled=np.zeros(rows, bool), steps_used=np.zeros(rows, int))
+        self.logits.reset()
+        self.kept.clear()
+        canvas, *rest = self.originals["_prepare_denoiser_inputs"](*args, **kwargs)
+        pinner = self.pinner
+        if pinner is not None and state["block"] == 0:  # on the canvas before the first step (after its random draw)
+            where = torch.tensor(pinner.positions, device=canvas.device)
+            canvas = canvas.clone()
+            canvas[:, where] = torch.tensor(pinner.ids, device=canvas.device, dtype=canvas.dtype)
+        return (canvas, *rest)
+
+    def _denoising_step(self, *args, **kwargs):
+        self.stop_here(kwargs.get("current_canvas"))
+        started = time.perf_counter()
+        out = self.originals["_denoising_step"](*args, **kwargs)
+        self.recording(lambda: self.record_step(out, kwargs, started))
+        return out
+
+    def record_step(self, out, kwargs, started) -> None:
+        next_canvas, argmax, _, finished = out
+        sampler = _accepting_sampler(kwargs["sampler"])
+        state, summary = self.state, self.logits.summary
+        active = ~(state["done"] | state["settled"])  # rows still denoising before this step
+        inside = {}
+        if self.taps is not None:
+            hiddens = self.taps.take()
+            inside = {"layer_rms": layer_rms(hiddens)}
+            self.kept.append(([h.clone() for h in hiddens], active.copy()))  # a compiled step's outputs are overwritten next step
+        host = _to_host(
+            {
+                "accepted": sampler.accepted_token_mask,
+                "canvas": next_canvas,
+                "argmax": argmax,
+                "entropy": summary.entropy,
+                "finished": finished,
+                "topk_ids": summary.topk_ids,
+                "topk_probs": summary.topk_probs,
+                "kl": self.logits.kl,
+                **inside,
+            }
+        )
+        wall_time_s = time.perf_counter() - started  # after the copies: device work included
+        for row in np.flatnonzero(active):
+            self.on_step(_step_of_row(host, row, state, int(kwargs["cur_step"]), wall_time_s))
+        state["steps_used"] += active
+        state["settled"] |= host["finished"].astype(bool)
+        state["step"] += 1
+
+    def _finalize_canvas(self, *args, **kwargs):
+        input_ids, finished = self.originals["_finalize_canvas"](*args, **kwargs)
+        self.recording(lambda: self.record_block(input_ids, finished, kwargs["canvas_length"]))
+        return input_ids, finished
+
+    def record_block(self, input_ids, finished, canvas_length) -> None:
+        tokens = input_ids[:, -canvas_length:]
+        state, kept, lens = self.state, self.kept, {}
+        if kept:  # (steps, batch, layers, canvas) each: the lens of every step, once the committed tokens are known
+            steps, layers = len(kept), len(kept[0][0])
+            every = block_lens(self.model, [h for hiddens, _ in kept for h in hiddens], tokens)
+            lens = {name: v.unflatten(1, (steps, layers)).transpose(0, 1) for name, v in zip(LENS_FIELDS, every)}
+        host = _to_host({"tokens": tokens, "finished": finished, **lens})
+        was_active = np.stack([active for _, active in kept]) if kept else None
+        kept.clear()
+        for row in np.flatnonzero(~state["done"]):
+            self.on_block(
+                CapturedBlock(
+                    block=state["block"],
+                    tokens=host["tokens"][row].astype(np.int32, copy=False),
+                    steps_used=int(state["steps_used"][row]),
+                    converged=bool(state["settled"][row]),
+                    row=int(row),
+                    **{name: host[name][was_active[:, row], row] for name in lens},
+                )
+            )
+        state["done"] = host["finished"].astype(bool)
+
+
+def _step_of_row(host: dict, row: int, state: dict, steps_remaining: int, wall_time_s: float) -> CapturedStep:
+    """The CapturedStep of one batch row, from a step's copies to the host (`_to_host`)."""
+    topk_ids, topk_probs = host.get("topk_ids"), host.get("topk_probs")
+    kl, rms = host.get("kl"), host.get("layer_rms")
+    return CapturedStep(
+        block=state["block"],
+        step=state["step"],
+        steps_remaining=steps_remaining,
+        accepted=host["accepted"][row].astype(bool, copy=False),
+        canvas=host["canvas"][row].astype(np.int32, copy=False),
+        argmax=host["argmax"][row].astype(np.int32, copy=False),
+        entropy_nats=host["entropy"][row].astype(np.float32, copy=False),
+        wall_time_s=wall_time_s,  # the whole batch's step: the rows share it
+        converged=bool(host["finished"][row]),
+        topk_ids=None if topk_ids is None else topk_ids[row],
+        topk_probs=None if topk_probs is None else topk_probs[row],
+        row=int(row),
+        kl_nats=None if kl is None else kl[row],
+        layer_rms=None if rms is None else rms[row],
+    )
+
+
 def capture_steps(
     model,
     on_step: Callable[[CapturedStep], None],
@@ -177,170 +337,25 @@ def capture_steps(
     # In the thread that runs `generate` (a backend's worker), before anything compiles there: dynamo's config
     # is thread-local since torch 2.12, so the import-time setting does not reach this thread (layer_capture).
     guard_hooks()
-    names = ("_prepare_logits_processor", "_prepare_denoiser_inputs", "_denoising_step", "_finalize_canvas")
-    if any(name in vars(model) for name in names):
+    if any(name in vars(model) for name in _WRAPPED):
         raise BackendError(
             "capture_steps is already active on this model: its hooks sit on the model instance, so one "
             "capture (one generate call, of any batch size) runs at a time; wait for it, or load a second model"
         )
-    originals = {name: getattr(model, name) for name in names}
-    recorder = _LogitRecorder(topk, hold=agree is not None, shift=shift)
-    # Host-side state per row (numpy, shape (batch,)): nothing is read back from the device for it.
-    state = {"block": -1, "step": 0, "done": None, "settled": None, "steps_used": None}
-    pinner = _PinProcessor(pins, state) if pins else None
-    kept: list[tuple[list[torch.Tensor], np.ndarray]] = []  # this block's layer outputs per step, and its active rows
-    held: list[Exception] = []  # a recording error waiting for the next vote (`agree` only)
-
-    def stop_here(canvas=None) -> None:
-        """Raise GenerationCancelled when the run has to stop (or the held error, voted on first)."""
-        wants = should_stop is not None and should_stop()
-        if agree is not None:
-            wants = agree(wants or bool(held), canvas)
-            if held:
-                raise FailedInStep() from held[0]
-        if wants:
-            raise GenerationCancelled()
-
-    def recording(record: Callable[[], None]) -> None:
-        """Run `record`; with `agree`, an error in it is held for the next vote instead of raised."""
-        if agree is None:
-            record()
-            return
-        try:
-            if recorder.error is not None:
-                raise recorder.error
-            if not held:
-                record()
-        except Exception as exc:
-            held.append(exc)
-            recorder.error = None
-
-    def prepare_logits_processor(generation_config, logits_processor=None):
-        processors = originals["_prepare_logits_processor"](generation_config, logits_processor)
-        if pinner is not None:
-            processors.append(pinner)
-        processors.append(recorder)
-        return processors
-
-    def prepare_denoiser_inputs(*args, **kwargs):
-        stop_here()
-        rows = kwargs["batch_size"]
-        if state["done"] is None:  # the first block: no row has finished yet
-            state["done"] = np.zeros(rows, bool)
-        state.update(block=state["block"] + 1, step=0, settled=np.zeros(rows, bool), steps_used=np.zeros(rows, int))
-        recorder.reset()
-        kept.clear()
-        canvas, *rest = originals["_prepare_denoiser_inputs"](*args, **kwargs)
-        if pinner is not None and state["block"] == 0:  # on the canvas before the first step (after its random draw)
-            where = torch.tensor(pinner.positions, device=canvas.device)
-            canvas = canvas.clone()
-            canvas[:, where] = torch.tensor(pinner.ids, device=canvas.device, dtype=canvas.dtype)
-        return (canvas, *rest)
-
-    def denoising_step(*args, **kwargs):
-        stop_here(kwargs.get("current_canvas"))
-        started = time.perf_counter()
-        out = originals["_denoising_step"](*args, **kwargs)
-        recording(lambda: record_step(out, kwargs, started))
-        return out
-
-    def record_step(out, kwargs, started) -> None:
-        next_canvas, argmax, _, finished = out
-        sampler = _accepting_sampler(kwargs["sampler"])
-        summary = recorder.summary
-        active = ~(state["done"] | state["settled"])  # rows still denoising before this step
-        inside = {}
-        if taps is not None:
-            hiddens = taps.take()
-            inside = {"layer_rms": layer_rms(hiddens)}
-            kept.append(([h.clone() for h in hiddens], active.copy()))  # a compiled step's outputs are overwritten next step
-        host = _to_host(
-            {
-                "accepted": sampler.accepted_token_mask,
-                "canvas": next_canvas,
-                "argmax": argmax,
-                "entropy": summary.entropy,
-                "finished": finished,
-                "topk_ids": summary.topk_ids,
-                "topk_probs": summary.topk_probs,
-                "kl": recorder.kl,
-                **inside,
-            }
-        )
-        wall_time_s = time.perf_counter() - started  # after the copies: device work included
-        topk_ids, topk_probs = host.get("topk_ids"), host.get("topk_probs")
-        kl, rms = host.get("kl"), host.get("layer_rms")
-        for row in np.flatnonzero(active):
-            on_step(
-                CapturedStep(
-                    block=state["block"],
-                    step=state["step"],
-                    steps_remaining=int(kwargs["cur_step"]),
-                    accepted=host["accepted"][row].astype(bool, copy=False),
-                    canvas=host["canvas"][row].astype(np.int32, copy=False),
-                    argmax=host["argmax"][row].astype(np.int32, copy=False),
-                    entropy_nats=host["entropy"][row].astype(np.float32, copy=False),
-                    wall_time_s=wall_time_s,  # the whole batch's step: the rows share it
-                    converged=bool(host["finished"][row]),
-                    topk_ids=None if topk_ids is None else topk_ids[row],
-                    topk_probs=None if topk_probs is None else topk_probs[row],
-                    row=int(row),
-                    kl_nats=None if kl is None else kl[row],
-                    layer_rms=None if rms is None else rms[row],
-                )
-            )
-        state["steps_used"] += active
-        state["settled"] |= host["finished"].astype(bool)
-        state["step"] += 1
-
-    def finalize_canvas(*args, **kwargs):
-        input_ids, finished = originals["_finalize_canvas"](*args, **kwargs)
-        recording(lambda: record_block(input_ids, finished, kwargs["canvas_length"]))
-        return input_ids, finished
-
-    def record_block(input_ids, finished, canvas_length) -> None:
-        tokens = input_ids[:, -canvas_length:]
-        lens = {}
-        if kept:  # (steps, batch, layers, canvas) each: the lens of every step, once the committed tokens are known
-            steps, layers = len(kept), len(kept[0][0])
-            every = block_lens(model, [h for hiddens, _ in kept for h in hiddens], tokens)
-            lens = {name: v.unflatten(1, (steps, layers)).transpose(0, 1) for name, v in zip(LENS_FIELDS, every)}
-        host = _to_host({"tokens": tokens, "finished": finished, **lens})
-        was_active = np.stack([active for _, active in kept]) if kept else None
-        kept.clear()
-        for row in np.flatnonzero(~state["done"]):
-            on_block(
-                CapturedBlock(
-                    block=state["block"],
-                    tokens=host["tokens"][row].astype(np.int32, copy=False),
-                    steps_used=int(state["steps_used"][row]),
-                    converged=bool(state["settled"][row]),
-                    row=int(row),
-                    **{name: host[name][was_active[:, row], row] for name in lens},
-                )
-            )
-        state["done"] = host["finished"].astype(bool)
-
-    wrappers = {
-        "_prepare_logits_processor": prepare_logits_processor,
-        "_prepare_denoiser_inputs": prepare_denoiser_inputs,
-        "_denoising_step": denoising_step,
-        "_finalize_canvas": finalize_canvas,
-    }
-    taps = None
+    recorder = _StepRecorder(model, on_step, on_block, should_stop, topk=topk, agree=agree, shift=shift, pins=pins)
     try:
-        for name, wrapper in wrappers.items():
+        for name, wrapper in recorder.wrappers().items():
             setattr(model, name, wrapper)
-        with (LayerTaps(model, layers) if layers else no_taps()) as taps:
+        with (LayerTaps(model, layers) if layers else no_taps()) as recorder.taps:
             yield
-        if held:  # the error came after the last vote: every rank has left `generate` by now
-            raise FailedInStep() from held[0]
+        if recorder.held:  # the error came after the last vote: every rank has left `generate` by now
+            raise FailedInStep() from recorder.held[0]
     finally:
-        kept.clear()  # the layer outputs kept on the device for the ranks
-        for name in names:
+        recorder.kept.clear()  # the layer outputs kept on the device for the ranks
+        for name in _WRAPPED:
             vars(model).pop(name, None)
 
 
 # Wrapped here, not decorated: mutmut (docs/mutation.md) leaves decorated functions unmutated, and
-# this body, with the four wrappers inside it, is what the capture's mutation score is about.
+# this body (the wrappers' installing and removing) is part of what the capture's mutation score is about.
 capture_steps = contextlib.contextmanager(capture_steps)

@@ -53,7 +53,7 @@ import torch
 
 from visualizer.records import LENS_FIELDS
 
-from .base import GenerationCancelled
+from .bridge import GenerationCancelled
 from .captured import CapturedBlock, CapturedStep, pad_after_eos
 from .layer_capture import LayerTaps, block_lens, guard_hooks, layer_rms
 from .logit_summary import shift_nats, summarize_logits

@@ -51,7 +51,7 @@ from mlx_vlm.generate.diffusion import (
     _diffusion_token_probability,
 )
 
-from .base import GenerationCancelled
+from .bridge import GenerationCancelled
 from .captured import CapturedBlock, CapturedStep, pad_after_eos
 
 ENTROPY_BOUND = "entropy-bound"

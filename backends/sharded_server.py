@@ -28,37 +28,21 @@ from dataclasses import replace
 from visualizer.records import FINISH_ERROR, RunEnd
 
 from . import run
-from .base import BackendError, GenerationCancelled, Stop, model_error, start_thread
+from .base import BackendError, model_error, start_thread
+from .bridge import GenerationCancelled, Stop
 from .process_group import abandon_process
 from .sharded import local_rank, rank
+from .vote_errors import RANKS_DISAGREE, FailedInStep, RanksDisagree
 
 KEEP_ALIVE = "keep-alive"  # announced by an idle leader, so that a follower's wait never meets the group's timeout
 # transformers opens the process group with a 2-hour timeout: a follower waiting longer for the next
 # request would fail its broadcast and end the server; a keep-alive a minute costs one tiny broadcast.
 KEEP_ALIVE_S = 60.0
 LOST_WAIT_S = 2.0  # after a failed collective, how long a dying rank's process is given to be gone
-RANKS_DISAGREE = (
-    "The ranks' canvases differ: the GPUs computed different numbers for the parts every rank runs whole, so the "
-    "sharded model is no longer one model. The run stopped here; its steps so far are kept. docs/sharded.md "
-    "(\"Ranks that disagree\") says why this can happen."
-)
 _SERVED = object()  # the serving thread has ended its request (its error, if any, is in its Future)
 
 
 # ---- the vote: one request at a time, stopped on every rank at once ----------------------------
-class FailedInStep(Exception):
-    """A sharded run's error, held by the capture until every rank had agreed to stop at the same
-    step (`capture_steps(..., agree=agreed)`), then raised from it (`__cause__`): the other ranks left
-    their `generate` at that same point and are ready for the next request."""
-
-
-class RanksDisagree(FailedInStep, BackendError):
-    """The ranks of a sharded model hold different canvases at a step (`agreed`).
-
-    Raised on every rank at the same vote, so they all leave `generate` there (in step, as
-    FailedInStep says) and the message is shown as is (a BackendError, which the followers expect)."""
-
-
 def agreed(flag: bool, canvas=None) -> bool:
     """True on every rank when any rank's `flag` is true: one tiny all-reduce, called by all ranks alike.
 

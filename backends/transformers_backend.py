@@ -45,7 +45,8 @@ from .layer_capture import decoder_layers  # importing it makes torch.compile gu
 from .compile_cache import bucket_length, first_compile, shape_key, trace_alike_in_every_process, use_compile_cache
 from .model_thread import ModelThread, stop_thread
 from .process_group import note_compiled_run
-from .sharded_server import FailedInStep, agreed
+from .sharded_server import agreed
+from .vote_errors import FailedInStep
 from .known import REAL_CHECKPOINT, REAL_CHECKPOINT_BF16_GB, load_failure_message, looks_like_path, on_zero_gpu
 
 ENTROPY_BOUND = SamplerSpec(

@@ -219,7 +219,7 @@ class RecordConsumer:
         tables: dict[int, PieceTable] = {}
 
         def consume():
-            from backends.base import step_record
+            from backends.captured import step_record
 
             while (item := self.queue.get()) is not None:
                 if item.row not in tables:

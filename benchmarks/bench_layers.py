@@ -54,7 +54,7 @@ import scipy.stats
 import torch
 
 from backends import layer_capture
-from backends.base import block_record, step_record
+from backends.captured import block_record, step_record
 from backends.capture import capture_steps
 from backends.layer_capture import LayerTaps, block_lens, block_lens_reference, guard_hooks
 from visualizer.records import ModelInfo, RunStart, frozen_array

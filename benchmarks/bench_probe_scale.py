@@ -414,7 +414,7 @@ def main(argv=None) -> int:
     import logging
 
     logging.basicConfig(format="%(name)s: %(message)s")
-    logging.getLogger("backends.base").setLevel(logging.DEBUG)  # a failed run's whole traceback, not one line
+    logging.getLogger("backends.bridge").setLevel(logging.DEBUG)  # a failed run's whole traceback, not one line
     return {"single": single, "slice": slice_, "report": report_}[args.mode](args)
 
 

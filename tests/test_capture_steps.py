@@ -27,7 +27,8 @@ import torch
 from transformers import DiffusionGemmaForBlockDiffusion, LogitsProcessorList
 from transformers.models.diffusion_gemma import generation_diffusion_gemma as stock
 
-from backends.base import BackendError, GenerationCancelled
+from backends.base import BackendError
+from backends.bridge import GenerationCancelled
 from backends.sharded_server import FailedInStep
 from backends import capture
 from backends.capture import _accepting_sampler, _to_host, capture_steps

@@ -19,7 +19,7 @@ import time
 import pytest
 
 from backends import BUILTIN_MODEL_DIR, Stop, process_group
-from backends.base import ABANDON_GRACE_S
+from backends.bridge import ABANDON_GRACE_S
 from tests.torchrun import ROOT, rank_pid, single_host, worker_env, worker_module
 from visualizer.trace import Trace
 
