@@ -65,6 +65,17 @@ def frozen_cube(values, dtype, shape: tuple[int, int]) -> np.ndarray:
     return array
 
 
+def _array(dtype, **kwargs):
+    """A record's numpy field with its dtype declared beside it (`array_dtypes` reads it back)."""
+    return field(metadata={"dtype": dtype}, **kwargs)
+
+
+def array_dtypes(record: type) -> dict[str, type]:
+    """{field name: dtype} of a record type's numpy fields, in field order: what its converters
+    (`backends.captured`) and the trace file's reader (`trace_format`) make each array as."""
+    return {f.name: f.metadata["dtype"] for f in dataclasses.fields(record) if "dtype" in f.metadata}
+
+
 class _ArrayRecord:
     """Equality for frozen dataclasses whose fields may be numpy arrays."""
 
@@ -110,7 +121,7 @@ class ModelInfo(_ArrayRecord):
 class RunStart(_ArrayRecord):
     """First record of a run: the tokenized prompt and the resolved knobs."""
 
-    prompt_ids: np.ndarray  # (prompt_len,) int32, the chat-templated prompt fed to the encoder
+    prompt_ids: np.ndarray = _array(np.int32)  # (prompt_len,) int32, the chat-templated prompt fed to the encoder
     settings: dict  # every knob with the value actually used (checkpoint defaults filled in)
     max_blocks: int  # ceil(max_new_tokens / canvas_length): fixes the layout before any step
     # The sampler's accept rule (`visualizer.samplers.AcceptRule.to_dict()`); None in traces written
@@ -134,25 +145,25 @@ class StepRecord(_ArrayRecord):
     block: int  # block (canvas) index, 0-based
     step: int  # step index within the block, 0-based
     steps_remaining: int  # the sampler's `cur_step`: max_denoising_steps at step 0, counting down to 1
-    accepted: np.ndarray  # (canvas,) bool: positions whose sampled token the sampler kept this step
-    canvas: np.ndarray  # (canvas,) int32: canvas fed to the next step (accepted samples, fresh noise elsewhere)
-    argmax: np.ndarray  # (canvas,) int32: argmax of the processed logits at every position
-    entropy_nats: np.ndarray  # (canvas,) float32: entropy of the processed (temperature-scaled) logits
+    accepted: np.ndarray = _array(bool)  # (canvas,) bool: positions whose sampled token the sampler kept this step
+    canvas: np.ndarray = _array(np.int32)  # (canvas,) int32: canvas fed to the next step (accepted samples, fresh noise elsewhere)
+    argmax: np.ndarray = _array(np.int32)  # (canvas,) int32: argmax of the processed logits at every position
+    entropy_nats: np.ndarray = _array(np.float32)  # (canvas,) float32: entropy of the processed (temperature-scaled) logits
     wall_time_s: float  # seconds this step took, device work included
     new_pieces: dict = field(default_factory=dict, compare=False)  # {id: text} for displayed ids not seen before
     # The alternatives (settings.record_topk > 0): the k most probable ids of the processed logits
     # at every position, most probable first, and their probabilities. Never the logits.
-    topk_ids: np.ndarray | None = None  # (canvas, k) int32
-    topk_probs: np.ndarray | None = None  # (canvas, k) float16
+    topk_ids: np.ndarray | None = _array(np.int32, default=None)  # (canvas, k) int32
+    topk_probs: np.ndarray | None = _array(np.float16, default=None)  # (canvas, k) float16
     # MLX confidence-threshold sampler only: the probability of the token sampled at each position,
     # the value it compares with its threshold (None for the entropy-bound sampler).
-    sample_probability: np.ndarray | None = None  # (canvas,) float32
+    sample_probability: np.ndarray | None = _array(np.float32, default=None)  # (canvas,) float32
     # The shift (settings.record_shift): KL(p_t || p_t-1) of each position's sampling distribution (the
     # processed logits the sampler sees) from the previous step's, in nats. None at a block's first step.
-    kl_nats: np.ndarray | None = None  # (canvas,) float32
+    kl_nats: np.ndarray | None = _array(np.float32, default=None)  # (canvas,) float32
     # Inside the network (settings.layers: the recorded layers, in that order, are `RunStart.settings["layers"]`):
     # the RMS over the hidden size of each layer's output (the logit lens of the step comes with its block)
-    layer_rms: np.ndarray | None = None  # (layers, canvas) float32
+    layer_rms: np.ndarray | None = _array(np.float32, default=None)  # (layers, canvas) float32
 
     @property
     def topk(self) -> int:
@@ -160,26 +171,21 @@ class StepRecord(_ArrayRecord):
         return 0 if self.topk_ids is None else int(self.topk_ids.shape[1])
 
 
-# A block's logit lens and each part's dtype, in the order `backends.layer_capture.block_lens` returns them.
-LENS_DTYPES = {"lens_top_ids": np.int32, "lens_top_probs": np.float16, "lens_ranks": np.int32}
-LENS_FIELDS = tuple(LENS_DTYPES)
-
-
 @dataclass(frozen=True, eq=False)
 class BlockRecord(_ArrayRecord):
     """A finished block: what was committed and why the block ended."""
 
     block: int
-    tokens: np.ndarray  # (canvas,) int32: committed ids (last step's argmax, pad after the EOS)
+    tokens: np.ndarray = _array(np.int32)  # (canvas,) int32: committed ids (last step's argmax, pad after the EOS)
     eos_position: int | None  # index in the block of the first EOS token, None when there is none
     stop_reason: str  # one of BLOCK_STOP_REASONS
     steps_used: int  # denoising steps this block ran
     new_pieces: dict = field(default_factory=dict, compare=False)
     # With settings.layers, the logit lens (final norm + tied head) of each recorded layer at each step of the
     # block, computed once the block is committed (the rank needs its tokens; one head product gives all three):
-    lens_top_ids: np.ndarray | None = None  # (steps_used, layers, canvas) int32: the lens's top token
-    lens_top_probs: np.ndarray | None = None  # (steps_used, layers, canvas) float16: its probability (temperature 1)
-    lens_ranks: np.ndarray | None = None  # (steps_used, layers, canvas) int32: the committed token's rank (0: top)
+    lens_top_ids: np.ndarray | None = _array(np.int32, default=None)  # (steps_used, layers, canvas) int32: the lens's top token
+    lens_top_probs: np.ndarray | None = _array(np.float16, default=None)  # (steps_used, layers, canvas) float16: its probability (temperature 1)
+    lens_ranks: np.ndarray | None = _array(np.int32, default=None)  # (steps_used, layers, canvas) int32: the committed token's rank (0: top)
 
 
 @dataclass(frozen=True, eq=False)
@@ -187,10 +193,16 @@ class RunEnd(_ArrayRecord):
     """Last record of a run."""
 
     finish_reason: str  # one of FINISH_REASONS
-    sequence: np.ndarray  # (generated,) int32: all committed block tokens in order, pad included
+    sequence: np.ndarray = _array(np.int32)  # (generated,) int32: all committed block tokens in order, pad included
     text: str  # the response decoded with special tokens skipped
     wall_time_s: float  # whole run, tokenization to last block
     error: str | None = None  # a one-line message when finish_reason is FINISH_ERROR
 
 
 Record = Union[RunStart, StepRecord, BlockRecord, RunEnd]
+
+STEP_DTYPES = array_dtypes(StepRecord)
+BLOCK_DTYPES = array_dtypes(BlockRecord)
+# A block's logit lens and each part's dtype, in the order `backends.layer_capture.block_lens` returns them.
+LENS_DTYPES = {name: dtype for name, dtype in BLOCK_DTYPES.items() if name.startswith("lens_")}
+LENS_FIELDS = tuple(LENS_DTYPES)

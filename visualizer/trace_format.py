@@ -39,6 +39,8 @@ JSON format (version 5), documented for people who read or write traces by hand:
                   "text": "...", "wall_time_s", "error": str|null} | null
     }
 
+The reader reads this version only: an older file is first brought to its layout by
+`trace_upgrade.upgrade`, whose docstring says what each version moved.
 Version 5 moved the lens's top ids and probabilities from each step to its block, beside the ranks: the
 capture computes all three once the block is committed, from one head product per layer and step. A
 version-4 file loads with its steps' lens gathered into their blocks.
@@ -65,16 +67,20 @@ import dataclasses
 import functools
 import json
 import math
-from dataclasses import asdict, fields
+import typing
+from dataclasses import MISSING, asdict, fields
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
 from .records import (
+    BLOCK_DTYPES,
     BLOCK_STOP_REASONS,
     LENS_DTYPES,
     LENS_FIELDS,
+    STEP_DTYPES,
+    array_dtypes,
     frozen_cube,
     FINISH_REASONS,
     BlockRecord,
@@ -85,8 +91,9 @@ from .records import (
     frozen_array,
     frozen_matrix,
 )
-from .samplers import SAMPLER_ENTROPY_BOUND, AcceptRule, legacy_rule
+from .samplers import SAMPLER_ENTROPY_BOUND, AcceptRule
 from .settings import GenerationSettings
+from .trace_upgrade import upgrade
 
 TRACE_FORMAT = "diffusion-visualizer-trace"
 TRACE_VERSION = 5
@@ -135,31 +142,8 @@ def trace_to_dict(trace) -> dict:
         **({"batch": dict(trace.start.batch)} if trace.start and trace.start.batch else {}),
         **({"pins": [[int(p), int(t)] for p, t in trace.start.pins]} if trace.start and trace.start.pins else {}),
         "pieces": {str(k): v for k, v in sorted(trace.pieces.items())},
-        "steps": [
-            {
-                "block": s.block,
-                "step": s.step,
-                "steps_remaining": s.steps_remaining,
-                "accepted": [int(x) for x in s.accepted],
-                "canvas": _ints(s.canvas),
-                "argmax": _ints(s.argmax),
-                "entropy_nats": [float(str(x)) for x in s.entropy_nats],  # shortest exact float32
-                "wall_time_s": s.wall_time_s,
-                **_optional_step_parts(s),
-            }
-            for s in trace.steps
-        ],
-        "blocks": [
-            {
-                "block": b.block,
-                "tokens": _ints(b.tokens),
-                "eos_position": b.eos_position,
-                "stop_reason": b.stop_reason,
-                "steps_used": b.steps_used,
-                **_lens_parts(b),
-            }
-            for b in trace.blocks
-        ],
+        "steps": [_record_fields(s, STEP_DTYPES) for s in trace.steps],
+        "blocks": [_record_fields(b, BLOCK_DTYPES) for b in trace.blocks],
         "end": None
         if trace.end is None
         else {
@@ -179,30 +163,25 @@ def settings_of_run(settings: dict) -> GenerationSettings:
     return GenerationSettings.from_dict({"record_topk": 0, "record_shift": False, **settings})
 
 
-def _optional_step_parts(s: StepRecord) -> dict:
-    """The version-2 parts of a step that it holds (shortest exact decimals for the floats)."""
-    parts = {}
-    if s.topk_ids is not None:
-        parts["topk_ids"] = np.asarray(s.topk_ids).astype(np.int64, copy=False).tolist()
-        parts["topk_probs"] = _float16_decimals(s.topk_probs).tolist()
-    if s.sample_probability is not None:
-        parts["sample_probability"] = [float(str(p)) for p in s.sample_probability]
-    if s.kl_nats is not None:
-        parts["kl_nats"] = [float(str(p)) for p in s.kl_nats]
-    if s.layer_rms is not None:
-        parts["layer_rms"] = [[float(str(v)) for v in row] for row in s.layer_rms]
-    return parts
+def _record_fields(record, dtypes: dict) -> dict:
+    """A step's or a block's JSON: its written fields in declaration order (`new_pieces` goes into the
+    trace's pieces), each array as JSON values of its dtype; an optional part it does not hold is left out."""
+    out = {}
+    for f in fields(record):
+        value = getattr(record, f.name)
+        if f.compare and not (value is None and f.default is None):
+            out[f.name] = _json_values(value, dtypes[f.name]) if f.name in dtypes else value
+    return out
 
 
-def _lens_parts(b: BlockRecord) -> dict:
-    """A block's logit lens, when its run recorded layers (version 5; version 4 kept the top ids in the steps)."""
-    if b.lens_ranks is None:
-        return {}
-    return {
-        "lens_top_ids": np.asarray(b.lens_top_ids).astype(np.int64).tolist(),
-        "lens_top_probs": _float16_decimals(b.lens_top_probs).tolist(),
-        "lens_ranks": np.asarray(b.lens_ranks).astype(np.int64).tolist(),
-    }
+def _json_values(array, dtype) -> list:
+    """An array as nested JSON lists: ids and flags as ints, floats by their shortest exact decimal."""
+    if dtype is np.float16:
+        return _float16_decimals(array).tolist()
+    if dtype is np.float32:  # float(str(x)): the shortest decimal that reads back as the same float32
+        array = np.asarray(array)
+        return np.array([float(str(x)) for x in array.reshape(-1)], np.float64).reshape(array.shape).tolist()
+    return np.asarray(array).astype(np.int64, copy=False).tolist()
 
 
 def displayed_ids(start: RunStart | None, steps, blocks) -> set[int]:
@@ -276,6 +255,10 @@ def parse_trace(data) -> TraceParts:
         raise TraceError(f"unknown trace version {version}")
     known = {"format", "version", "created", "model", "prompt", "settings", "max_blocks", "sampler_rule", "batch", "pins", "pieces", "steps", "blocks", "end"}
     _no_unknown(data, known, "trace")
+    try:
+        data = upgrade(data, version)  # from here on, version 5's layout (`trace_upgrade`)
+    except ValueError as exc:
+        raise TraceError(str(exc)) from None
 
     model = _parse_model(_get(data, "model", dict, "trace"))
     canvas, vocab = model.canvas_length, model.vocab_size
@@ -284,7 +267,7 @@ def parse_trace(data) -> TraceParts:
     text = _get(prompt, "text", str, "prompt")
     if len(text) > MAX_TEXT_CHARS:
         raise TraceError("prompt.text is too long")
-    prompt_ids = _id_array(_get(prompt, "ids", list, "prompt"), vocab, "prompt.ids", max_len=MAX_PROMPT_TOKENS)
+    prompt_ids = _id_array(_get(prompt, "ids", list, "prompt"), vocab, "prompt.ids", _START_DTYPES["prompt_ids"], max_len=MAX_PROMPT_TOKENS)
 
     settings = _get(data, "settings", dict, "trace")
     try:
@@ -296,7 +279,7 @@ def parse_trace(data) -> TraceParts:
     max_blocks = _get(data, "max_blocks", int, "trace")
     if not 1 <= max_blocks <= MAX_BLOCKS:
         raise TraceError(f"max_blocks must be from 1 to {MAX_BLOCKS} (got {max_blocks})")
-    rule = _parse_sampler_rule(data.get("sampler_rule"), model.backend, settings_of_run(settings).sampler)
+    rule = _parse_sampler_rule(data.get("sampler_rule"), settings_of_run(settings).sampler)
 
     raw_pieces = _get(data, "pieces", dict, "trace")
     pieces = {}
@@ -322,19 +305,13 @@ def parse_trace(data) -> TraceParts:
     raw_steps = _get(data, "steps", list, "trace")
     if len(raw_steps) > MAX_STEPS:
         raise TraceError(f"{len(raw_steps)} steps is more than the limit of {MAX_STEPS}")
-    lens_in_steps = version == 4 and layers  # version 4 kept each step's lens top ids in the step
-    steps_of_block: dict = {}  # (version 4) each block's raw steps, in order
     for i, raw in enumerate(raw_steps):
-        step = _parse_step(raw, i, canvas, vocab, max_blocks, run.record_topk, lens_in_steps)
+        step = _parse_step(raw, i, canvas, vocab, max_blocks, run.record_topk)
         steps.append(_check_inside(raw, step, f"steps[{i}]", canvas, vocab, layers, bool(run.record_shift)))
-        if lens_in_steps:
-            steps_of_block.setdefault(step.block, []).append(raw)
     raw_blocks = _get(data, "blocks", list, "trace")
     if len(raw_blocks) > max_blocks:
         raise TraceError(f"{len(raw_blocks)} blocks recorded but max_blocks is {max_blocks}")
     for i, raw in enumerate(raw_blocks):
-        if lens_in_steps and isinstance(raw, dict):
-            raw = {**raw, **_lens_from_steps(steps_of_block.get(raw.get("block"), []), f"blocks[{i}]")}
         blocks.append(_parse_block(raw, i, canvas, vocab, model, layers))
     raw_end = data.get("end")
     if raw_end is not None:
@@ -399,7 +376,7 @@ def _check_inside(raw: dict, step: StepRecord, where: str, canvas: int, vocab: i
         kl = _get(raw, "kl_nats", list, where)
         if len(kl) != canvas or not all(_is_number(v) for v in kl):
             raise TraceError(f"{where}.kl_nats must be {canvas} numbers")
-        array = frozen_array(kl, np.float32)
+        array = frozen_array(kl, STEP_DTYPES["kl_nats"])
         if not np.all(np.isfinite(array)) or array.min() < -1e-3:  # float32 rounding makes a KL of 0 about -1e-9
             raise TraceError(f"{where}.kl_nats must be finite numbers of at least 0")
         parts["kl_nats"] = array
@@ -410,15 +387,8 @@ def _check_inside(raw: dict, step: StepRecord, where: str, canvas: int, vocab: i
     if layers and "layer_rms" not in raw:
         raise TraceError(f"{where} has no layer_rms though settings.layers records {layers} layer(s)")
     if layers:
-        parts["layer_rms"] = _float_rows(raw["layer_rms"], f"{where}.layer_rms", layers, canvas, np.float32)
+        parts["layer_rms"] = _float_rows(raw["layer_rms"], f"{where}.layer_rms", layers, canvas, STEP_DTYPES["layer_rms"])
     return dataclasses.replace(step, **parts) if parts else step
-
-
-def _lens_from_steps(mine: list, where: str) -> dict:
-    """A version-4 block's lens top ids and probabilities, gathered from its steps (parsed with the block)."""
-    if not all("lens_top_ids" in s and "lens_top_probs" in s for s in mine):
-        raise TraceError(f"{where}: a version-4 step of this block has no lens_top_ids and lens_top_probs")
-    return {name: [s[name] for s in mine] for name in ("lens_top_ids", "lens_top_probs")}
 
 
 def _parse_batch(raw) -> dict | None:
@@ -436,32 +406,36 @@ def _parse_batch(raw) -> dict | None:
     return {"size": size, "row": row}
 
 
-def _parse_sampler_rule(raw, backend: str, sampler: str | None) -> dict:
-    """The recorded accept rule, or the one a version-2 writer used; a sampler with neither is refused."""
-    if raw is not None:
-        try:
-            return AcceptRule.from_dict(raw).to_dict()
-        except ValueError as exc:
-            raise TraceError(str(exc)) from None
-    rule = legacy_rule(backend, sampler)
-    if rule is None:
+def _parse_sampler_rule(raw, sampler: str | None) -> dict:
+    """The recorded accept rule (an older file's was derived by `trace_upgrade`); a sampler without one is refused."""
+    if raw is None:
         raise TraceError(
             f"this trace's sampler {sampler or SAMPLER_ENTROPY_BOUND!r} did not record its accept rule (sampler_rule), "
             "so its frames cannot be read"
         )
-    return rule.to_dict()
+    try:
+        return AcceptRule.from_dict(raw).to_dict()
+    except ValueError as exc:
+        raise TraceError(str(exc)) from None
+
+
+@functools.cache
+def _model_kinds() -> dict[str, tuple[type, bool]]:
+    """{field: (its JSON type, whether a file may leave it out)} of ModelInfo, read from its declaration
+    (a tuple is a JSON list); pad_token_id, an int or null, is checked on its own."""
+    hints = typing.get_type_hints(ModelInfo)
+    return {
+        f.name: (list if typing.get_origin(hints[f.name]) is tuple else hints[f.name], f.default is not MISSING)
+        for f in fields(ModelInfo)
+        if f.name != "pad_token_id"
+    }
 
 
 def _parse_model(raw: dict) -> ModelInfo:
-    names = {f.name for f in fields(ModelInfo)}
-    _no_unknown(raw, names, "model")
-    types = {
-        "name": str, "source": str, "backend": str, "device": str, "dtype": str, "canvas_length": int,
-        "vocab_size": int, "eos_token_ids": list, "max_context": int, "builtin": bool, "parameters": int, "layers": int,
-    }
+    _no_unknown(raw, {f.name for f in fields(ModelInfo)}, "model")
     values = {}
-    for name, kind in types.items():
-        if name in ("builtin", "parameters", "layers") and name not in raw:
+    for name, (kind, optional) in _model_kinds().items():
+        if optional and name not in raw:
             continue
         values[name] = _get(raw, name, kind, "model")
     pad = raw.get("pad_token_id")
@@ -482,16 +456,24 @@ def _parse_model(raw: dict) -> ModelInfo:
     return ModelInfo(pad_token_id=pad, **values)
 
 
-STEP_FIELDS = {"block", "step", "steps_remaining", "accepted", "canvas", "argmax", "entropy_nats", "wall_time_s"}
-OPTIONAL_STEP_FIELDS = {"topk_ids", "topk_probs", "sample_probability", "kl_nats", "layer_rms"}
-VERSION_4_LENS_FIELDS = {"lens_top_ids", "lens_top_probs"}  # a step's lens, moved to its block in version 5
+def _written_fields(record: type) -> tuple[set[str], set[str]]:
+    """The (required, optional) fields a record type is written with: optional ones default to None;
+    `new_pieces` (compare=False) goes into the trace's pieces instead."""
+    written = [f for f in fields(record) if f.compare]
+    return {f.name for f in written if f.default is MISSING}, {f.name for f in written if f.default is None}
 
 
-def _parse_step(raw, i: int, canvas: int, vocab: int, max_blocks: int, topk: int, lens_in_steps: bool = False) -> StepRecord:
+STEP_FIELDS, OPTIONAL_STEP_FIELDS = _written_fields(StepRecord)
+BLOCK_FIELDS = set.union(*_written_fields(BlockRecord))
+END_FIELDS = set.union(*_written_fields(RunEnd))
+_START_DTYPES, _END_DTYPES = array_dtypes(RunStart), array_dtypes(RunEnd)
+
+
+def _parse_step(raw, i: int, canvas: int, vocab: int, max_blocks: int, topk: int) -> StepRecord:
     where = f"steps[{i}]"
     if not isinstance(raw, dict):
         raise TraceError(f"{where} must be an object")
-    _no_unknown(raw, STEP_FIELDS | OPTIONAL_STEP_FIELDS | (VERSION_4_LENS_FIELDS if lens_in_steps else set()), where)
+    _no_unknown(raw, STEP_FIELDS | OPTIONAL_STEP_FIELDS, where)
     block = _get(raw, "block", int, where)
     if not 0 <= block < max_blocks:
         raise TraceError(f"{where}.block {block} is outside 0..{max_blocks - 1}")
@@ -505,7 +487,7 @@ def _parse_step(raw, i: int, canvas: int, vocab: int, max_blocks: int, topk: int
     entropy = _get(raw, "entropy_nats", list, where)
     if len(entropy) != canvas or not all(_is_number(e) for e in entropy):
         raise TraceError(f"{where}.entropy_nats must be {canvas} numbers")
-    entropy_array = frozen_array(entropy, np.float32)
+    entropy_array = frozen_array(entropy, STEP_DTYPES["entropy_nats"])
     if not np.all(np.isfinite(entropy_array)) or entropy_array.min() < -1e-3 or entropy_array.max() > math.log(vocab) + 1e-3:
         raise TraceError(f"{where}.entropy_nats must lie between 0 and ln(vocab) = {math.log(vocab):.3f} nats")
     wall = _get(raw, "wall_time_s", (int, float), where)
@@ -515,9 +497,9 @@ def _parse_step(raw, i: int, canvas: int, vocab: int, max_blocks: int, topk: int
         block=block,
         step=step,
         steps_remaining=remaining,
-        accepted=frozen_array(accepted, bool),
-        canvas=_id_array(_get(raw, "canvas", list, where), vocab, f"{where}.canvas", exact_len=canvas),
-        argmax=_id_array(_get(raw, "argmax", list, where), vocab, f"{where}.argmax", exact_len=canvas),
+        accepted=frozen_array(accepted, STEP_DTYPES["accepted"]),
+        canvas=_id_array(_get(raw, "canvas", list, where), vocab, f"{where}.canvas", STEP_DTYPES["canvas"], exact_len=canvas),
+        argmax=_id_array(_get(raw, "argmax", list, where), vocab, f"{where}.argmax", STEP_DTYPES["argmax"], exact_len=canvas),
         entropy_nats=entropy_array,
         wall_time_s=float(wall),
         **_parse_candidates(raw, where, canvas, vocab, topk),
@@ -544,10 +526,10 @@ def _parse_candidates(raw: dict, where: str, canvas: int, vocab: int, topk: int)
     flat_probs = [v for row in probs for v in row]
     if not all(_is_number(v) for v in flat_probs):
         raise TraceError(f"{where}.topk_probs must hold numbers")
-    prob_array = frozen_matrix(flat_probs, np.float16, topk)
+    prob_array = frozen_matrix(flat_probs, STEP_DTYPES["topk_probs"], topk)
     if not np.all(np.isfinite(prob_array)) or prob_array.min() < 0 or prob_array.max() > 1:
         raise TraceError(f"{where}.topk_probs must be probabilities from 0 to 1")
-    return {"topk_ids": frozen_matrix(flat_ids, np.int32, topk), "topk_probs": prob_array}
+    return {"topk_ids": frozen_matrix(flat_ids, STEP_DTYPES["topk_ids"], topk), "topk_probs": prob_array}
 
 
 def _parse_probabilities(raw: dict, where: str, canvas: int):
@@ -556,7 +538,7 @@ def _parse_probabilities(raw: dict, where: str, canvas: int):
     values = _get(raw, "sample_probability", list, where)
     if len(values) != canvas or not all(_is_number(v) for v in values):
         raise TraceError(f"{where}.sample_probability must be {canvas} numbers")
-    array = frozen_array(values, np.float32)
+    array = frozen_array(values, STEP_DTYPES["sample_probability"])
     if not np.all(np.isfinite(array)) or array.min() < 0 or array.max() > 1:
         raise TraceError(f"{where}.sample_probability must be probabilities from 0 to 1")
     return array
@@ -600,8 +582,8 @@ def _parse_block(raw, i: int, canvas: int, vocab: int, model: ModelInfo, layers:
     where = f"blocks[{i}]"
     if not isinstance(raw, dict):
         raise TraceError(f"{where} must be an object")
-    _no_unknown(raw, {"block", "tokens", "eos_position", "stop_reason", "steps_used", *LENS_FIELDS}, where)
-    tokens = _id_array(_get(raw, "tokens", list, where), vocab, f"{where}.tokens", exact_len=canvas)
+    _no_unknown(raw, BLOCK_FIELDS, where)
+    tokens = _id_array(_get(raw, "tokens", list, where), vocab, f"{where}.tokens", BLOCK_DTYPES["tokens"], exact_len=canvas)
     eos = raw.get("eos_position")
     if eos is not None and not (_is_int(eos) and 0 <= eos < canvas):
         raise TraceError(f"{where}.eos_position must be null or a position in 0..{canvas - 1}")
@@ -628,7 +610,7 @@ def _parse_block(raw, i: int, canvas: int, vocab: int, model: ModelInfo, layers:
 def _parse_end(raw, vocab: int) -> RunEnd:
     if not isinstance(raw, dict):
         raise TraceError("end must be an object or null")
-    _no_unknown(raw, {"finish_reason", "sequence", "text", "wall_time_s", "error"}, "end")
+    _no_unknown(raw, END_FIELDS, "end")
     reason = _get(raw, "finish_reason", str, "end")
     if reason not in FINISH_REASONS:
         raise TraceError(f"end.finish_reason must be one of {', '.join(FINISH_REASONS)}")
@@ -641,7 +623,7 @@ def _parse_end(raw, vocab: int) -> RunEnd:
     wall = _get(raw, "wall_time_s", (int, float), "end")
     if not (_is_number(wall) and math.isfinite(wall) and wall >= 0):
         raise TraceError("end.wall_time_s must be a non-negative number")
-    sequence = _id_array(_get(raw, "sequence", list, "end"), vocab, "end.sequence", max_len=MAX_BLOCKS * MAX_CANVAS_LENGTH)
+    sequence = _id_array(_get(raw, "sequence", list, "end"), vocab, "end.sequence", _END_DTYPES["sequence"], max_len=MAX_BLOCKS * MAX_CANVAS_LENGTH)
     return RunEnd(finish_reason=reason, sequence=sequence, text=text, wall_time_s=float(wall), error=error)
 
 
@@ -712,11 +694,11 @@ def _no_unknown(obj: dict, known: set, where: str) -> None:
         raise TraceError(f"{where} has unknown field(s): {', '.join(map(str, unknown[:5]))}")
 
 
-def _id_array(values: list, vocab: int, where: str, exact_len: int | None = None, max_len: int | None = None):
+def _id_array(values: list, vocab: int, where: str, dtype, exact_len: int | None = None, max_len: int | None = None):
     if exact_len is not None and len(values) != exact_len:
         raise TraceError(f"{where} must hold {exact_len} token ids (got {len(values)})")
     if max_len is not None and len(values) > max_len:
         raise TraceError(f"{where} holds more than {max_len} ids")
     if not all(_is_int(v) and 0 <= v < vocab for v in values):
         raise TraceError(f"{where} must hold token ids from 0 to {vocab - 1}")
-    return frozen_array(values, np.int32)
+    return frozen_array(values, dtype)
