@@ -9,6 +9,10 @@ use `currentColor`, so the charts follow the page's light or dark theme.
     html = commits_per_step_svg(trace, block, frame=frame)   # first acceptances (and re-masks) per step
     html = commit_panel_html(trace, frame)                   # the readout and the charts, laid out
 
+The browser draws the same three charts from the live log (`static/live_view.js`: drawTau, drawCommits,
+drawHeatmap); these serve the `show_frame` API, which has no JS. tests/test_browser_charts.py holds the
+two drawings to the same lines, dots, bars and heatmap colours.
+
 The readout panel and the tooltip text are in `visualizer.readout` (`token_details` is
 re-exported here for the app); the drawing primitives are in `visualizer.svg`.
 

@@ -684,6 +684,8 @@
       svg.append(svgEl("line", { x1: x(step), x2: x(step), y1: plot.y0, y2: plot.y1, stroke: CURSOR_COLOR, "stroke-width": 1.5 }));
     }
 
+    // The three charts are drawn in Python too (visualizer/charts.py, for the show_frame API);
+    // tests/test_browser_charts.py checks that both draw the same marks at the same places.
     drawTau(block, points, cursor) {  // charts.tau_over_steps_svg
       const svg = this.tauSvg, n = Math.max(this.start.budget, points.length, 1);
       const plot = this.chartFrame(svg, 480, 200, `Block ${block + 1}: tau_b after each step`, 36, 92, 22, 24);
