@@ -345,7 +345,7 @@ class Leader:
 
 def _next(sent: queue.Queue, stop: Stop):
     """The serving thread's next item, waiting for it; Ctrl-C while waiting (a reader on the main
-    thread) stops the run, as it does in `Backend._stream`, and the reading goes on to its RunEnd."""
+    thread) stops the run, as it does in `bridge.stream`, and the reading goes on to its RunEnd."""
     while True:
         try:
             return sent.get()

@@ -20,7 +20,7 @@ vocabulary, ...) with random bf16 weights, made without ever holding two copies:
 For each path (eager; static cache + torch.compile) and each prompt length (64 and 1,024 tokens):
 captured runs ("captured": entropy only; "captured+top-k": also the `--topk` candidates of every
 position, as the app records by default; "records": that, each step also turned into a StepRecord
-with a piece table on a consuming thread, as `Backend._stream` does) must give the same sequences
+with a piece table on a consuming thread, as `bridge.stream` does) must give the same sequences
 as stock runs with the same seed, bit for bit; then
 stock and captured runs alternate `--reps` times (seeded, so every run takes the same steps) and
 the table reports the median ms per denoising step with its min-max, the ratio of the medians
@@ -201,8 +201,8 @@ def generate_diffusers(model, prompt, *, seed: int, compiled: bool, variant: str
 
 
 class RecordConsumer:
-    """What `Backend._stream` does with each captured step: a consuming thread turns it into a
-    StepRecord with the run's piece table (`base.step_record`), while the model's thread goes on.
+    """What `bridge.stream` does with each captured step: a consuming thread turns it into a
+    StepRecord with the run's piece table (`captured.step_record`), while the model's thread goes on.
     The stand-in tokenizer decodes an id to a short string (no tokenizer has the random vocabulary)."""
 
     class _Tokenizer:

@@ -7,7 +7,7 @@ on disk, and what the trace keeps.
 Starts torchrun itself (2 workers, the built-in model, a long run), waits for rank 0's progress line of
 step `--kill-at`, SIGKILLs rank 1 and prints one JSON line: seconds from the kill to the trace on disk
 and to torchrun's exit, the trace's steps and finish, and torchrun's exit status. With NCCL, rank 0
-waits inside rank 1's collective for ever; torchrun's SIGTERM abandons the run (`backends.base.Stop`),
+waits inside rank 1's collective for ever; torchrun's SIGTERM abandons the run (`backends.bridge.Stop`),
 which then ends `ABANDON_GRACE_S` later with its steps. Before that, torchrun's SIGKILL 30 s after its
 SIGTERM lost the trace (docs/sharded.md).
 """
