@@ -49,7 +49,7 @@ LIVE_VIEW_JS = files("visualizer").joinpath("static", "live_view.js").read_text(
 SESSIONS = SessionRegistry()  # frees a session's run and files when its tab closes (every app in this process)
 SESSION_TTL_S = 3 * 3600  # an idle session's state is dropped after this (Gradio's time_to_live)
 # A sharded model (torchrun): each open tab asks this often whether every rank still runs (one cheap
-# event, only on a sharded server)
+# event, only on a sharded server).
 HEALTH_TICK_S = 2.0
 
 CSS = """
