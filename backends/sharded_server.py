@@ -4,6 +4,7 @@
     leader = Leader(backend)                        # rank 0, after load_backend(..., parallel=KIND)
     for batch in leader.run_records(prompt, settings, trace=trace, stop=stop): ...
     leader.problem()                                # None, or why no request can run any more
+    leader.own_exits(close_server, grace_s=10)      # torchrun's SIGTERM, a restart: the server closes
     leader.close()                                  # at exit: announce(None), the followers leave
 
     sys.exit(follow_requests(backend))              # every other rank, until rank 0 says goodbye
@@ -22,7 +23,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from visualizer.records import FINISH_ERROR, RunEnd
@@ -159,7 +160,7 @@ class Leader:
     A dead follower: with gloo the run's next collective fails at once (its socket closes), and the
     run ends with "rank 1 of 2 stopped ..." instead of gloo's error; with NCCL it would wait for the
     group's timeout. torchrun notices a dead worker within its monitor interval (0.1 s) and sends
-    SIGTERM to the others: the app turns that into `end(problem)` (app.py)."""
+    SIGTERM to the others: `own_exits` turns that into `end(problem)` and closes the server."""
 
     def __init__(self, backend, *, keep_alive_s: float | None = None):
         self.backend = backend
@@ -215,6 +216,37 @@ class Leader:
         stop = self._stop
         if stop is not None:
             stop.abandon(self._ended)
+
+    # ---- the server's way out: torchrun's SIGTERM, a restart ----
+    def own_exits(self, close_server: Callable[[], None], *, grace_s: float) -> None:
+        """Call once on the main thread before serving: torchrun's SIGTERM ends every run with its reason
+        (`end_on_sigterm`), and a run that failed on rank 0 alone with restarts left (`restarting`) ends the
+        server; either way `close_server` closes it `grace_s` later (open pages read why meanwhile), and
+        the server's owner then calls `close` and exits (1 when out of step: torchrun restarts every rank)."""
+        signal.signal(signal.SIGTERM, lambda signum, frame: self.end_on_sigterm(close_server, grace_s=grace_s))
+        threading.Thread(target=self._close_when_restarting, args=(close_server, grace_s), name="sharded-restart",
+                         daemon=True).start()
+
+    def end_on_sigterm(self, close_server: Callable[[], None] | None = None, *, grace_s: float = 0.0) -> str:
+        """torchrun's SIGTERM: a rank stopped (torchrun ends the others within its 0.1 s monitor interval),
+        or the job is being shut down. Runs and later requests end with the reason, said on stderr and
+        returned; then, `grace_s` later, `close_server` (if given) closes the server."""
+        lost = self.lost(wait=0.5)  # the followers still there linger in their collective: they are not the lost one
+        problem = lost or "This server is shutting down (torchrun sent SIGTERM)."
+        self.end(problem)
+        print(f"error: {problem}" if lost else problem, file=sys.stderr, flush=True)
+        if close_server is not None:
+            time.sleep(grace_s)
+            close_server()
+        return problem
+
+    def _close_when_restarting(self, close_server: Callable[[], None], grace_s: float) -> None:
+        while not self.restarting.wait(0.5):
+            if self.closing:
+                return
+        print(f"error: {self.problem()}", file=sys.stderr, flush=True)
+        time.sleep(grace_s)
+        close_server()
 
     # ---- running requests ----
     def run_records(self, prompt: str, settings, *, trace, stop: threading.Event) -> Iterator[list]:

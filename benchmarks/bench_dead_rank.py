@@ -6,7 +6,7 @@
 What the app does under torchrun (app.py `--parallel`), without the web page: rank 0 holds a `Leader`
 and runs requests on the backend's generation thread while its main thread consumes the records; the
 other rank follows (`follow_requests`). Rank 0 runs one whole request, then a second one, and after
-`--kill-after` records it `kill -9`s rank 1. rank 0's SIGTERM handler is the app's (`app._end_on_sigterm`
+`--kill-after` records it `kill -9`s rank 1. rank 0's SIGTERM handler is the app's (`Leader.end_on_sigterm`,
 minus the page): torchrun sends SIGTERM once it sees rank 1 gone.
 
 Prints a timeline on rank 0's stderr (SIGTERM, the lost rank named, and every thread's stack each 8 s
@@ -55,13 +55,10 @@ def main(argv=None) -> int:
     def say(line: str) -> None:  # a timeline on stderr: where a run that never ends got stuck
         print(f"[rank 0 {time.monotonic() - timeline.get('kill', 0):.2f} s after the kill] {line}", file=sys.stderr, flush=True)
 
-    def on_sigterm(signum, frame):  # app._end_on_sigterm, without the page's grace
+    def on_sigterm(signum, frame):  # the app's (`Leader.end_on_sigterm`), timed, without a page to close
         timeline["sigterm"] = time.monotonic()
         say("SIGTERM")
-        lost = leader.lost(wait=0.5)
-        say(f"lost: {lost}")
-        leader.end(lost or "shutting down (SIGTERM)")
-        say("end() returned")
+        say(f"ended the runs: {leader.end_on_sigterm()}")
 
     signal.signal(signal.SIGTERM, on_sigterm)
     first = Trace(model=backend.info, prompt="Why is the sky blue?")

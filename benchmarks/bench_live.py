@@ -143,11 +143,12 @@ class StandInModels:
 
 def serve(args) -> None:
     from webapp import app as app_module
+    from webapp.serve import queue_app
 
     trace = Trace.load(args.trace)
     # the app's model slot: its handlers and its check before the queue see the stand-in as loaded
     app_module.MODELS = StandInModels(ReplayBackend(trace, args.rate, Path(args.events)))
-    app_module.queue_app(app_module.build_app("replay")).launch(
+    queue_app(app_module.build_app("replay")).launch(
         server_port=args.port, quiet=True, css=app_module.CSS
     )
 
@@ -284,7 +285,7 @@ def measure(trace_path: Path, rate: float, repeats: int) -> list[dict]:
 
 def offline_costs(trace_path: Path) -> dict:
     """The encoder's time per frame, and what the old server-rendered view sent and cost per frame."""
-    from webapp import app as app_module
+    from webapp.views import render_view
     from visualizer.live_stream import replay_log
     from visualizer.states import frame_refs
 
@@ -295,7 +296,7 @@ def offline_costs(trace_path: Path) -> dict:
     encode_ms = (time.perf_counter() - start) * 1000 / len(refs)
     sample = list(range(0, len(refs), 8))
     start = time.perf_counter()
-    html_bytes = [sum(len(part.encode()) for part in app_module.render_view(trace, i, "standard", "grid")) for i in sample]
+    html_bytes = [sum(len(part.encode()) for part in render_view(trace, i, "standard", "grid")) for i in sample]
     html_ms = (time.perf_counter() - start) * 1000 / len(sample)
     return {"log_bytes_per_frame": len(log.encode()) / len(refs), "encode_ms_per_frame": encode_ms,
             "html_bytes_per_frame": statistics.mean(html_bytes), "html_ms_per_frame": html_ms}

@@ -6,7 +6,7 @@
 What the app does under torchrun, without the page. Attempt 0: rank 0's `Leader` runs a request whose third step
 raises on rank 0 alone (as running out of GPU memory there would), so the followers wait in a collective rank 0
 never joins. The run ends with the error and, torchrun having a restart left, `Leader.restarting` is set; rank 0
-then exits 1, as the app does (`app._restart_when_out_of_step`, without its 10 s for the open tabs). torchrun
+then exits 1, as the app does (`Leader.own_exits`, without its 10 s for the open tabs). torchrun
 restarts every rank. Attempt 1: rank 0 leads a good request. Rank 0 writes DIR/attempt0.json, then prints one JSON
 line: the error, the steps it kept, and the seconds from the error to the restarted server's start and to the end
 of its good run.

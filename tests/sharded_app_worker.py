@@ -19,7 +19,7 @@ from pathlib import Path
 import torch.distributed as dist
 
 import app
-from webapp import app as web_app
+from webapp import serve as web_serve
 from webapp import app_run
 from backends import sharded_server
 from backends import BUILTIN_MODEL_DIR, load_backend
@@ -38,7 +38,7 @@ dist.all_gather_object(every_rank, stock.tolist())
 if rank() == 0:
     (OUT / "stock.json").write_text(json.dumps(every_rank))
 sharded_server.KEEP_ALIVE_S = 0.5  # keep-alives between the test's requests, not only after a minute idle
-end_process = web_app.end_process
+end_process = web_serve.end_process
 
 
 def counted_end(status, *, backend=None):
@@ -48,7 +48,7 @@ def counted_end(status, *, backend=None):
 
 
 if rank() == 0:
-    web_app.end_process = counted_end
+    web_serve.end_process = counted_end
 
 FAIL_ALONE = "Fail on rank 0 alone"  # a request whose third step raises on rank 0 only, in torchrun's first attempt
 if rank() == 0 and os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0":

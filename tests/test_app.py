@@ -18,7 +18,7 @@ from visualizer.settings import GenerationSettings
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import ValidationError
 
-from webapp import app as app_module
+from webapp import app as app_module, knob_widgets, serve, why_views
 from tests.app_api import model_answer
 from visualizer.live_decode import LiveState
 from visualizer.live_stream import RING
@@ -32,7 +32,7 @@ GENERATE_ARGS = dict(
 @pytest.fixture(scope="module")
 def launched(no_eos_model_dir):
     demo = app_module.build_app(str(no_eos_model_dir))
-    app_module.queue_app(demo).launch(prevent_thread_lock=True, quiet=True)
+    serve.queue_app(demo).launch(prevent_thread_lock=True, quiet=True)
     yield demo
     demo.close()
 
@@ -148,7 +148,7 @@ def test_sessions_do_not_see_each_others_runs(served):
 def test_layers_or_pins_for_a_run_that_does_not_read_them_are_refused_never_dropped():
     """Every installed backend of CI reads both (transformers, diffusers); MLX does not: its runs take
     this path, which must refuse the box instead of running stock without saying so."""
-    from webapp.app import settings_from_widgets
+    from webapp.knob_widgets import settings_from_widgets
 
     for knob, text in (("pins", "3=x"), ("layers", "0,1")):
         with pytest.raises(ValueError, match=f"sampler does not take {knob}"):
@@ -261,8 +261,8 @@ def test_an_mlx_model_runs_with_its_own_sampler(served, mlx_models):
 
 def test_the_queue_polls_less_often_than_gradios_own_and_queued_calls_still_run(launched, served):
     queue, gradios = launched._queue, gr.Blocks().queue()._queue
-    assert (queue.sleep_when_free, queue.progress_update_sleep_when_free) == (app_module.QUEUE_POLL_S, app_module.PROGRESS_POLL_S)
-    assert app_module.QUEUE_POLL_S > gradios.sleep_when_free and app_module.PROGRESS_POLL_S > gradios.progress_update_sleep_when_free
+    assert (queue.sleep_when_free, queue.progress_update_sleep_when_free) == (serve.QUEUE_POLL_S, serve.PROGRESS_POLL_S)
+    assert serve.QUEUE_POLL_S > gradios.sleep_when_free and serve.PROGRESS_POLL_S > gradios.progress_update_sleep_when_free
     # and Gradio's loops really sleep that long (a Gradio that polled on other names would ignore ours):
     # give both attributes values nothing else uses and watch the running loops' sleeps for them
     marks = {"sleep_when_free": 0.0123, "progress_update_sleep_when_free": 0.0457}
@@ -314,11 +314,11 @@ def test_a_gradio_without_those_intervals_keeps_its_own_and_says_so_once(caplog)
         def queue(self, **kwargs):
             self._queue = Queue()
 
-    app_module._say_once.cache_clear()
+    serve._say_once.cache_clear()
     with caplog.at_level(logging.WARNING):
-        apps = [app_module.queue_app(Blocks()) for _ in range(2)]
+        apps = [serve.queue_app(Blocks()) for _ in range(2)]
     assert all(a._queue.poll_s == 0.001 and not hasattr(a._queue, "sleep_when_free") for a in apps)
-    said = [r.getMessage() for r in caplog.records if r.name == app_module.__name__]
+    said = [r.getMessage() for r in caplog.records if r.name == serve.__name__]
     assert len(said) == 1 and "no sleep_when_free or progress_update_sleep_when_free" in said[0]
 
 
@@ -382,4 +382,4 @@ def test_layers_and_pins_through_the_api_are_recorded_and_shown(served, tmp_path
 def test_no_panel_shares_a_name_with_a_knob():
     """`build_app` keeps components by name: a why-view panel named like a knob would take the knob's
     updates (a panel named "layers" was shown, empty, whenever a model loaded)."""
-    assert not {why.panel for why in app_module.WHY_VIEWS} & {knob.name for knob in app_module.APP_KNOBS}
+    assert not {why.panel for why in why_views.WHY_VIEWS} & {knob.name for knob in knob_widgets.APP_KNOBS}

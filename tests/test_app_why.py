@@ -9,7 +9,7 @@ import httpx
 import pytest
 from gradio_client import Client
 
-from webapp import app as app_module
+from webapp import app as app_module, knob_widgets, serve, why_views
 from tests.app_api import model_answer
 from tests.test_app import GENERATE_ARGS, frames_of, run_message
 
@@ -17,7 +17,7 @@ from tests.test_app import GENERATE_ARGS, frames_of, run_message
 @pytest.fixture(scope="module")
 def served(no_eos_model_dir):
     demo = app_module.build_app(str(no_eos_model_dir))
-    app_module.queue_app(demo).launch(prevent_thread_lock=True, quiet=True)
+    serve.queue_app(demo).launch(prevent_thread_lock=True, quiet=True)
     yield demo.local_url, str(no_eos_model_dir)
     demo.close()
 
@@ -126,7 +126,7 @@ def test_thinking_and_top_k_knobs(served):
     assert thinking["interactive"] is True and "no thinking channel" not in thinking["info"]
     assert run(client, model, thinking=True) and run_message(client)[1] == ""
     # a model whose template has no thinking mode: the knob is off, with the reason
-    no_thinking = app_module.knob_updates(NoThinking(app_module.MODELS.get(model)))["thinking"]
+    no_thinking = knob_widgets.knob_updates(NoThinking(app_module.MODELS.get(model)))["thinking"]
     assert no_thinking.interactive is False and "no thinking channel" in no_thinking.info
     with pytest.raises(httpx.HTTPStatusError) as too_many:  # the slider refuses it itself, before the queue
         refused(client, model, topk=40)
@@ -164,13 +164,13 @@ def test_an_ask_about_an_earlier_run_is_not_answered_over_the_new_runs_panel():
 
     session = RunSession()
     session.show(trace_from_commit_steps([[0, 1, 1, None]]))
-    handler = app_module._event_view(app_module.inspect_token, ("frame", "position"), hint="Click a token")
+    handler = why_views.event_view(why_views.inspect_token, ("frame", "position"), hint="Click a token")
     current = handler(session, gr.EventData(None, {"frame": 0, "position": 0, "run": session.run_id}))
     assert isinstance(current, str) and "dv-alternatives" in current  # answered (this trace: "no candidates")
     earlier = session.run_id
     session.show(trace_from_commit_steps([[0, 1, 1, None]]))  # a new run, with the same content
     assert session.run_id != earlier
-    assert handler(session, gr.EventData(None, {"frame": 0, "position": 0, "run": earlier})) == app_module._message_html("Click a token")
+    assert handler(session, gr.EventData(None, {"frame": 0, "position": 0, "run": earlier})) == why_views.message_html("Click a token")
     assert handler(session, gr.EventData(None, {"frame": 0, "position": 0})) == current  # an API client's ask: no token
     assert json.loads(app_module.replay_value(session.trace, run=session.run_id)[0])["run"] == session.run_id
 
@@ -186,13 +186,13 @@ def test_an_answer_carries_its_ask_epoch_and_the_hint_to_show_once_that_epoch_is
 
     session = RunSession()
     session.show(trace_from_commit_steps([[0, 1, 1, None]]))
-    handler = app_module._event_view(app_module.inspect_token, ("frame", "position"), hint="Click a token")
+    handler = why_views.event_view(why_views.inspect_token, ("frame", "position"), hint="Click a token")
     plain = handler(session, gr.EventData(None, {"frame": 0, "position": 0, "run": session.run_id}))
     marked = handler(session, gr.EventData(None, {"frame": 0, "position": 0, "run": session.run_id, "epoch": 7}))
     assert marked == (f'<div class="dv-asked" data-epoch="7"><div class="dv-answer">{plain}</div>'
-                      f'<div class="dv-stale">{app_module._message_html("Click a token")}</div></div>')
+                      f'<div class="dv-stale">{why_views.message_html("Click a token")}</div></div>')
     for odd in ('7"><script>', True, None, 1.5):  # only an int is an epoch: anything else is answered unmarked
         assert handler(session, gr.EventData(None, {"frame": 0, "position": 0, "run": session.run_id, "epoch": odd})) == plain
-    hidden = app_module._event_view(app_module.inspect_token, ("frame", "position"), hide_empty=True)
+    hidden = why_views.event_view(why_views.inspect_token, ("frame", "position"), hide_empty=True)
     shown = hidden(session, gr.EventData(None, {"frame": 0, "position": 0, "run": session.run_id, "epoch": 3}))
     assert 'data-epoch="3"' in shown.value and '<div class="dv-stale"></div>' in shown.value  # nothing in its place

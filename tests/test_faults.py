@@ -12,7 +12,7 @@ import pytest
 import torch
 from gradio_client import Client
 
-from webapp import app as app_module
+from webapp import app as app_module, serve
 from webapp import hosting
 from backends import ModelChoice
 from backends.base import BackendError
@@ -64,7 +64,7 @@ def served(no_eos_model_dir):
     original_models = app_module.MODELS
     app_module.MODELS = LoadedModels(keep=4, load=load)
     demo = app_module.build_app(hosting_mode=mode)
-    app_module.queue_app(demo).launch(prevent_thread_lock=True, quiet=True)
+    serve.queue_app(demo).launch(prevent_thread_lock=True, quiet=True)
     yield demo.local_url
     demo.close()
     app_module.MODELS = original_models

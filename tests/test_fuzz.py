@@ -24,7 +24,7 @@ from gradio_client.exceptions import AppError, ValidationError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from webapp import app as app_module
+from webapp import app as app_module, serve, views
 from webapp import hosting
 from backends import ModelChoice
 from visualizer.replay import load_upload
@@ -70,7 +70,7 @@ def served(no_eos_model_dir, tmp_path_factory):
     label = "Test model"
     mode = fuzz_mode(no_eos_model_dir, label)
     demo = app_module.build_app(hosting_mode=mode)
-    app_module.queue_app(demo).launch(prevent_thread_lock=True, quiet=True, max_file_size=mode.limits.max_file_size)
+    serve.queue_app(demo).launch(prevent_thread_lock=True, quiet=True, max_file_size=mode.limits.max_file_size)
     client = Client(demo.local_url, verbose=False)
     client.submit("Name a colour.", label, max_new_tokens=256, max_denoising_steps=4, api_name="/generate").result(timeout=120)  # a recorded run, so replay and export have work to do
     yield client, label
@@ -240,7 +240,7 @@ def test_mutated_traces_load_or_say_why_and_replay_if_loaded(data):
         return
     refs = frame_refs(trace)
     for index, shown in ((0, 1), (10**6, len(refs))):  # a trace that loads must also replay: first and last frame
-        html, status, panel = app_module.render_view(trace, index, "standard", "grid")
+        html, status, panel = views.render_view(trace, index, "standard", "grid")
         if refs:
             assert status.startswith(f"Frame {shown}/{len(refs)} · ") and "<" in html, status
         else:

@@ -20,7 +20,7 @@ import httpx
 import pytest
 from gradio_client import Client
 
-from webapp import app as app_module
+from webapp import app as app_module, serve
 from webapp import hosting
 from visualizer.replay import example_traces
 
@@ -93,7 +93,7 @@ def test_closing_a_hosted_app_leaves_the_other_apps_examples_readable(tmp_path, 
         mode = hosting.Hosting(True, hosting.Limits.hosted(), tuple(hosting.hosted_choices()))
         second = app_module.build_app(hosting_mode=mode)
         try:
-            app_module.queue_app(second).launch(prevent_thread_lock=True, quiet=True, server_port=PORTS[1])
+            serve.queue_app(second).launch(prevent_thread_lock=True, quiet=True, server_port=PORTS[1])
             assert load_example(second.local_url, 0) == ""  # it serves the same example file
         finally:
             second.close()

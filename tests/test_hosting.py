@@ -14,7 +14,7 @@ import pytest
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError, ValidationError
 
-from webapp import app as app_module
+from webapp import app as app_module, serve
 from webapp import app_run, hosting
 from backends import REAL_CHECKPOINT, ModelChoice
 from backends.lookup import forget_answers, source_problem
@@ -47,7 +47,7 @@ def hosted(no_eos_model_dir):
     label = "Test model (built in)"
     mode = hosting.Hosting(True, LIMITS, (ModelChoice(label, str(no_eos_model_dir), "transformers", True),))
     demo = app_module.build_app(hosting_mode=mode)
-    app_module.queue_app(demo).launch(prevent_thread_lock=True, quiet=True, max_file_size=LIMITS.max_file_size)
+    serve.queue_app(demo).launch(prevent_thread_lock=True, quiet=True, max_file_size=LIMITS.max_file_size)
     yield demo.local_url, label
     demo.close()
     del os.environ["GRADIO_HEARTBEAT_INTERVAL"]

@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 from scipy.stats import kendalltau
 
-from webapp import app as app_module
+from webapp import views
 from tests.trace_factory import trace_from_masks, trace_from_text
 from visualizer.accept_budget import BudgetError, ConfidenceBudget, EntropyBudget, accept_budget, budget_sentence
 from visualizer.alternatives import AlternativesError, alternatives_html, alternatives_text, position_alternatives
@@ -168,9 +168,9 @@ def test_thought_tokens_are_found_from_the_channel_markers():
 def test_the_committed_text_is_split_into_thoughts_and_answer():
     trace = trace_from_text([THINKING[:7], THINKING[7:]], [[0, 0, 0, 0, 1, 0, 1], [0, 0, 1, 1]])  # answer across blocks
     assert thoughts_and_answer(trace) == ("plan it", "Ocean\nCalm")
-    assert app_module.committed_text(trace) == "[thinking channel]\nplan it\n\n[answer]\nOcean\nCalm"
+    assert views.committed_text(trace) == "[thinking channel]\nplan it\n\n[answer]\nOcean\nCalm"
     plain = trace_from_text([["O", "cean"]], [[0, 1]])
-    assert thoughts_and_answer(plain) is None and app_module.committed_text(plain) == plain.end.text
+    assert thoughts_and_answer(plain) is None and views.committed_text(plain) == plain.end.text
 
 
 @pytest.mark.parametrize("palette", [STANDARD, COLORBLIND], ids=["standard", "colorblind"])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from webapp import app as app_module
+from webapp import app as app_module, serve
 from webapp import hosting
 from backends import BUILTIN_MODEL_DIR
 from benchmarks.bench_load import BUILTIN_LABEL, run_load
@@ -23,7 +23,7 @@ def served(tmp_path):
     tempfile.tempdir = str(tmp_path)  # the sessions' folders land here, where the test can count them
     os.environ["GRADIO_HEARTBEAT_INTERVAL"] = "0.5"
     demo = app_module.build_app(hosting_mode=hosting.Hosting(True, hosting.Limits.hosted(), tuple(hosting.hosted_choices())))
-    app_module.queue_app(demo).launch(prevent_thread_lock=True, quiet=True)
+    serve.queue_app(demo).launch(prevent_thread_lock=True, quiet=True)
     yield demo.local_url, tmp_path
     demo.close()
     tempfile.tempdir = None

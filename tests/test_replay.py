@@ -67,11 +67,11 @@ def test_every_frame_and_statistic_replays_the_same(live, loaded):
 
 
 def test_app_view_of_a_loaded_run_is_the_live_view(live, loaded):
-    from webapp import app
+    from webapp import views
     refs = frame_refs(live)
     for i in (0, len(refs) // 2, len(refs) - 1):
         for layout in ("grid", "text"):
-            assert app.render_view(loaded, i, "standard", layout) == app.render_view(live, i, "standard", layout)
+            assert views.render_view(loaded, i, "standard", layout) == views.render_view(live, i, "standard", layout)
 
 
 def test_upload_accepts_a_path_an_upload_object_or_bytes(live, loaded, tmp_path):

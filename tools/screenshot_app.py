@@ -26,10 +26,11 @@ def app_page(*, model=None, hosting_mode=None, chromium="/usr/bin/chromium", wid
     """The app launched in this process and opened in headless Chromium (Playwright never downloads a
     browser here): yields the page; the browser and the app are closed afterwards."""
     from webapp import app as app_module
+    from webapp.serve import queue_app
     from playwright.sync_api import sync_playwright
 
     ui = app_module.build_app(model, hosting_mode)
-    app_module.queue_app(ui).launch(prevent_thread_lock=True, quiet=True, css=app_module.CSS)
+    queue_app(ui).launch(prevent_thread_lock=True, quiet=True, css=app_module.CSS)
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)

@@ -1,5 +1,5 @@
 """`python -m webapp`: the same as `python app.py`."""
 
-from webapp.app import main
+from webapp.serve import main
 
 main()

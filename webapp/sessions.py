@@ -52,7 +52,7 @@ class RunSession:
 
     def show(self, trace: Trace) -> None:
         """Make `trace` the session's run, under a new token (set first: an ask that read the old token
-        and then the new trace is caught by its check after the answer, `webapp.app._event_view`)."""
+        and then the new trace is caught by its check after the answer, `webapp.why_views.event_view`)."""
         self.run_id = uuid.uuid4().hex[:12]
         self.trace = trace
 
