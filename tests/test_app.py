@@ -18,7 +18,7 @@ from visualizer.settings import GenerationSettings
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import ValidationError
 
-from webapp import app as app_module
+from webapp import app as app_module, knob_widgets
 from tests.app_api import model_answer
 from visualizer.live_decode import LiveState
 from visualizer.live_stream import RING
@@ -148,7 +148,7 @@ def test_sessions_do_not_see_each_others_runs(served):
 def test_layers_or_pins_for_a_run_that_does_not_read_them_are_refused_never_dropped():
     """Every installed backend of CI reads both (transformers, diffusers); MLX does not: its runs take
     this path, which must refuse the box instead of running stock without saying so."""
-    from webapp.app import settings_from_widgets
+    from webapp.knob_widgets import settings_from_widgets
 
     for knob, text in (("pins", "3=x"), ("layers", "0,1")):
         with pytest.raises(ValueError, match=f"sampler does not take {knob}"):
@@ -382,4 +382,4 @@ def test_layers_and_pins_through_the_api_are_recorded_and_shown(served, tmp_path
 def test_no_panel_shares_a_name_with_a_knob():
     """`build_app` keeps components by name: a why-view panel named like a knob would take the knob's
     updates (a panel named "layers" was shown, empty, whenever a model loaded)."""
-    assert not {why.panel for why in app_module.WHY_VIEWS} & {knob.name for knob in app_module.APP_KNOBS}
+    assert not {why.panel for why in app_module.WHY_VIEWS} & {knob.name for knob in knob_widgets.APP_KNOBS}

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from gradio_client import Client
 
-from webapp import app as app_module
+from webapp import app as app_module, knob_widgets
 from tests.app_api import model_answer
 from tests.test_app import GENERATE_ARGS, frames_of, run_message
 
@@ -126,7 +126,7 @@ def test_thinking_and_top_k_knobs(served):
     assert thinking["interactive"] is True and "no thinking channel" not in thinking["info"]
     assert run(client, model, thinking=True) and run_message(client)[1] == ""
     # a model whose template has no thinking mode: the knob is off, with the reason
-    no_thinking = app_module.knob_updates(NoThinking(app_module.MODELS.get(model)))["thinking"]
+    no_thinking = knob_widgets.knob_updates(NoThinking(app_module.MODELS.get(model)))["thinking"]
     assert no_thinking.interactive is False and "no thinking channel" in no_thinking.info
     with pytest.raises(httpx.HTTPStatusError) as too_many:  # the slider refuses it itself, before the queue
         refused(client, model, topk=40)

@@ -19,7 +19,6 @@ import html
 import inspect
 import json
 import logging
-import math
 import signal
 import sys
 import threading
@@ -49,7 +48,7 @@ from visualizer.layout import grid_layout, text_layout
 from visualizer.live_stream import LiveEncoder, LiveRing, replay_value
 from visualizer.palette import PALETTES, get_palette
 from visualizer.render_html import frame_caption, render_frame_html
-from visualizer.settings import KNOBS, GenerationSettings
+from visualizer.settings import KNOBS
 from visualizer.states import frame_refs, frame_state
 from visualizer.thinking import thoughts_and_answer
 from visualizer.replay import example_traces, load_upload, save_download
@@ -59,6 +58,7 @@ from . import app_run, hosting
 from .app_run import MODELS, run_live
 from .gradio_temp import own_gradio_temp_dir
 from .hosting import Hosting, generate_validator
+from .knob_widgets import APP_KNOBS, KNOB_OUTPUTS, knob_updates, knob_widget, settings_from_widgets, whole_number
 from .sessions import RunSession, SessionRegistry
 
 # At most ~6 live updates a second: each costs Gradio a few ms of server CPU whatever it carries, so at
@@ -95,12 +95,8 @@ and press *Generate*."""
 INSPECTOR_HINT = "Click a token on the canvas (or rest the pointer on one) for the alternatives the model weighed there."
 WHY_CHART_WIDTH = 720  # the accept-budget and structure-first charts: wide enough for their one-line titles
 BUDGET_HINT = "Move the replay slider: the step on screen's accept budget appears here."
-# the layers and pins boxes (structured knobs: `Knob.from_text` reads them)
-TEXT_KNOB_HINTS = {"layers": "e.g. 0,1 or all; empty: off", "pins": "e.g. 11=moon, one a line; or click a token below"}
 HIDDEN = "hidden"  # Gradio's visible="hidden": in the page, not shown and taking no space
 PIN_HINT = "Click a token of the first block, type a text and press *Pin text here*: the next run holds it there."
-THINKING_NOTE = "Renders the chat template with `enable_thinking`: the model thinks in its own channel before answering."
-NO_THINKING_NOTE = "This model's chat template has no thinking channel (`enable_thinking`)."
 
 
 
@@ -157,58 +153,7 @@ def end_message(trace: Trace) -> str:
 # ---- handlers ------------------------------------------------------------------------------------
 # Handlers that update several components return {component name: update}; `build_app` maps the
 # names to its components (`_by_name`), so no list of outputs has to agree with a tuple's order.
-APP_KNOBS = tuple(knob for knob in KNOBS.values() if knob.in_app)  # a widget and a `/generate` parameter each
-KNOB_OUTPUTS = (*(knob.name for knob in APP_KNOBS), "sampler_note")  # what picking a sampler updates
 MODEL_OUTPUTS = ("model_picker", "model_info", "message", *KNOB_OUTPUTS, "current_model")  # and the `/load_model` API's answer
-
-
-def knob_widget(knob, limits):
-    """A knob's widget, from its declaration (`visualizer.settings.KNOBS`): a slider where it declares one
-    (its maximum this server's cap, where hosted mode caps it; Gradio refuses more before the queue),
-    a checkbox for a switch, a picker for the sampler, else a number box (our own message for a bad value)."""
-    label = knob.label if "_" in knob.label else knob.label[:1].upper() + knob.label[1:]
-    label += f" ({knob.unit})" if knob.unit else ""
-    if knob.name == "sampler":  # its choices are the model's (`knob_updates`); another value gets our own message
-        return gr.Dropdown([knob.default], value=knob.default, label=label, info=knob.help, visible=False,
-                           allow_custom_value=True)
-    if knob.from_text is not None:  # layers, pins: typed as text, read by the knob's own parser and check
-        return gr.Textbox("", label=label, info=knob.help, placeholder=TEXT_KNOB_HINTS.get(knob.name, ""),
-                          lines=2 if knob.name == "pins" else 1, max_lines=8, elem_id=f"dv-knob-{knob.name}")
-    if knob.kind is bool:
-        return gr.Checkbox(knob.default, label=label, info=knob.help)
-    if knob.slider:
-        low, high, step = knob.slider
-        high = min(high, limits.knob_caps.get(knob.name, high))
-        return gr.Slider(low, high, value=min(knob.default, high), step=step, label=label, info=knob.help)
-    return gr.Number(value=knob.default, precision=0 if knob.kind is int else None, label=label, info=knob.help)
-
-
-def knob_updates(backend, sampler: str | None = None, samplers=None, *, values: bool = True) -> dict:
-    """The knobs for a run of `sampler` (None: the backend's default) on `backend`: each shown where that
-    run reads it (`Capabilities.knobs_for`) and, with `values`, set to the model's defaults (without:
-    only the knobs particular to a sampler or a backend); the sampler picker offers `samplers` (None:
-    the backend's own), with the picked one's note, where there is a choice; thinking is offered only
-    where the chat template has the switch."""
-    defaults, capabilities = backend.default_settings(), backend.capabilities
-    spec = capabilities.sampler(sampler)
-    reads = capabilities.knobs_for(spec.name)
-    samplers = list(samplers) if samplers is not None else [s.name for s in capabilities.samplers]
-    updates = {}
-    for knob in APP_KNOBS:
-        update = {"visible": knob.name in reads}
-        if knob.optional and knob.from_text is None and (values or not knob.every_backend):  # the model decides these: its value
-            value = getattr(defaults, knob.name)
-            update["value"] = knob.default if value is None else value
-        updates[knob.name] = gr.update(**update)
-    picks = len(samplers) > 1
-    thinks = backend.supports_thinking()
-    updates["sampler"] = gr.Dropdown(choices=samplers, value=spec.name, visible=picks)
-    updates["sampler_note"] = gr.Markdown(spec.note, visible=picks)
-    updates["thinking"] = gr.Checkbox(interactive=thinks, info=THINKING_NOTE if thinks else NO_THINKING_NOTE,
-                                      **({"value": False} if values else {}))
-    return updates
-
-
 def pick_demo(title: str):
     for d in DEMOS:
         if d.title == title:
@@ -335,8 +280,8 @@ class Handlers:
             return None, None, "Export needs a finished run: generate one or load a trace."
         try:
             options = AnimationOptions(
-                blocks=parse_blocks(blocks), frame_ms=_int(frame_ms, "frame duration"), hold_ms=_int(hold_ms, "hold"),
-                width=_int(width, "width") if width else None, palette=palette, layout=layout_kind, prompt=bool(with_prompt),
+                blocks=parse_blocks(blocks), frame_ms=whole_number(frame_ms, "frame duration"), hold_ms=whole_number(hold_ms, "hold"),
+                width=whole_number(width, "width") if width else None, palette=palette, layout=layout_kind, prompt=bool(with_prompt),
             )
             too_many = self.mode.limits.export_problem(trace, options.blocks)
             if too_many:
@@ -398,7 +343,7 @@ def show_frame(index, palette, layout_kind, session: RunSession):
     if session.trace is None or not session.trace.steps:
         return gr.skip(), "No run yet: press Generate.", gr.skip()
     try:
-        index = _int(index, "frame")
+        index = whole_number(index, "frame")
     except ValueError as exc:
         return gr.skip(), str(exc), gr.skip()
     return render_view(session.trace, index, palette, layout_kind)
@@ -424,7 +369,7 @@ def inspect_token(frame, position, session: RunSession) -> str:
     if no_trace_message(session):
         return _message_html(no_trace_message(session))
     try:
-        frame, position = _int(frame, "frame"), _int(position, "position")
+        frame, position = whole_number(frame, "frame"), whole_number(position, "position")
     except (TypeError, ValueError) as exc:
         return _message_html(str(exc))
     trace = session.trace
@@ -446,7 +391,7 @@ def layers_view(frame, session: RunSession) -> str:
     if trace is None or not trace.steps or not recorded_layers(trace):
         return ""
     try:
-        block, _ = frame_position(trace, _int(frame, "frame"))
+        block, _ = frame_position(trace, whole_number(frame, "frame"))
     except (TypeError, ValueError, AlternativesError) as exc:
         return _message_html(str(exc))
     return layer_rms_svg(trace, block, width=WHY_CHART_WIDTH)
@@ -457,7 +402,7 @@ def step_budget_view(frame, session: RunSession) -> str:
     if no_trace_message(session):
         return _message_html(no_trace_message(session))
     try:
-        frame = _int(frame, "frame")
+        frame = whole_number(frame, "frame")
     except (TypeError, ValueError) as exc:
         return _message_html(str(exc))
     return accept_budget_svg(session.trace, frame, width=WHY_CHART_WIDTH)
@@ -538,7 +483,7 @@ def add_pin(position, text, pins, session: RunSession) -> tuple:
     line when the position is not one of the canvas (the session's run's, where it has one) or the text
     is empty; the backend checks the rest (the text's tokens must fit) when the run starts."""
     try:
-        position = _int(position, "the position to pin")
+        position = whole_number(position, "the position to pin")
         canvas = session.trace.canvas_length if session.trace is not None and session.trace.start else None
         if position < 0 or (canvas is not None and position >= canvas):
             upper = f" to {canvas - 1}" if canvas else ""
@@ -556,49 +501,6 @@ def add_pin(position, text, pins, session: RunSession) -> tuple:
         return gr.skip(), str(exc), gr.skip()
     note = f"Pinned {text!r} at position {position}: the next *Generate* holds it there (see *Layers and pins*)."
     return pins, note, gr.Accordion(open=True)
-
-
-def settings_from_widgets(values: dict, reads) -> GenerationSettings:
-    """The settings of the knobs' widget values; a knob this run does not read (`reads`) is not read
-    here either (recorded as None), except layers or pins given to a run that does not take them: a
-    ValueError, never a silent stock run. An empty box is None (the model's default) where None is a value."""
-    settings = {}
-    for knob in APP_KNOBS:
-        value = values.get(knob.name)
-        if knob.from_text is not None and knob.name not in reads and knob.from_text(value):  # never dropped silently
-            raise ValueError(f"this model's {values.get('sampler') or 'default'} sampler does not take {knob.label}: "
-                             f"empty the {knob.label} box (Layers and pins) or pick another sampler")
-        if knob.name not in reads or (knob.optional and (value is None or value == "")):
-            continue
-        if knob.from_text is not None:  # layers, pins: ValueError in one line when the text is not one
-            settings[knob.name] = knob.from_text(value)
-        elif knob.kind is bool:
-            settings[knob.name] = bool(value)
-        elif knob.kind is str:
-            settings[knob.name] = value
-        else:
-            settings[knob.name] = (_int if knob.kind is int else _float)(value, knob.label)
-    return GenerationSettings(**settings)
-
-
-def _int(value, name: str) -> int:
-    number = _float(value, name)
-    if number != int(number):
-        raise ValueError(f"{name} must be a whole number (got {value})")
-    return int(number)
-
-
-def _float(value, name: str) -> float:
-    """A knob's value as a finite float, or ValueError with a message (API callers send anything)."""
-    if value is None or value == "":
-        raise ValueError(f"{name} is empty")
-    try:
-        number = float(value)
-    except (TypeError, ValueError, OverflowError):
-        raise ValueError(f"{name} must be a number (got {str(value)[:40]!r})") from None
-    if not math.isfinite(number):
-        raise ValueError(f"{name} must be a finite number (got {value})")
-    return number
 
 
 # ---- export, save, load, compare -----------------------------------------------------------------
