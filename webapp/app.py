@@ -492,11 +492,8 @@ def add_pin(position, text, pins, session: RunSession) -> tuple:
             raise ValueError("type the text to pin there first")
         if "\n" in text or "\r" in text:
             raise ValueError("a pin's text is one line: add another pin for the next line")
-        kept = [line for line in str(pins or "").splitlines()
-                if line.strip() and line.partition("=")[0].strip() != str(position)]
-        kept.append(f"{position}={text}")
-        pins = "\n".join(kept)
-        KNOBS["pins"].from_text(pins)  # a hand-typed line that is no pin is named before the run
+        form = KNOBS["pins"].form  # the box's grammar; a hand-typed line that is no pin is named before the run
+        pins = form.format((*(pin for pin in form.parse(pins) if pin[0] != position), (position, text)))
     except ValueError as exc:
         return gr.skip(), str(exc), gr.skip()
     note = f"Pinned {text!r} at position {position}: the next *Generate* holds it there (see *Layers and pins*)."
@@ -625,14 +622,14 @@ def controls_panel(mode: Hosting, initial: ModelChoice) -> dict:
     with gr.Accordion("Knobs (defaults: the checkpoint's generation config)", open=False):
         # one widget per knob of the table, shown where the model's sampler reads it (`knob_updates`)
         knobs |= {knob.name: knob_widget(knob, mode.limits) for knob in APP_KNOBS
-                  if knob.name != "sampler" and knob.from_text is None}
+                  if knob.name != "sampler" and knob.form is None}
         ui["count_thoughts"] = gr.Checkbox(
             False, label="Count thought tokens in the commit order",
             info="Off: tau_b, the panel and structure first measure the answer only.",
         )
     with gr.Accordion("Layers and pins (docs/layers-and-pins.md)", open=False) as ui["pins_box"]:
         # the structured knobs: recorded layers (watching only) and pinned tokens (an intervention)
-        knobs |= {knob.name: knob_widget(knob, mode.limits) for knob in APP_KNOBS if knob.from_text is not None}
+        knobs |= {knob.name: knob_widget(knob, mode.limits) for knob in APP_KNOBS if knob.form is not None}
     ui["knobs"] = {knob.name: knobs[knob.name] for knob in APP_KNOBS}  # the table's order: the API's parameter order
     ui |= ui["knobs"]
     with gr.Row():
