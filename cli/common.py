@@ -10,6 +10,7 @@ import sys
 
 from backends.registry import backend_names
 from visualizer.settings import KNOBS, GenerationSettings, Knob
+from visualizer.step_names import STEP_HELP, StepAt, StepNameError, locate_step, parse_step
 from visualizer.trace import Trace, TraceError
 
 
@@ -23,13 +24,19 @@ def refuse_problems(problems: list[str]) -> None:
         raise CliError("; ".join(problems))
 
 
-def parse_positive_step(step: int | None) -> int | None:
-    """A step given counted from 1 (as printed) as the 0-based index, None kept."""
-    if step is None:
-        return None
-    if step < 1:
-        raise CliError("--step counts from 1, as the app's captions do")
-    return step - 1
+def add_step_argument(p, *, bare: str, default: str | None = None) -> None:
+    """--step BLOCK:STEP, said the same way on every command (`visualizer.step_names`); `bare` says which block
+    a STEP alone is of, `default` what the command shows without it (None: --step is required)."""
+    shown = f"; default: {default}" if default else ""
+    p.add_argument("--step", required=default is None, metavar="BLOCK:STEP", help=f"{STEP_HELP}; STEP alone: {bare}{shown}")
+
+
+def locate_step_arg(trace: Trace, text: str, *, block: int = 1) -> StepAt:
+    """The step --step names in `trace` (a bare STEP of `block`, from 1); CliError in one line naming the run's range."""
+    try:
+        return locate_step(trace, parse_step(text), block=block)
+    except StepNameError as exc:
+        raise CliError(f"--step {str(text)[:40]}: {exc}") from None
 
 
 def load_trace(path: str) -> Trace:

@@ -2,7 +2,7 @@
 
     python -m visualizer record --prompt "Why is the sky blue?" --seed 0 --out run.json
     python -m visualizer record --demo acrostic --model FOLDER_OR_HUB_ID --out run.json
-    python -m visualizer frame run.json --step 5 --out frame.png
+    python -m visualizer frame run.json --step 1:5 --out frame.png
     python -m visualizer record --demo acrostic --layers 0,5 --pin 14="ocean" --out pinned.json
 
 `--layers` records chosen decoder layers per step (RMS and logit lens), `--pin POS=TEXT` places TEXT's
@@ -24,7 +24,8 @@ from pathlib import Path
 
 from backends.sharded import PARALLEL_KINDS
 
-from .common import CliError, add_generation_arguments, load_model, load_trace, refuse_problems, settings_from_args
+from .common import CliError, add_generation_arguments, add_step_argument, load_model, load_trace, locate_step_arg
+from .common import refuse_problems, settings_from_args
 
 
 # ---- record ----------------------------------------------------------------------------------
@@ -103,7 +104,7 @@ def add_frame_command(subparsers) -> None:
     p.add_argument("trace", help="trace file (.json)")
     p.add_argument("--out", required=True, help="image to write (.png)")
     which = p.add_mutually_exclusive_group()
-    which.add_argument("--step", type=int, help="denoising step, counted over all blocks from 0; negative from the end")
+    add_step_argument(which, bare="of block 1", default="the last frame")
     which.add_argument("--frame", type=int, help="frame index as in the app's slider (steps and block commits)")
     p.add_argument("--layout", choices=("grid", "text"), default="grid")
     p.add_argument("--palette", choices=("standard", "colorblind"), default="standard")
@@ -122,10 +123,8 @@ def run_frame(args) -> int:
     if not refs:
         raise CliError(f"{args.trace} holds no steps to render")
     if args.step is not None:
-        steps = [i for i, r in enumerate(refs) if r.kind == "step"]
-        if not -len(steps) <= args.step < len(steps):
-            raise CliError(f"--step must be from 0 to {len(steps) - 1} (or negative from the end)")
-        index = steps[args.step]
+        at = locate_step_arg(trace, args.step)
+        index = next(i for i, r in enumerate(refs) if r.kind == "step" and r.index == at.index)
     elif args.frame is not None:
         if not -len(refs) <= args.frame < len(refs):
             raise CliError(f"--frame must be from 0 to {len(refs) - 1}")

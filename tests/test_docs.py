@@ -174,7 +174,7 @@ def test_the_docs_show_the_commands_they_should():
 
 @pytest.mark.parametrize("command", [
     "python -m visualizer record --no-such-flag --out run.json",
-    "python -m visualizer frame run.json --step five",
+    "python -m visualizer frame run.json --font-size five",
     "python -m visualizer no-such-command",
     "python -m training.train --family-weights open-mix-7 --minutes",
     "python -m training.build_tokenizer --mix everything",
