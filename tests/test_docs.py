@@ -204,4 +204,5 @@ def test_the_knob_table_is_written_from_the_declarations():
 
     page = sync_knob_table.PAGE.read_text(encoding="utf-8")
     assert page == sync_knob_table.page_text(page), "run: python -m tools.sync_knob_table"
-    assert "| `refine_threshold` | `--refine-threshold` | 0.95 | block-refinement |" in page
+    assert "| `refine_threshold` | `--refine-threshold` | 0.95 | diffusers (block-refinement) |" in page
+    assert "| `pins` | `--pin` | none | transformers, diffusers |" in page  # MLX has no pins: said, not "every sampler"
