@@ -29,15 +29,14 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from visualizer.records import FINISH_EOS, FINISH_LENGTH, ModelInfo, Record, RunEnd, RunStart, frozen_array
 from visualizer.samplers import SamplerSpec
-from visualizer.settings import KNOBS, LAYERS_ALL, GenerationSettings
+from visualizer.settings import KNOBS, STRUCTURED, GenerationSettings
 
 from .bridge import stream
 from .captured import CapturedBlock, CapturedStep, block_record, step_record
@@ -60,18 +59,14 @@ class Capabilities:
     """What a backend can do, declared once: the app, the CLI, hosted mode and the traces read this,
     never the backend's name."""
 
-    knobs: frozenset[str]  # the GenerationSettings fields it reads; the others are recorded as None
+    knobs: frozenset[str]  # the GenerationSettings fields its every run reads, whatever the sampler; with each
+    #                        sampler's own (`SamplerSpec.knobs`), what it reads; the others are recorded as None
     samplers: tuple[SamplerSpec, ...]  # the samplers it runs, its default first
     max_batch: int | None = 1  # most prompts one generate call takes (`generate_rows`); None: no limit but memory
-    # Knobs one of its samplers ignores although the knob table says that sampler reads them
-    # (diffusers' entropy-bound scheduler has its own temperature schedule, no temperature).
-    not_read: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     def knobs_for(self, sampler: str | None) -> frozenset[str]:
-        """The knobs a run with this sampler (None: the default) reads: those the backend reads that the
-        knob table says the sampler reads (`visualizer.settings.KNOBS`), less its `not_read`."""
-        name = self.sampler(sampler).name
-        return frozenset(k for k in self.knobs if KNOBS[k].read_by(name)) - self.not_read.get(name, frozenset())
+        """The knobs a run with this sampler (None: the default) reads: the backend's and the sampler's own."""
+        return self.knobs | self.sampler(sampler).knobs
 
     def sampler(self, name: str | None) -> SamplerSpec:
         """The spec of a sampler by name (None: the default); BackendError naming the ones it has."""
@@ -287,8 +282,10 @@ class Backend(ABC):
             else:
                 filled[key] = value if value is not None else getattr(defaults, key)
         filled["seed"] = settings.seed
-        if filled.get("layers") == LAYERS_ALL:
-            filled["layers"] = tuple(range(self.info.layers))
+        for name in STRUCTURED:  # made concrete for this model, as the trace records it ("all" layers: each layer)
+            form = KNOBS[name].form
+            if form.for_model is not None and filled[name] is not None:
+                filled[name] = form.for_model(filled[name], self.info)
         return GenerationSettings(**filled)
 
     def pinned_ids(self, settings: GenerationSettings) -> tuple[tuple[int, int], ...]:
@@ -333,13 +330,14 @@ class Backend(ABC):
         if problems:
             raise BackendError("; ".join(problems))
         self.capabilities.sampler(settings.sampler)  # a sampler this backend cannot run: one line
-        for knob, what in (("pins", "pin tokens (--pin)"), ("layers", "record layers (--layers)")):
-            if getattr(settings, knob) and knob not in self.capabilities.knobs:
-                raise BackendError(f"the {self.name} backend cannot {what}: its capture has no such hook")
-        if settings.layers and settings.layers != LAYERS_ALL and max(settings.layers) >= self.info.layers:
-            raise BackendError(
-                f"layer {max(settings.layers)} does not exist: this model's decoder has layers 0 to {self.info.layers - 1}"
-            )
+        reads = self.capabilities.knobs_for(settings.sampler)
+        for name in STRUCTURED:  # a hand on the run or a recording is refused where it would do nothing, never dropped
+            knob, value = KNOBS[name], getattr(settings, name)
+            if value and name not in reads:
+                raise BackendError(f"the {self.name} backend cannot {knob.form.verb} ({knob.cli_flag}) with the "
+                                   f"{self.capabilities.sampler(settings.sampler).name} sampler: its capture has no such hook")
+            if value and knob.form.model_problem is not None and (problem := knob.form.model_problem(value, self.info)):
+                raise BackendError(problem)
         self.pinned_ids(settings)  # a pin that does not fit: one line, before any work
         ids = self.prompt_ids(prompt, thinking=bool(settings.thinking))
         problems = self.resolve(settings).problems(

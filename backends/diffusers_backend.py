@@ -53,6 +53,7 @@ SAMPLERS = (
         "summed entropy stays within the bound and renoises the rest, so an accepted token can turn back into noise; "
         "the block keeps its last canvas.",
         AcceptRule(renoises=True, last_step_samples=True, budget=BUDGET_ENTROPY_BOUND, entropy=ENTROPY_SCALED),
+        knobs=frozenset({"entropy_bound", "t_min", "t_max"}),  # no temperature: EntropyBoundScheduler has its own t schedule
     ),
     SamplerSpec(
         SAMPLER_DISCRETE_DDIM,
@@ -60,22 +61,19 @@ SAMPLERS = (
         "stay, or jump to noise), the noise share shrinking to zero at the last step; it reports no accepted set, so "
         "'accepted' here means the canvas holds the step's predicted token.",
         AcceptRule(renoises=True, last_step_samples=True, budget=None, entropy=ENTROPY_RAW),
+        knobs=frozenset({"temperature", "corrector_steps", "corrector_k"}),
     ),
     SamplerSpec(
         SAMPLER_BLOCK_REFINEMENT,
         "Block refinement: each step commits the most probable samples up to an even share of the block, plus any "
         "above the threshold; commits accumulate and the uncommitted rest is renoised.",
         AcceptRule(renoises=False, last_step_samples=True, budget=None, entropy=ENTROPY_RAW),
+        knobs=frozenset({"temperature", "refine_threshold", "editing_threshold"}),
     ),
 )
-# Which scheduler reads which knob is the knob table's `samplers` (visualizer/settings.py): a trace records the
-# others as None, never a knob that did nothing.
-CAPABILITIES = Capabilities(
-    knobs=COMMON_KNOBS | {"sampler", "record_shift", "pins", "layers", "entropy_bound", "t_min", "t_max", "temperature", "corrector_steps",
-                          "corrector_k", "refine_threshold", "editing_threshold"},
-    samplers=SAMPLERS,
-    not_read={SAMPLER_ENTROPY_BOUND: frozenset({"temperature"})},  # EntropyBoundScheduler has its own t schedule
-)
+# Which scheduler reads which knob is each spec's `knobs` above: a trace records the others as None, never a knob
+# that did nothing.
+CAPABILITIES = Capabilities(knobs=COMMON_KNOBS | {"sampler", "record_shift", "pins", "layers"}, samplers=SAMPLERS)
 
 
 def scheduler_for(settings: GenerationSettings):

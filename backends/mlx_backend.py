@@ -59,7 +59,7 @@ DEFAULT_TEMPERATURE = 1.0  # samples like transformers; mlx-vlm's own default is
 # What each sampler's frames mean (the states code needs no special case for either). On MLX the
 # last step of a block commits the argmax without sampling, for both.
 CAPABILITIES = Capabilities(
-    knobs=COMMON_KNOBS | {"entropy_bound", "t_min", "t_max", "sampler", "temperature"},
+    knobs=COMMON_KNOBS | {"sampler"},
     samplers=(
         SamplerSpec(
             SAMPLER_ENTROPY_BOUND,
@@ -69,6 +69,7 @@ CAPABILITIES = Capabilities(
             "as the transformers backend does, at 0 it takes the argmax. On MLX the last step of a block "
             "commits the argmax without sampling, so it accepts nothing new.",
             AcceptRule(renoises=True, last_step_samples=False, budget=BUDGET_ENTROPY_BOUND),
+            knobs=frozenset({"entropy_bound", "t_min", "t_max", "temperature"}),
         ),
         SamplerSpec(
             SAMPLER_CONFIDENCE_THRESHOLD,
@@ -78,6 +79,7 @@ CAPABILITIES = Capabilities(
             "purple everything revealed before. A block ends as soon as every position is revealed; otherwise "
             "its last step commits the argmax without sampling.",
             AcceptRule(renoises=False, last_step_samples=False, budget=BUDGET_CONFIDENCE_THRESHOLD),
+            knobs=frozenset({"t_min", "t_max", "temperature"}),
         ),
     ),
 )

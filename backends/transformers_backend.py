@@ -55,9 +55,10 @@ ENTROPY_BOUND = SamplerSpec(
     "stays within the bound and recomputes that set from scratch, so a token accepted at one step can turn "
     "back into noise at the next (remasked).",
     AcceptRule(renoises=True, last_step_samples=True, budget=BUDGET_ENTROPY_BOUND),
+    knobs=frozenset({"entropy_bound", "t_min", "t_max"}),
 )
 CAPABILITIES = Capabilities(
-    knobs=COMMON_KNOBS | {"entropy_bound", "t_min", "t_max", "sampler", "compiled", "pins", "layers", "record_shift"},
+    knobs=COMMON_KNOBS | {"sampler", "compiled", "pins", "layers", "record_shift"},
     samplers=(ENTROPY_BOUND,),
     max_batch=None,  # as many prompts as the GPU's memory holds
 )

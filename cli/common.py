@@ -9,7 +9,8 @@ from __future__ import annotations
 import sys
 
 from backends.registry import backend_names
-from visualizer.settings import KNOBS, GenerationSettings
+from visualizer.settings import KNOBS, GenerationSettings, Knob
+from visualizer.step_names import STEP_HELP, StepAt, StepNameError, locate_step, parse_step
 from visualizer.trace import Trace, TraceError
 
 
@@ -23,13 +24,19 @@ def refuse_problems(problems: list[str]) -> None:
         raise CliError("; ".join(problems))
 
 
-def parse_positive_step(step: int | None) -> int | None:
-    """A step given counted from 1 (as printed) as the 0-based index, None kept."""
-    if step is None:
-        return None
-    if step < 1:
-        raise CliError("--step counts from 1, as the app's captions do")
-    return step - 1
+def add_step_argument(p, *, bare: str, default: str | None = None) -> None:
+    """--step BLOCK:STEP, said the same way on every command (`visualizer.step_names`); `bare` says which block
+    a STEP alone is of, `default` what the command shows without it (None: --step is required)."""
+    shown = f"; default: {default}" if default else ""
+    p.add_argument("--step", required=default is None, metavar="BLOCK:STEP", help=f"{STEP_HELP}; STEP alone: {bare}{shown}")
+
+
+def locate_step_arg(trace: Trace, text: str, *, block: int = 1) -> StepAt:
+    """The step --step names in `trace` (a bare STEP of `block`, from 1); CliError in one line naming the run's range."""
+    try:
+        return locate_step(trace, parse_step(text), block=block)
+    except StepNameError as exc:
+        raise CliError(f"--step {str(text)[:40]}: {exc}") from None
 
 
 def load_trace(path: str) -> Trace:
@@ -48,23 +55,30 @@ def add_generation_arguments(p) -> None:
     add_knob_arguments(p)
 
 
-def add_knob_arguments(p, *, skip: tuple[str, ...] = ()) -> None:
-    """A flag for every knob of the knob table (`visualizer.settings.KNOBS`) but those in `skip`."""
-    defaults = GenerationSettings()
-    for knob in KNOBS.values():
-        if knob.name in skip or not knob.generated_flag:  # pins, layers, --no-shift: the command's own flags
-            continue
-        notes = [f"{', '.join(knob.samplers)} only"] if knob.samplers else []
-        if knob.kind is bool:
-            p.add_argument(knob.cli_flag, dest=knob.name, action="store_true", help=_with_notes(knob.help, notes))
-            continue
-        default = getattr(defaults, knob.name)  # None: the model's generation config decides
-        notes.append(f"default {knob.default}" if default is not None else f"default: the model's own, else {knob.default}")
-        p.add_argument(knob.cli_flag, dest=knob.name, type=knob.kind, default=default, help=_with_notes(knob.help, notes))
+def add_knob_arguments(p, knobs: dict[str, Knob] = KNOBS, *, skip: tuple[str, ...] = ()) -> None:
+    """A flag for every knob of the knob table (`visualizer.settings.KNOBS`) but those in `skip`: a switch
+    (--no-X where it is on by default), a number or name, or a structured knob's text (repeatable where its
+    form says so), which `settings_from_args` parses."""
+    for knob in knobs.values():
+        if knob.name not in skip:
+            add_knob_argument(p, knob)
 
 
-def _with_notes(text: str, notes: list[str]) -> str:
-    return f"{text} ({'; '.join(notes)})" if notes else text
+def add_knob_argument(p, knob: Knob) -> None:
+    """The CLI flag of one knob, from its declaration alone."""
+    if knob.kind is bool:
+        action, help = ("store_false", f"turns off what is on by default: {knob.help}") if knob.field_default \
+            else ("store_true", knob.help)
+        p.add_argument(knob.cli_flag, dest=knob.name, action=action, default=knob.field_default, help=help)
+    elif knob.form is not None:  # its text, parsed with the rest (one line for a bad one, not argparse's usage)
+        action = "append" if knob.form.repeat else "store"
+        repeat = "; repeatable" if knob.form.repeat else ""
+        p.add_argument(knob.cli_flag, dest=knob.name, action=action, metavar=knob.form.metavar,
+                       help=f"{knob.help} (default: none{repeat})")
+    else:  # None: the model's generation config decides
+        default = "default: the model's own, else {}" if knob.field_default is None else "default {}"
+        p.add_argument(knob.cli_flag, dest=knob.name, type=knob.kind, default=knob.field_default,
+                       help=f"{knob.help} ({default.format(knob.default)})")
 
 
 def load_model(args, settings: GenerationSettings, **options):
@@ -79,9 +93,28 @@ def load_model(args, settings: GenerationSettings, **options):
         raise CliError(str(exc)) from None
     if args.backend is None and backend.name != backend_for_source(source):
         print(f"the {settings.sampler} sampler runs on the {backend.name} backend", file=sys.stderr)
+    reads, stock = backend.capabilities.knobs_for(settings.sampler), GenerationSettings()
+    unread = [knob.cli_flag for knob in KNOBS.values()  # a structured one is refused by the run instead
+              if knob.form is None and knob.name not in reads and getattr(settings, knob.name) != getattr(stock, knob.name)]
+    if unread:
+        sampler = backend.capabilities.sampler(settings.sampler).name
+        print(f"note: the {sampler} sampler on the {backend.name} backend does not read {', '.join(unread)} "
+              "(the trace records none)", file=sys.stderr)
     return backend
 
 
-def settings_from_args(args) -> GenerationSettings:
-    """The settings of the knob flags parsed (`add_knob_arguments`); a knob without a flag keeps its default."""
-    return GenerationSettings(**{name: getattr(args, name) for name in KNOBS if hasattr(args, name)})
+def settings_from_args(args, cls=GenerationSettings, knobs: dict[str, Knob] = KNOBS):
+    """The settings of the knob flags parsed (`add_knob_arguments`); a knob without a flag keeps its default,
+    a structured knob's text is read by its form (CliError in one line when it is not one)."""
+    values = {}
+    for name, knob in knobs.items():
+        value = getattr(args, name, None)
+        if knob.form is None:
+            if hasattr(args, name):
+                values[name] = value
+        elif value is not None:
+            try:
+                values[name] = knob.form.parse("\n".join(value) if knob.form.repeat else value)
+            except ValueError as exc:
+                raise CliError(f"{knob.cli_flag}: {exc}") from None
+    return cls(**values)

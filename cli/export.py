@@ -3,7 +3,7 @@
     python -m visualizer export run.json --gif run.gif [--mp4 run.mp4] [--webp run.webp]
     python -m visualizer export run.json --gif b2.gif --blocks 2 --frame-ms 100 --width 800 --palette colorblind
     python -m visualizer demos --out assets/demos [--model FOLDER_OR_HUB_ID] [--seed 0]
-    python -m visualizer compare seed0.json seed1.json --gif both.gif --png end.png --step 10
+    python -m visualizer compare seed0.json seed1.json --gif both.gif --png end.png --step 1:10
 
 `demos` records each demo prompt (`prompts/demos.py`) on the model (default: the built-in one),
 writes its trace (NAME.json) and its GIF (NAME.gif) to the folder.  Progress goes to stderr;
@@ -19,7 +19,8 @@ from visualizer.animation import LAYOUTS, AnimationError, AnimationOptions, pars
 from visualizer.export import ExportError, export_animation
 from visualizer.palette import PALETTES
 
-from .common import CliError, add_generation_arguments, load_model, load_trace, refuse_problems, settings_from_args
+from .common import CliError, add_generation_arguments, add_step_argument, load_model, load_trace, locate_step_arg
+from .common import refuse_problems, settings_from_args
 
 
 # ---- shared options --------------------------------------------------------------------------
@@ -171,7 +172,8 @@ def add_compare_command(subparsers) -> None:
     p = subparsers.add_parser("compare", help="two saved runs side by side, stepped together (PNG, HTML, GIF)")
     p.add_argument("trace_a", help="first trace file (.json)")
     p.add_argument("trace_b", help="second trace file (.json)")
-    p.add_argument("--step", type=int, default=-1, help="global step for --png / --html, from 0; -1: the end (default)")
+    add_step_argument(p, bare="of block 1, of the first run (the second is shown as far into its own steps)",
+                      default="the end")
     p.add_argument("--png", help="image of both runs at --step")
     p.add_argument("--html", help="HTML fragment of both runs at --step")
     p.add_argument("--gif", help="animation of both runs stepped together")
@@ -199,16 +201,16 @@ def run_compare(args) -> int:
             raise CliError(f"cannot write {path}: folder {Path(path).parent} does not exist")
     a, b = load_trace(args.trace_a), load_trace(args.trace_b)
     try:
-        last = len(align(a, b)) - 1
-        if not -last - 1 <= args.step <= last:
-            raise CliError(f"--step must be from 0 to {last} (or -1 for the end)")
-        step = args.step % (last + 1)
+        last = len(align(a, b)) - 1  # the aligned steps, and one past them: both runs' last frames
+        step = last if args.step is None else locate_step_arg(a, args.step).index
+        record = a.steps[step] if step < len(a.steps) else None
+        where = f"step {record.block + 1}:{record.step + 1} of the first run" if record else "the end"
         if args.png:
             compare_image(a, b, step, palette=args.palette, layout=args.layout, font_size=args.font_size).save(args.png)
-            print(f"wrote {args.png} (step {step} of {last})", file=sys.stderr)
+            print(f"wrote {args.png} ({where})", file=sys.stderr)
         if args.html:
             Path(args.html).write_text(compare_html(a, b, step, palette=args.palette, layout=args.layout), encoding="utf-8")
-            print(f"wrote {args.html} (step {step} of {last})", file=sys.stderr)
+            print(f"wrote {args.html} ({where})", file=sys.stderr)
         if args.gif:
             bar = None if args.quiet else ProgressBar("rendering")
             try:

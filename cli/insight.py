@@ -1,12 +1,12 @@
 """`alternatives` prints what the model weighed at one position; `budget` why a step accepted what it did.
 
     python -m visualizer alternatives run.json --position 17              # at its block's last step
-    python -m visualizer alternatives run.json --position 17 --step 5     # at step 5 (counted from 1)
-    python -m visualizer budget run.json --step 5 [--block 2] [--svg budget.svg]
+    python -m visualizer alternatives run.json --position 17 --step 5     # at step 5 of its block
+    python -m visualizer budget run.json --step 2:5 [--svg budget.svg]    # block 2, step 5
     python -m visualizer layers run.json --out-dir views [--block 1] [--position 14]
 
 `--position` counts over the whole output from 0 (position 300 of a 256-token canvas is position
-44 of block 2); steps count from 1 within the block, as the app's captions do.
+44 of block 2); a step is BLOCK:STEP from 1, as the app's captions show it (`visualizer.step_names`).
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .common import CliError, load_trace, parse_positive_step
+from .common import CliError, add_step_argument, load_trace, locate_step_arg
 
 
 def add_alternatives_command(subparsers) -> None:
     p = subparsers.add_parser("alternatives", help="print a position's top-k candidates at a step and at its commit step")
     p.add_argument("trace", help="a trace recorded with candidates (record --topk K, on by default)")
     p.add_argument("--position", type=int, required=True, help="position in the output, from 0 over all blocks")
-    p.add_argument("--step", type=int, help="step of the position's block, from 1 (default: its last step)")
+    add_step_argument(p, bare="of the position's block", default="its block's last step")
     p.set_defaults(run=run_alternatives)
 
 
@@ -34,8 +34,14 @@ def run_alternatives(args) -> int:
     if not 0 <= args.position < started * canvas:
         raise CliError(f"--position must be from 0 to {started * canvas - 1} ({started} block(s) of {canvas})")
     block, position = divmod(args.position, canvas)
+    step = None
+    if args.step is not None:
+        at = locate_step_arg(trace, args.step, block=block + 1)
+        if at.block != block:
+            raise CliError(f"--step {args.step} is in block {at.block + 1}; position {args.position} is in block {block + 1}")
+        step = at.step
     try:
-        alt = position_alternatives(trace, block, position, parse_positive_step(args.step))
+        alt = position_alternatives(trace, block, position, step)
     except AlternativesError as exc:
         raise CliError(f"{args.trace}: {exc}") from None
     print(alternatives_text(alt))
@@ -45,8 +51,8 @@ def run_alternatives(args) -> int:
 def add_budget_command(subparsers) -> None:
     p = subparsers.add_parser("budget", help="why a step accepted the positions it did (the sampler's rule, replayed)")
     p.add_argument("trace", help="a trace file (.json)")
-    p.add_argument("--step", type=int, required=True, help="step of the block, from 1")
-    p.add_argument("--block", type=int, default=1, help="block, from 1 (default 1)")
+    add_step_argument(p, bare="of --block")
+    p.add_argument("--block", type=int, default=1, help="the block of a STEP alone, from 1 (default 1)")
     p.add_argument("--svg", help="also write the accept-budget chart to this .svg file")
     p.add_argument("--show", type=int, default=12, help="positions to list, lowest entropy first (default 12)")
     p.set_defaults(run=run_budget)
@@ -60,7 +66,8 @@ def run_budget(args) -> int:
     if args.block < 1:
         raise CliError("--block counts from 1")
     trace = load_trace(args.trace)
-    block, step = args.block - 1, parse_positive_step(args.step)
+    at = locate_step_arg(trace, args.step, block=args.block)
+    block, step = at.block, at.step
     try:
         budget = accept_budget(trace, block, step)
     except BudgetError as exc:
@@ -77,7 +84,7 @@ def run_budget(args) -> int:
             print(f"{rank + 1:>4} {int(budget.positions[rank]):>8} {budget.probability[rank]:>12.4f}  {'yes' if budget.revealed[rank] else 'no'}")
     if args.svg:
         refs = frame_refs(trace)
-        frame = next(i for i, r in enumerate(refs) if r.kind == "step" and r.block == block and trace.steps[r.index].step == step)
+        frame = next(i for i, r in enumerate(refs) if r.kind == "step" and r.index == at.index)
         out = Path(args.svg)
         if not out.parent.exists():
             raise CliError(f"folder {out.parent} does not exist")

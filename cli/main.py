@@ -1,7 +1,7 @@
 """The command line: record runs, render frames, measure commit order, export animations, run probes.
 
     python -m visualizer record --prompt "Why is the sky blue?" --seed 0 --out run.json
-    python -m visualizer frame run.json --step 5 --out frame.png
+    python -m visualizer frame run.json --step 1:5 --out frame.png
     python -m visualizer metrics run.json
     python -m visualizer export run.json --gif run.gif --mp4 run.mp4 --webp run.webp
     python -m visualizer demos --out assets/demos
@@ -9,10 +9,11 @@
     python -m visualizer probe --seeds 2 --out probe
     python -m visualizer probe-report probe
     python -m visualizer alternatives run.json --position 17 --step 5
-    python -m visualizer budget run.json --step 5 --svg budget.svg
+    python -m visualizer budget run.json --step 2:5 --svg budget.svg
     python -m visualizer layers run.json --out-dir views --position 14
 
-One module per command group; this one only assembles them.  Bad input ends with a one-line
+One module per command group; this one only assembles them.  A step is BLOCK:STEP from 1 on every
+command, as the app's captions show it (`visualizer.step_names`).  Bad input ends with a one-line
 `error: ...` and exit status 2, never a traceback.
 """
 

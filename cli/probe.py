@@ -67,10 +67,8 @@ def add_probe_command(subparsers) -> None:
                         help="run the same generations under each of these samplers (or 'all': every one the backend runs), "
                         "each into OUT/<sampler>/ with its own tables, and write OUT/samplers.md side by side")
     parser.add_argument("--bootstrap", type=int, default=N_RESAMPLES, help=f"bootstrap resamples (default {N_RESAMPLES})")
-    parser.add_argument("--no-shift", action="store_false", dest="record_shift",
-                        help="do not record the step-to-step KL: saves one step's float32 distribution per batch row on "
-                        "the device (256 MiB a row at the real 262,144-token vocabulary)")
-    add_knob_arguments(parser, skip=("sampler", "seed"))  # --samplers and --seeds above say those
+    # --samplers and --seeds above say those; a probe is of stock runs: no pins, and its tables read no layers
+    add_knob_arguments(parser, skip=("sampler", "seed", "pins", "layers"))
     parser.set_defaults(run=probe_command)
 
 

@@ -2,7 +2,7 @@
 
     python -m visualizer record --prompt "Why is the sky blue?" --seed 0 --out run.json
     python -m visualizer record --demo acrostic --model FOLDER_OR_HUB_ID --out run.json
-    python -m visualizer frame run.json --step 5 --out frame.png
+    python -m visualizer frame run.json --step 1:5 --out frame.png
     python -m visualizer record --demo acrostic --layers 0,5 --pin 14="ocean" --out pinned.json
 
 `--layers` records chosen decoder layers per step (RMS and logit lens), `--pin POS=TEXT` places TEXT's
@@ -24,7 +24,8 @@ from pathlib import Path
 
 from backends.sharded import PARALLEL_KINDS
 
-from .common import CliError, add_generation_arguments, load_model, load_trace, refuse_problems, settings_from_args
+from .common import CliError, add_generation_arguments, add_step_argument, load_model, load_trace, locate_step_arg
+from .common import refuse_problems, settings_from_args
 
 
 # ---- record ----------------------------------------------------------------------------------
@@ -47,45 +48,8 @@ def add_record_command(subparsers) -> None:
                    help="transformers: spread the model over several GPUs; expert/tensor/tensor+expert under "
                         f"torchrun --nproc-per-node N (default there: {TORCHRUN_DEFAULT_PARALLEL}), layers "
                         "(device_map auto) in one process (docs/sharded.md)")
-    p.add_argument("--layers", help="record these decoder layers every step (RMS of the output, logit lens): "
-                   "comma-separated numbers from 0, or 'all' (default: none)")
-    p.add_argument("--pin", action="append", default=[], metavar="POS=TEXT",
-                   help="place TEXT's tokens on the first canvas from position POS before the first step and keep them "
-                        "accepted at every step (repeatable); the metrics leave pinned positions out")
-    p.add_argument("--no-shift", action="store_false", dest="record_shift",
-                   help="do not record the KL of each position's distribution from the previous step's (saves one "
-                        "step's float32 distribution per row on the device)")
     p.add_argument("--quiet", action="store_true", help="no per-step progress on stderr")
     p.set_defaults(run=run_record)
-
-
-def parse_layers(spec: str | None):
-    """--layers: None, "all", or a tuple of distinct layer numbers (CliError otherwise)."""
-    if spec is None:
-        return None
-    spec = spec.strip()
-    if spec == "all":
-        return "all"
-    try:
-        layers = tuple(int(part) for part in spec.split(","))
-    except ValueError:
-        raise CliError(f"--layers takes layer numbers separated by commas, or 'all' (got {spec!r})") from None
-    if any(layer < 0 for layer in layers) or len(set(layers)) != len(layers):
-        raise CliError(f"--layers takes distinct layer numbers from 0 (got {spec!r})")
-    return layers
-
-
-def parse_pins(values: list[str]) -> tuple:
-    """--pin POS=TEXT, repeated: ((POS, TEXT), ...) (CliError naming the bad one)."""
-    pins = []
-    for value in values:
-        position, sep, text = value.partition("=")
-        if not sep or not position.strip().lstrip("-").isdigit():
-            raise CliError(f"--pin takes POS=TEXT, a canvas position and the text to place there (got {value!r})")
-        if not text:
-            raise CliError(f"--pin {value!r} has an empty text: give the text to place at position {position.strip()}")
-        pins.append((int(position), text))
-    return tuple(pins)
 
 
 def run_record(args) -> int:
@@ -99,9 +63,7 @@ def run_record(args) -> int:
         raise CliError(exc.args[0]) from None
     if not prompt or not prompt.strip():
         raise CliError("the prompt is empty: give --prompt TEXT or --demo NAME")
-    settings = settings_from_args(args).replace(
-        pins=parse_pins(args.pin), layers=parse_layers(args.layers), record_shift=args.record_shift
-    )
+    settings = settings_from_args(args)
     refuse_problems(settings.problems())
     for note in settings.notes():
         print(f"note: {note}", file=sys.stderr)
@@ -142,7 +104,7 @@ def add_frame_command(subparsers) -> None:
     p.add_argument("trace", help="trace file (.json)")
     p.add_argument("--out", required=True, help="image to write (.png)")
     which = p.add_mutually_exclusive_group()
-    which.add_argument("--step", type=int, help="denoising step, counted over all blocks from 0; negative from the end")
+    add_step_argument(which, bare="of block 1", default="the last frame")
     which.add_argument("--frame", type=int, help="frame index as in the app's slider (steps and block commits)")
     p.add_argument("--layout", choices=("grid", "text"), default="grid")
     p.add_argument("--palette", choices=("standard", "colorblind"), default="standard")
@@ -161,10 +123,8 @@ def run_frame(args) -> int:
     if not refs:
         raise CliError(f"{args.trace} holds no steps to render")
     if args.step is not None:
-        steps = [i for i, r in enumerate(refs) if r.kind == "step"]
-        if not -len(steps) <= args.step < len(steps):
-            raise CliError(f"--step must be from 0 to {len(steps) - 1} (or negative from the end)")
-        index = steps[args.step]
+        at = locate_step_arg(trace, args.step)
+        index = next(i for i, r in enumerate(refs) if r.kind == "step" and r.index == at.index)
     elif args.frame is not None:
         if not -len(refs) <= args.frame < len(refs):
             raise CliError(f"--frame must be from 0 to {len(refs) - 1}")

@@ -174,7 +174,7 @@ def test_the_docs_show_the_commands_they_should():
 
 @pytest.mark.parametrize("command", [
     "python -m visualizer record --no-such-flag --out run.json",
-    "python -m visualizer frame run.json --step five",
+    "python -m visualizer frame run.json --font-size five",
     "python -m visualizer no-such-command",
     "python -m training.train --family-weights open-mix-7 --minutes",
     "python -m training.build_tokenizer --mix everything",
@@ -204,4 +204,5 @@ def test_the_knob_table_is_written_from_the_declarations():
 
     page = sync_knob_table.PAGE.read_text(encoding="utf-8")
     assert page == sync_knob_table.page_text(page), "run: python -m tools.sync_knob_table"
-    assert "| `refine_threshold` | `--refine-threshold` | 0.95 | block-refinement |" in page
+    assert "| `refine_threshold` | `--refine-threshold` | 0.95 | diffusers (block-refinement) |" in page
+    assert "| `pins` | `--pin` | none | transformers, diffusers |" in page  # MLX has no pins: said, not "every sampler"

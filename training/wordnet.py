@@ -32,7 +32,7 @@ from prompts.tasks import TRAIN, Task, split_of
 from prompts.tasks.grammar import choose
 from prompts.tasks.open_english import (OPEN_GOOD_KINDS, OPEN_SUBJECT_KINDS, Subject, article_for, fill,
                                         open_subject_task, plural_noun)
-from prompts.tasks.paraphrase import _polite, make_json_paraphrase
+from prompts.tasks.paraphrase import polite, make_json_paraphrase
 from prompts.tasks.subjects import KIND_SENTENCES
 
 from .jsonl import read_or_build_jsonl, write_jsonl
@@ -160,8 +160,8 @@ def wordnet_task(record: dict, rng: random.Random) -> Task:
     word, text = record["word"], record["text"]
     article = article_for(word, text)
     if rng.random() < 0.7:
-        return Task("define", _polite(rng, choose(rng, _DEFINE, w=word, a=article)), text, None)
-    prompt = _polite(rng, choose(rng, _TELL, w=word, a=article))
+        return Task("define", polite(rng, choose(rng, _DEFINE, w=word, a=article)), text, None)
+    prompt = polite(rng, choose(rng, _TELL, w=word, a=article))
     if record["kind"] not in KIND_FOLLOW_UP:
         return Task("define", prompt, text, None)
     subject = Subject(article + word, record["kind"], text)

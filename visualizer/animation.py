@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from PIL import Image
 
+from .knobs import is_int
 from .layout import Layout, final_tokens, grid_layout, text_layout
 from .metrics import is_defined, live_readout
 from .palette import PALETTES, get_palette
@@ -51,15 +52,15 @@ class AnimationOptions:
     def problems(self) -> list[str]:
         """Human-readable reasons these options cannot be used; empty when they can."""
         out = []
-        if self.blocks is not None and (not self.blocks or any(not _is_int(b) or b < 0 for b in self.blocks)):
+        if self.blocks is not None and (not self.blocks or any(not is_int(b) or b < 0 for b in self.blocks)):
             out.append("blocks must be a non-empty list of block indexes (0-based)")
-        if not _is_int(self.frame_ms) or not MIN_FRAME_MS <= self.frame_ms <= MAX_FRAME_MS:
+        if not is_int(self.frame_ms) or not MIN_FRAME_MS <= self.frame_ms <= MAX_FRAME_MS:
             out.append(f"frame duration must be from {MIN_FRAME_MS} to {MAX_FRAME_MS} ms (got {self.frame_ms!r})")
-        if not _is_int(self.hold_ms) or not 0 <= self.hold_ms <= MAX_HOLD_MS:
+        if not is_int(self.hold_ms) or not 0 <= self.hold_ms <= MAX_HOLD_MS:
             out.append(f"hold on the last frame must be from 0 to {MAX_HOLD_MS} ms (got {self.hold_ms!r})")
-        if self.width is not None and (not _is_int(self.width) or not 1 <= self.width <= MAX_WIDTH):
+        if self.width is not None and (not is_int(self.width) or not 1 <= self.width <= MAX_WIDTH):
             out.append(f"width must be from 1 to {MAX_WIDTH} pixels (got {self.width!r})")
-        if not _is_int(self.font_size) or not MIN_FONT_SIZE <= self.font_size <= MAX_FONT_SIZE:
+        if not is_int(self.font_size) or not MIN_FONT_SIZE <= self.font_size <= MAX_FONT_SIZE:
             out.append(f"font size must be from {MIN_FONT_SIZE} to {MAX_FONT_SIZE} (got {self.font_size!r})")
         if self.palette not in PALETTES:
             out.append(f"palette must be one of {', '.join(PALETTES)} (got {self.palette!r})")
@@ -239,7 +240,3 @@ def _pad(image: Image.Image, width: int, colors: IndexedColors) -> Image.Image:
 
 def _round10(ms: int) -> int:
     return int(round(ms / 10.0)) * 10
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)

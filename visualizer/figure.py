@@ -18,7 +18,7 @@ from html import escape
 
 from PIL import Image, ImageDraw
 
-from .render_image import _font
+from .render_image import load_font
 
 INK = "currentColor"  # text and axes: the page's colour in SVG, PNG_INK in the PNG
 PNG_INK = "#1f2937"
@@ -111,7 +111,7 @@ def _draw(draw: ImageDraw.ImageDraw, shape, s: int) -> None:
             draw.ellipse(box, fill=_rgba(color))
     else:
         (x, y), text, size, anchor, color = shape[1:]
-        font = _font(round(size * s))
+        font = load_font(round(size * s))
         width = font.getlength(text)
         left = x * s - {"start": 0, "middle": width / 2, "end": width}[anchor]
         draw.text((left, y * s), text, font=font, fill=_rgba(color), anchor="ls")  # y is the baseline, as in SVG

@@ -2,7 +2,9 @@
 
 `visualizer/static/live_view.js` draws what it decodes in the browser; this class decodes the same
 lines the same way, so the tests can check that decoding a live log reproduces `frame_state` at
-every frame, and read what a client of the app received:
+every frame, and read what a client of the app received. Only the tests use it today; it stays beside the
+encoder because it is the format's executable specification in Python (a client written in Python, a
+benchmark of what a browser receives, would read the stream with it), not test scaffolding:
 
     decoder = LiveState()
     decoder.read(replay_log(trace))              # a whole log, line by line

@@ -27,14 +27,14 @@ MARGIN = 12
 
 
 @lru_cache(maxsize=8)
-def _font(size: int, bold: bool = False) -> ImageFont.FreeTypeFont:
+def load_font(size: int, bold: bool = False) -> ImageFont.FreeTypeFont:
     name = "DejaVuSansMono-Bold.ttf" if bold else "DejaVuSansMono.ttf"
     return ImageFont.truetype(str(FONT_DIR / name), size)
 
 
 def _metrics(font_size: int) -> tuple[float, int]:
     """(character advance, line height) in pixels."""
-    font = _font(font_size)
+    font = load_font(font_size)
     return font.getlength("M"), round(font_size * 1.5)
 
 
@@ -61,7 +61,7 @@ def render_frame_image(
     image = Image.new("RGB", (width, height), palette.background)
     draw = ImageDraw.Draw(image)
     draw.fontmode = "L" if antialias else "1"
-    font = _font(font_size)
+    font = load_font(font_size)
     cw, lh = _metrics(font_size)
     y = MARGIN
     for line in lines:

@@ -1,7 +1,7 @@
 """What a sampler's frames mean: its accept rule, recorded in every trace.
 
 A backend declares the samplers it runs (`backends.base.Capabilities`), each as a `SamplerSpec`:
-a name, a one-line note for the UI, and an `AcceptRule`. The rule travels in the trace
+a name, a one-line note for the UI, an `AcceptRule`, and the sampler's knobs it reads. The rule travels in the trace
 (`RunStart.sampler_rule`), so the library (the accept-budget replay, trace loading) reads what a
 sampler does from the trace itself and never needs to know which backend made it.
 
@@ -71,11 +71,15 @@ class AcceptRule:
 
 @dataclass(frozen=True)
 class SamplerSpec:
-    """One sampler a backend runs: its name, a one-line note on how it commits, and its rule."""
+    """One sampler a backend runs: its name, a one-line note on how it commits, its rule, and the sampler's own
+    knobs it reads on that backend (`visualizer.settings` fields: entropy_bound, temperature, ...). That is the
+    one statement of which sampler reads a knob: the same sampler on two backends may read different ones
+    (mlx-vlm's entropy-bound reads a temperature, diffusers' EntropyBoundScheduler has its own schedule)."""
 
     name: str
     note: str
     rule: AcceptRule
+    knobs: frozenset[str] = frozenset()
 
 
 def is_sampler_name(name) -> bool:

@@ -337,14 +337,14 @@ def controls_panel(mode: Hosting, initial: ModelChoice) -> dict:
     with gr.Accordion("Knobs (defaults: the checkpoint's generation config)", open=False):
         # one widget per knob of the table, shown where the model's sampler reads it (`knob_updates`)
         knobs |= {knob.name: knob_widget(knob, mode.limits) for knob in APP_KNOBS
-                  if knob.name != "sampler" and knob.from_text is None}
+                  if knob.name != "sampler" and knob.form is None}
         ui["count_thoughts"] = gr.Checkbox(
             False, label="Count thought tokens in the commit order",
             info="Off: tau_b, the panel and structure first measure the answer only.",
         )
     with gr.Accordion("Layers and pins (docs/layers-and-pins.md)", open=False) as ui["pins_box"]:
         # the structured knobs: recorded layers (watching only) and pinned tokens (an intervention)
-        knobs |= {knob.name: knob_widget(knob, mode.limits) for knob in APP_KNOBS if knob.from_text is not None}
+        knobs |= {knob.name: knob_widget(knob, mode.limits) for knob in APP_KNOBS if knob.form is not None}
     ui["knobs"] = {knob.name: knobs[knob.name] for knob in APP_KNOBS}  # the table's order: the API's parameter order
     ui |= ui["knobs"]
     with gr.Row():

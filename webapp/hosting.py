@@ -94,7 +94,7 @@ class Limits:
         cap, knob = self.knob_caps.get(name), KNOBS[name]
         if cap is None:
             return None
-        if knob.from_text is None:
+        if knob.form is None:
             return f"This server caps {knob.label} at {cap} (asked: {value})." if _number(value) > cap else None
         if isinstance(value, str) and self.max_prompt_chars is not None and len(value) > self.max_prompt_chars:
             return f"This server takes {knob.label} of up to {self.max_prompt_chars:,} characters (these have {len(value):,})."

@@ -16,8 +16,6 @@ import gradio as gr
 
 from visualizer.settings import KNOBS, GenerationSettings
 
-# the layers and pins boxes (structured knobs: `Knob.from_text` reads them)
-TEXT_KNOB_HINTS = {"layers": "e.g. 0,1 or all; empty: off", "pins": "e.g. 11=moon, one a line; or click a token below"}
 THINKING_NOTE = "Renders the chat template with `enable_thinking`: the model thinks in its own channel before answering."
 NO_THINKING_NOTE = "This model's chat template has no thinking channel (`enable_thinking`)."
 
@@ -34,9 +32,9 @@ def knob_widget(knob, limits):
     if knob.name == "sampler":  # its choices are the model's (`knob_updates`); another value gets our own message
         return gr.Dropdown([knob.default], value=knob.default, label=label, info=knob.help, visible=False,
                            allow_custom_value=True)
-    if knob.from_text is not None:  # layers, pins: typed as text, read by the knob's own parser and check
-        return gr.Textbox("", label=label, info=knob.help, placeholder=TEXT_KNOB_HINTS.get(knob.name, ""),
-                          lines=2 if knob.name == "pins" else 1, max_lines=8, elem_id=f"dv-knob-{knob.name}")
+    if knob.form is not None:  # layers, pins: typed as text, read by the knob's own form
+        return gr.Textbox("", label=label, info=knob.help, placeholder=knob.form.hint, lines=knob.form.lines,
+                          max_lines=8, elem_id=f"dv-knob-{knob.name}")
     if knob.kind is bool:
         return gr.Checkbox(knob.default, label=label, info=knob.help)
     if knob.slider:
@@ -59,7 +57,7 @@ def knob_updates(backend, sampler: str | None = None, samplers=None, *, values: 
     updates = {}
     for knob in APP_KNOBS:
         update = {"visible": knob.name in reads}
-        if knob.optional and knob.from_text is None and (values or not knob.every_backend):  # the model decides these: its value
+        if knob.optional and knob.form is None and (values or not knob.every_backend):  # the model decides these: its value
             value = getattr(defaults, knob.name)
             update["value"] = knob.default if value is None else value
         updates[knob.name] = gr.update(**update)
@@ -74,18 +72,18 @@ def knob_updates(backend, sampler: str | None = None, samplers=None, *, values: 
 
 def settings_from_widgets(values: dict, reads) -> GenerationSettings:
     """The settings of the knobs' widget values; a knob this run does not read (`reads`) is not read
-    here either (recorded as None), except layers or pins given to a run that does not take them: a
-    ValueError, never a silent stock run. An empty box is None (the model's default) where None is a value."""
+    here either (recorded as None), except a structured knob (layers, pins) given to a run that does not take
+    it: a ValueError, never a silent stock run. An empty box is None (the model's default) where None is a value."""
     settings = {}
     for knob in APP_KNOBS:
         value = values.get(knob.name)
-        if knob.from_text is not None and knob.name not in reads and knob.from_text(value):  # never dropped silently
+        if knob.form is not None and knob.name not in reads and knob.form.parse(value):  # never dropped silently
             raise ValueError(f"this model's {values.get('sampler') or 'default'} sampler does not take {knob.label}: "
                              f"empty the {knob.label} box (Layers and pins) or pick another sampler")
         if knob.name not in reads or (knob.optional and (value is None or value == "")):
             continue
-        if knob.from_text is not None:  # layers, pins: ValueError in one line when the text is not one
-            settings[knob.name] = knob.from_text(value)
+        if knob.form is not None:  # layers, pins: ValueError in one line when the text is not one
+            settings[knob.name] = knob.form.parse(value)
         elif knob.kind is bool:
             settings[knob.name] = bool(value)
         elif knob.kind is str:

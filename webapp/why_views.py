@@ -174,11 +174,8 @@ def add_pin(position, text, pins, session: RunSession) -> tuple:
             raise ValueError("type the text to pin there first")
         if "\n" in text or "\r" in text:
             raise ValueError("a pin's text is one line: add another pin for the next line")
-        kept = [line for line in str(pins or "").splitlines()
-                if line.strip() and line.partition("=")[0].strip() != str(position)]
-        kept.append(f"{position}={text}")
-        pins = "\n".join(kept)
-        KNOBS["pins"].from_text(pins)  # a hand-typed line that is no pin is named before the run
+        form = KNOBS["pins"].form  # the box's grammar; a hand-typed line that is no pin is named before the run
+        pins = form.format((*(pin for pin in form.parse(pins) if pin[0] != position), (position, text)))
     except ValueError as exc:
         return gr.skip(), str(exc), gr.skip()
     note = f"Pinned {text!r} at position {position}: the next *Generate* holds it there (see *Layers and pins*)."

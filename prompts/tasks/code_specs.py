@@ -166,13 +166,6 @@ def function_specs() -> tuple[FunctionSpec, ...]:
     return tuple(_fixed_specs() + _parametrized_specs())
 
 
-def spec_by_name(name: str) -> FunctionSpec:
-    for spec in function_specs():
-        if spec.name == name:
-            return spec
-    raise KeyError(name)
-
-
 def distinct_examples(spec: FunctionSpec, rng: random.Random, count: int) -> list[tuple[str, str]]:
     """`count` examples with distinct calls (fewer if the spec has fewer distinct inputs)."""
     seen, out = set(), []

@@ -22,7 +22,7 @@ import random
 import re
 
 from .grammar import choose, expand
-from .paraphrase import _OPERATIONS, _operands, _polite, _say, make_json_paraphrase
+from .paraphrase import _OPERATIONS, _operands, polite, _say, make_json_paraphrase
 from .types import Task
 
 PROBLEMS = (5, 8)  # problems per worksheet: eight answer lines still fit the 64-token training canvas
@@ -54,7 +54,7 @@ def make_math_drill(rng: random.Random) -> Task:
         answers.append(answer)
     join = "\n" if numbered else rng.choice(_JOINS)
     head = choose(rng, _HEADS)
-    prompt = _polite(rng, head + ("\n" if join == "\n" else " ") + join.join(asked))
+    prompt = polite(rng, head + ("\n" if join == "\n" else " ") + join.join(asked))
     return Task("math_drill", prompt, "\n".join(lines), answers)
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from . import question_bank as qb
 from .grammar import choose
-from .paraphrase import _polite
+from .paraphrase import polite
 from .subjects import KIND_SENTENCES, POEM_LINES, SUBJECTS
 from .types import Task
 
@@ -144,7 +144,7 @@ _SUGGEST = ("What should I $vp{?|}", "{Any|Some} ideas for what to $vp?", "{Can|
 def make_describe(rng: random.Random) -> Task:
     if rng.random() < 0.15:
         scene = _scene(rng)
-        prompt = _polite(rng, choose(rng, _DESCRIBE[:4], **_asked(scene)))
+        prompt = polite(rng, choose(rng, _DESCRIBE[:4], **_asked(scene)))
         first = rng.choice((f"{_first_upper(scene.text)} has a mood of its own.",
                             f"On {scene.text.split(' ', 1)[1]}, the world looks a little different.",
                             f"{_first_upper(scene.text)} can be beautiful in a quiet way."))
@@ -153,7 +153,7 @@ def make_describe(rng: random.Random) -> Task:
 
 
 def describe_task(rng: random.Random, subject: Subject) -> Task:
-    prompt = _polite(rng, choose(rng, _DESCRIBE, **_asked(subject)))
+    prompt = polite(rng, choose(rng, _DESCRIBE, **_asked(subject)))
     extra = rng.sample(KIND_SENTENCES[subject.kind], 2 if subject.definition else 3)
     sentences = ([subject.definition] if subject.definition else []) + [fill(s, subject) for s in extra]
     return Task("describe", prompt, " ".join(sentences), None)
@@ -161,7 +161,7 @@ def describe_task(rng: random.Random, subject: Subject) -> Task:
 
 def make_explain(rng: random.Random) -> Task:
     subject = _subject(rng, known_only=True)
-    prompt = _polite(rng, choose(rng, _EXPLAIN, **_asked(subject)))
+    prompt = polite(rng, choose(rng, _EXPLAIN, **_asked(subject)))
     return Task("explain", prompt, subject.definition, None)
 
 
@@ -172,20 +172,20 @@ def make_poem(rng: random.Random) -> Task:
 def poem_task(rng: random.Random, subject: Subject) -> Task:
     lines = POEM_LINES[subject.kind]  # two couplets: lines 0-3, or the closing couplet 4-5 then 2-3
     chosen = lines[0:4] if rng.random() < 0.6 else [*lines[4:6], *lines[2:4]]
-    prompt = _polite(rng, choose(rng, _POEM, **_asked(subject)))
+    prompt = polite(rng, choose(rng, _POEM, **_asked(subject)))
     return Task("poem", prompt, "\n".join(fill(line, subject) for line in chosen), None)
 
 
 def make_why(rng: random.Random) -> Task:
     if rng.random() < 0.4:
         vp = rng.choice(qb.PEOPLE_DO)
-        prompt = _polite(rng, choose(rng, _WHY_PEOPLE, vp=vp))
+        prompt = polite(rng, choose(rng, _WHY_PEOPLE, vp=vp))
         return Task("why", prompt, f"{rng.choice(qb.WHY_PEOPLE).format(vp=vp)} {rng.choice(qb.WHY_MORE)}", None)
     return why_important_task(rng, _subject(rng))
 
 
 def why_important_task(rng: random.Random, subject: Subject) -> Task:
-    prompt = _polite(rng, choose(rng, _WHY_IMPORTANT, **_asked(subject)))
+    prompt = polite(rng, choose(rng, _WHY_IMPORTANT, **_asked(subject)))
     reason = fill(rng.choice(qb.WHY_IMPORTANT[subject.kind]), subject)
     return Task("why", prompt, f"{reason} {fill(rng.choice(KIND_SENTENCES[subject.kind]), subject)}", None)
 
@@ -193,7 +193,7 @@ def why_important_task(rng: random.Random, subject: Subject) -> Task:
 def make_how(rng: random.Random) -> Task:
     if rng.random() < 0.5:
         vp = rng.choice(qb.PEOPLE_LEARN)
-        prompt = _polite(rng, choose(rng, _HOW_TO, vp=vp))
+        prompt = polite(rng, choose(rng, _HOW_TO, vp=vp))
         you = vp.replace(" my ", " your ")
         steps = [rng.choice(qb.HOW_TO).format(vp=you), *rng.sample(qb.HOW_TO_MORE, 2)]
         return Task("how", prompt, " ".join(steps), None)
@@ -201,7 +201,7 @@ def make_how(rng: random.Random) -> Task:
 
 
 def how_works_task(rng: random.Random, subject: Subject) -> Task:
-    prompt = _polite(rng, choose(rng, _HOW_WORKS, **_asked(subject)))
+    prompt = polite(rng, choose(rng, _HOW_WORKS, **_asked(subject)))
     sentences = ([subject.definition] if subject.definition else []) + [
         fill(s, subject) for s in rng.sample(qb.HOW_WORKS[subject.kind], 1 if subject.definition else 2)]
     return Task("how", prompt, " ".join(sentences), None)
@@ -209,7 +209,7 @@ def how_works_task(rng: random.Random, subject: Subject) -> Task:
 
 def make_tips(rng: random.Random) -> Task:
     x = rng.choice(qb.TIP_SUBJECTS)
-    prompt = _polite(rng, choose(rng, _TIPS, x=x))
+    prompt = polite(rng, choose(rng, _TIPS, x=x))
     t1, t2, t3 = rng.sample(qb.TIPS, 3)
     first = rng.choice(qb.TIPS_INTRO).format(x=x, t1=t1, t2=t2, t3=t3)
     return Task("tips", prompt, f"{_first_upper(first)} {rng.choice(qb.TIPS_MORE)}", None)
@@ -223,7 +223,7 @@ def make_good(rng: random.Random) -> Task:
 def good_task(rng: random.Random, x: str, qualities: tuple[str, ...]) -> Task:
     """"What makes a good <x>?" answered with three of `qualities`."""
     qualities = rng.sample(qualities, 3)
-    prompt = _polite(rng, choose(rng, _GOOD, x=x))
+    prompt = polite(rng, choose(rng, _GOOD, x=x))
     first = rng.choice((f"A good {x} is {qualities[0]}, {qualities[1]} and {qualities[2]}.",
                         f"A good {x} needs to be {qualities[0]} and {qualities[1]}, and it helps to be {qualities[2]}."))
     return Task("good", prompt, f"{first} {rng.choice(qb.GOOD_MORE)}", None)
@@ -233,7 +233,7 @@ def make_favorite(rng: random.Random) -> Task:
     x = rng.choice(tuple(qb.FAVORITES))
     picks, why = qb.FAVORITES[x]
     pick = rng.choice(picks)
-    prompt = _polite(rng, choose(rng, _FAVORITE, x=x))
+    prompt = polite(rng, choose(rng, _FAVORITE, x=x))
     answer = (f"My favorite {x} is {pick}, because {why}. I don't have real tastes as a small model, but "
               f"{pick} is a choice many people love." if rng.random() < 0.3 else
               f"My favorite {x} is {pick}. I like it because {why}.")
@@ -243,7 +243,7 @@ def make_favorite(rng: random.Random) -> Task:
 def make_suggest(rng: random.Random) -> Task:
     vp = rng.choice(tuple(qb.SUGGESTIONS))
     s1, s2, s3 = rng.sample(qb.SUGGESTIONS[vp], 3)
-    prompt = _polite(rng, choose(rng, _SUGGEST, vp=vp))
+    prompt = polite(rng, choose(rng, _SUGGEST, vp=vp))
     first = rng.choice(qb.SUGGEST_INTRO).format(s1=s1, s2=s2, S2=_first_upper(s2), s3=s3)
     return Task("suggest", prompt, f"{first} {rng.choice(qb.SUGGEST_MORE)}", None)
 

@@ -52,7 +52,7 @@ _REQUEST_VERBS = frozenset(
     "Represent Invent Use Follow Respond Answer Reply Count Put Evaluate Check Help Define Summarize Name".split())
 
 
-def _polite(rng: random.Random, sentence: str) -> str:
+def polite(rng: random.Random, sentence: str) -> str:
     """An optional greeting before and thanks after; "Please" and "Hey," lower the next word."""
     opener, closer = rng.choice(OPENERS), rng.choice(CLOSERS)
     first = sentence.split(" ", 1)[0]
@@ -330,7 +330,7 @@ def make_json_paraphrase(rng: random.Random, *, counts: tuple[int, ...] = JSON_K
     text = expand(rng, frame, entity=entity, Entity=entity[0].upper() + entity[1:], keys=_listing(rng, phrases),
                   skeleton=_skeleton(rng, keys), constraint=expand(rng, rng.choice(_JSON_CONSTRAINTS)))
     text = text.replace(" a a", " an a").replace(" a e", " an e").replace(" a i", " an i").replace(" a o", " an o")
-    prompt = _polite(rng, text[0].upper() + text[1:])
+    prompt = polite(rng, text[0].upper() + text[1:])
     value = {key: json_value(rng, kind, pools[key]) for key, kind in keys}
     properties = {key: ({"type": "array", "items": {"type": "string"}} if kind == "array" else {"type": kind})
                   for key, kind in keys}
@@ -471,7 +471,7 @@ def make_math_paraphrase(rng: random.Random) -> Task:
         prompt = choose(rng, _STORY_FRAMES[op], a=say_a, b=say_b, Who=who_text[0].upper() + who_text[1:],
                         who2=fill["who2"], has=has, gets=gets, gives=gives, needs=needs, s=ending,
                         do_have=expand(rng, do_have, pron=pronoun), things=things, box=box, boxes=boxes)
-    prompt = _polite(rng, prompt[0].upper() + prompt[1:])
+    prompt = polite(rng, prompt[0].upper() + prompt[1:])
     symbol = _OPERATIONS[op][0]
     return Task("math_paraphrase", prompt, f"{a} {symbol} {b} = {answer}. The answer is {answer}.", answer)
 
@@ -561,7 +561,7 @@ def make_acrostic_paraphrase(rng: random.Random) -> Task:
         letters = "".join(rng.choice("ABCDEFGHIJKLMNOPRSTUVWY") for _ in range(rng.randint(3, 7)))
     n = _say(rng, len(letters), 0.5)
     spaced = rng.choice((", ", " ", "-", ", ", " and ")).join(letters)
-    prompt = _polite(rng, choose(rng, _ACROSTIC_FRAMES, topic=topic, given=_letters_given(rng, letters), n=n,
+    prompt = polite(rng, choose(rng, _ACROSTIC_FRAMES, topic=topic, given=_letters_given(rng, letters), n=n,
                                  spaced=spaced))
     used: set = set()
     response = "\n".join(_acrostic_line(rng, letter, topic, used) for letter in letters)
