@@ -396,8 +396,8 @@ def progress_bar(out, plan: Plan, todo: Sequence[Batch], *, every_s: float = 0.5
             finished = [b for b in left if part_done(out, b.index)]
             for b in finished:
                 costs.extend(_cost_rows(part_path(out, b.index)))
-            fraction = cost_summary(costs)["useful_fraction"]
-            if finished and fraction is not None:
+            fraction = cost_summary(costs)["useful_fraction"] if finished else None
+            if fraction is not None:
                 bar.set_postfix_str(f"useful {fraction:.2f}", refresh=False)
             bar.update(sum(len(b.items) for b in finished))
             left = [b for b in left if b not in finished]

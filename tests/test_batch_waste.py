@@ -86,3 +86,16 @@ def test_length_ordered_batches_are_stock_generate_on_each_batch(backend, length
         traces = [Trace.load(length_ordered / "traces" / p.regime / f"{p.prompt_id}-seed0.json") for p in probes]
         assert [t.prompt for t in traces] == [p.prompt for p in probes]
         assert_rows_match_stock(backend, traces, [p.prompt for p in probes], SETTINGS.replace(seed=batch["seed"]))
+
+
+def test_the_progress_bar_shows_the_useful_fraction_of_the_batches_it_saw_finish(tmp_path, capsys):
+    from cli.probe_runner import progress_bar
+    from visualizer.plan import make_plan
+    from visualizer.results import write_part
+
+    plan = make_plan([("math", f"m{i}", 0) for i in range(4)], batch_size=2)
+    cost = {"decoder_passes": 0, "batch_decoder_passes": 10, "batch_rows_run": 2}
+    with progress_bar(tmp_path, plan, plan.batches, every_s=0.01):
+        write_part(tmp_path, 0, [cost | {"batch": 0, "decoder_passes": 10}, cost | {"batch": 0, "decoder_passes": 2}], [])
+        write_part(tmp_path, 1, [cost | {"batch": 1, "decoder_passes": 4}, cost | {"batch": 1, "decoder_passes": 4}], [])
+    assert "useful fraction 0.50: the rows needed 20 decoder passes, their batches ran 40" in capsys.readouterr().err
