@@ -61,9 +61,9 @@ def add_probe_command(subparsers) -> None:
                         help="generations per batch (default 1); auto: as many as the GPU's free memory holds. "
                         "Recorded in the plan: a rerun keeps it")
     parser.add_argument("--batch-order", choices=ORDERS, default=None,
-                        help="which generations share a batch: length (default for a new run: rows of about one expected "
-                        "length together, so fewer finished rows wait for the slowest) or suite (the suite's order). "
-                        "Recorded in the plan: a rerun keeps it")
+                        help="which generations share a batch: suite (default for a new run: the suite's order) or length "
+                        "(each regime's prompts together, shortest first, so rows of about one expected length share a "
+                        "batch and fewer finished rows wait for the slowest). Recorded in the plan: a rerun keeps it")
     parser.add_argument("--include-exploratory", action="store_true", help="also run and report the exploratory prompts")
     parser.add_argument("--model", default=None, help="model folder or hub id (default: the built-in model)")
     parser.add_argument("--backend", choices=backend_names(), default=None, help="default: picked from the model")

@@ -30,9 +30,10 @@ def _probes():
 
 @pytest.fixture(scope="module")
 def length_ordered(backend, tmp_path_factory):
-    """A probe run in the default batch order ("length") of open and json prompts, batches of 3."""
+    """A probe run in the "length" batch order of open and json prompts, batches of 3."""
     out = tmp_path_factory.mktemp("length")
-    run_probe(backend, _probes(), seeds=1, out=out, check=check_answer, batch_size=3, settings=SETTINGS)
+    run_probe(backend, _probes(), seeds=1, out=out, check=check_answer, batch_size=3, settings=SETTINGS,
+              batch_order="length")
     return out
 
 
