@@ -23,13 +23,13 @@ from pathlib import Path
 from backends.base import BackendError
 from backends.registry import backend_names
 from visualizer.metrics.stats import N_RESAMPLES
-from visualizer.plan import Batch
+from visualizer.plan import ORDERS, Batch
 from visualizer.probe import SPLIT_CONFIRMATORY, ProbeError, regime_tables, sampler_comparison_markdown, write_tables
 from visualizer.study_figures import write_figures
 
 from .common import CliError, add_knob_arguments, refuse_problems, settings_from_args
 from .report import SIDE_BY_SIDE, draw_figures
-from .probe_runner import finish_results, item_of, prepare_out, probe_items, progress_bar, run_batches
+from .probe_runner import finish_results, item_of, prepare_out, probe_items, progress_bar, prompt_lengths, run_batches
 
 DEFAULT_PER_REGIME = 20  # the study's 20 prompts a regime (10 confirmatory)
 
@@ -60,6 +60,10 @@ def add_probe_command(subparsers) -> None:
     parser.add_argument("--batch-size", default="1", metavar="B|auto",
                         help="generations per batch (default 1); auto: as many as the GPU's free memory holds. "
                         "Recorded in the plan: a rerun keeps it")
+    parser.add_argument("--batch-order", choices=ORDERS, default=None,
+                        help="which generations share a batch: suite (default for a new run: the suite's order) or length "
+                        "(each regime's prompts together, shortest first, so rows of about one expected length share a "
+                        "batch and fewer finished rows wait for the slowest). Recorded in the plan: a rerun keeps it")
     parser.add_argument("--include-exploratory", action="store_true", help="also run and report the exploratory prompts")
     parser.add_argument("--model", default=None, help="model folder or hub id (default: the built-in model)")
     parser.add_argument("--backend", choices=backend_names(), default=None, help="default: picked from the model")
@@ -114,7 +118,8 @@ def probe_command(args) -> int:
             return distributed.run_plan(
                 cluster,
                 prepare=lambda world: prepare_out(out, backend.info, run_settings, probe_items(probes, args.seeds),
-                                                  batch_size=batch_size, choose_batch_size=choose_batch_size, world_size=world),
+                                                  batch_size=batch_size, choose_batch_size=choose_batch_size, world_size=world,
+                                                  batch_order=args.batch_order, lengths=prompt_lengths(probes)),
                 work=lambda plan, mine, kill_hook: run_batches(backend, mine, by_item, out=out, settings=run_settings,
                                                                check=check_answer, plan_rows=plan.batch_size,
                                                                on_generated=kill_hook),

@@ -25,14 +25,22 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
 from backends.run import record_batch, record_trace
+from visualizer.batch_cost import COST_COLUMNS, BatchCost, batch_cost, cost_summary, describe
 from visualizer.files import write_atomically
 from visualizer.metrics import run_metrics
 from visualizer.plan import Batch, Plan, item_id, make_plan
 from visualizer.probe import MANIFEST, ProbeError, ProbeResult, result_from_trace, score
-from visualizer.results import merge_parts, part_done, read_results, result_rows, write_part
+from visualizer.results import merge_parts, part_done, part_path, read_results, result_rows, write_part
 from visualizer.settings import GenerationSettings
 from visualizer.trace import Trace
+
+
+# A new plan's batch order.  "length" (visualizer.plan) wasted no less on the built-in model (BENCHMARKS.md, "Rows
+# that finished early"): its rows' steps scatter within a regime, so the suite's order stays the default.
+DEFAULT_ORDER = "suite"
 
 
 # ---- running ----------------------------------------------------------------------------------------
@@ -45,6 +53,7 @@ def run_probe(
     settings: GenerationSettings | None = None,
     check: Callable,
     batch_size: int = 1,
+    batch_order: str | None = None,
 ) -> list[ProbeResult]:
     """Generate every (probe, seed) pair not already in `out` in one process; every result, in plan order.
 
@@ -53,7 +62,8 @@ def run_probe(
     (`run_batches`), so a script that calls it needs Python's `if __name__ == "__main__":` guard.
     """
     settings = settings or GenerationSettings()
-    plan, todo = prepare_out(out, backend.info, settings, probe_items(probes, seeds), batch_size=batch_size)
+    plan, todo = prepare_out(out, backend.info, settings, probe_items(probes, seeds), batch_size=batch_size,
+                             batch_order=batch_order, lengths=prompt_lengths(probes))
     run_batches(backend, todo, {item_of(p, s): p for p in probes for s in range(seeds)},
                 out=out, settings=settings, check=check, plan_rows=plan.batch_size)
     return finish_results(out, plan)
@@ -62,6 +72,11 @@ def run_probe(
 def probe_items(probes: Sequence, seeds: int) -> list[tuple[str, str, int]]:
     """(regime, prompt_id, seed) of every generation: seed 0 of every probe first, then seed 1, ..."""
     return [(p.regime, p.prompt_id, seed) for seed in range(seeds) for p in probes]
+
+
+def prompt_lengths(probes: Sequence) -> dict[tuple[str, str], int]:
+    """Each prompt's length in characters: the "length" batch order's estimate within a regime."""
+    return {(p.regime, p.prompt_id): len(p.prompt) for p in probes}
 
 
 def item_of(probe, seed: int) -> str:
@@ -74,11 +89,14 @@ def trace_file(probe, seed: int) -> str:
 
 
 def prepare_out(out, info, settings: GenerationSettings, items: list, *, batch_size, choose_batch_size=None,
-                world_size: int = 1) -> tuple[Plan, list[Batch]]:
+                world_size: int = 1, batch_order: str | None = None,
+                lengths: dict | None = None) -> tuple[Plan, list[Batch]]:
     """Write OUT/probe.json with the plan, or check an existing one; the plan and its unfinished batches.
 
     `batch_size` is a number, or "auto": then an existing plan's size is kept, and a new plan
-    takes `choose_batch_size()`.  A rerun must make the same plan: the traces depend on it.
+    takes `choose_batch_size()`.  `batch_order` is one of visualizer.plan.ORDERS, or None: an
+    existing plan's order, else DEFAULT_ORDER (`lengths` feeds the "length" order).  A rerun must
+    make the same plan: the traces depend on it.
     """
     out = Path(out)
     manifest = {"model": info.source, "backend": info.backend, "settings": {k: v for k, v in settings.to_dict().items() if k != "seed"}}
@@ -96,12 +114,14 @@ def prepare_out(out, info, settings: GenerationSettings, items: list, *, batch_s
             batch_size, chosen = recorded.batch_size, existing.get("batch_size_chosen", "auto")
         else:
             batch_size = choose_batch_size() if choose_batch_size else 1
-    plan = make_plan(items, batch_size=batch_size)
+    order = batch_order or (recorded.order if recorded is not None else DEFAULT_ORDER)
+    plan = make_plan(items, batch_size=batch_size, order=order, lengths=lengths)
     if recorded is not None and recorded != plan:
         raise ProbeError(
             f"{out} holds a run planned as {len(recorded.batches)} batches of up to {recorded.batch_size} rows "
-            f"({recorded.items} generations); this command plans {len(plan.batches)} of up to {plan.batch_size} "
-            f"({plan.items}). The traces depend on the plan: rerun with the same flags, or choose another --out"
+            f"in {recorded.order} order ({recorded.items} generations); this command plans {len(plan.batches)} of up "
+            f"to {plan.batch_size} in {plan.order} order ({plan.items}). The traces depend on the plan: rerun with "
+            "the same flags, or choose another --out"
         )
     if existing is not None and recorded is None and plan.batch_size != 1:
         raise ProbeError(f"{out} holds a run made one prompt at a time: resume it with --batch-size 1, or choose another --out")
@@ -169,12 +189,13 @@ def run_batches(backend, batches: Sequence[Batch], probes: dict, *, out, setting
     check_there = _can_send(check)
     with _writer_process() as writer, _generated(backend, batches, probes, settings, plan_rows) as generated:
         pending: deque = deque()
-        for batch, rows, traces in generated:
+        for batch, rows, traces, cost in generated:
             # `settle()` waits until every earlier batch is on disk (a test's kill point uses it)
             on_generated(lambda: _written(pending, after_batch, keep=0))
             _check_finished(backend, batch, traces, settings)
             verdicts = None if check_there else [score(check, p, t.end.text) for p, t in zip(rows, traces)]
-            pending.append(writer.submit(_save_batch, out, batch, rows, traces, check if check_there else None, verdicts))
+            pending.append(writer.submit(_save_batch, out, batch, rows, traces, check if check_there else None, verdicts,
+                                         cost))
             _written(pending, after_batch, keep=WRITER_BACKLOG)
         _written(pending, after_batch, keep=0)
 
@@ -199,7 +220,8 @@ def _written(pending: deque, after_batch: Callable[[], None], *, keep: int) -> N
 
 @contextmanager
 def _generated(backend, batches: Sequence[Batch], probes: dict, settings: GenerationSettings, plan_rows: int | None):
-    """(batch, probes, traces) of each batch in plan order, the next ones started while one generates.
+    """(batch, probes, traces, cost) of each batch in plan order, the next ones started while one generates;
+    `cost` counts every row the model ran, a filler row's too (visualizer.batch_cost).
 
     Only where the backend's runs queue on one model thread (`runs_in_order`): elsewhere (a new
     thread per run) two batches would run at once, and one at a time is the only safe way.  Ctrl-C
@@ -211,7 +233,7 @@ def _generated(backend, batches: Sequence[Batch], probes: dict, settings: Genera
         chosen = [probes[item] for item in batch.items]
         prompts = filled_prompts([p.prompt for p in chosen], plan_rows, settings)
         traces = _record_batch(backend, prompts, settings.replace(seed=batch.seed), stop)
-        return batch, chosen, traces[:len(chosen)]  # a filler row's trace is dropped
+        return batch, chosen, traces[:len(chosen)], batch_cost(traces)  # a filler row's trace is dropped
 
     if not getattr(backend, "runs_in_order", False):
         yield (record(batch) for batch in batches)
@@ -307,7 +329,7 @@ def _fit_hint(backend, batch: Batch, reason: str, settings: GenerationSettings) 
 
 
 def _save_batch(out: Path, batch: Batch, probes: list, traces: list[Trace], check: Callable | None,
-                verdicts: list | None) -> None:
+                verdicts: list | None, cost: BatchCost) -> None:
     """In the writer process: score each answer (unless `verdicts` came with the batch), save each
     trace, then the batch's result rows (last: they mark it done)."""
     generations, positions = [], []
@@ -316,7 +338,7 @@ def _save_batch(out: Path, batch: Batch, probes: list, traces: list[Trace], chec
         write_atomically(out / relative, trace.save)  # an interrupted run never leaves half a trace behind
         verdict = verdicts[row] if verdicts is not None else score(check, probe, trace.end.text)
         metrics = run_metrics(trace)
-        result = result_from_trace(probe, batch.seed, trace, relative, check, metrics=metrics, verdict=verdict)
+        result = result_from_trace(probe, batch.seed, trace, relative, check, metrics=metrics, verdict=verdict, cost=cost)
         generation, rows = result_rows(result, metrics, trace, batch=batch.index, row=row, batch_rows=len(batch.items))
         generations.append(generation)
         positions.extend(rows)
@@ -324,9 +346,24 @@ def _save_batch(out: Path, batch: Batch, probes: list, traces: list[Trace], chec
 
 
 def finish_results(out, plan: Plan) -> list[ProbeResult]:
-    """Join every batch's rows into OUT/results/*.parquet and read the generations back from it."""
-    merge_parts(out, [b.index for b in plan.batches])
+    """Join every batch's rows into OUT/results/*.parquet and read the generations back from it; the
+    decoder passes needed and run, per batch and in all, go into OUT/probe.json ("decoder_passes")."""
+    generations, _ = merge_parts(out, [b.index for b in plan.batches])
+    record_cost(out, cost_summary(_cost_rows(generations)))
     return read_results(out)
+
+
+def _cost_rows(path: Path) -> list[dict]:
+    """The cost columns of a generations Parquet file; none from one written before they existed."""
+    table = pq.read_table(path)
+    return table.select(list(COST_COLUMNS)).to_pylist() if set(COST_COLUMNS) <= set(table.column_names) else []
+
+
+def record_cost(out, summary: dict) -> None:
+    """Write a finished run's cost (batch_cost.cost_summary) into its manifest (rank 0 alone, at the end)."""
+    path = Path(out) / MANIFEST
+    manifest = _read_manifest(path) | {"decoder_passes": summary}
+    write_atomically(path, lambda partial: partial.write_text(json.dumps(manifest, indent=1), encoding="utf-8"))
 
 
 def _safe(name: str) -> str:
@@ -335,7 +372,9 @@ def _safe(name: str) -> str:
 
 @contextmanager
 def progress_bar(out, plan: Plan, todo: Sequence[Batch], *, every_s: float = 0.5):
-    """One tqdm bar for the whole run (rank 0): generations done, generations per second, time left.
+    """One tqdm bar for the whole run (rank 0): generations done, generations per second, time left,
+    and the useful fraction of the decoder passes so far (visualizer.batch_cost); at the end, one line
+    with the useful fraction of the batches this run generated.
 
     It counts the batches whose results are on disk, whichever rank wrote them, from a thread
     that only reads the folder, so no rank waits for it.
@@ -349,11 +388,18 @@ def progress_bar(out, plan: Plan, todo: Sequence[Batch], *, every_s: float = 0.5
     bar = tqdm(total=plan.items, initial=plan.items - sum(len(b.items) for b in todo), unit="gen", desc="probe",
                file=sys.stderr, dynamic_ncols=True, mininterval=30 if logged else every_s)
 
+    costs: list[dict] = []  # the cost columns of every generation this run finished
+
     def poll():
         left = list(todo)
         while left:
             stopping = stop.wait(every_s)
             finished = [b for b in left if part_done(out, b.index)]
+            for b in finished:
+                costs.extend(_cost_rows(part_path(out, b.index)))
+            fraction = cost_summary(costs)["useful_fraction"] if finished else None
+            if fraction is not None:
+                bar.set_postfix_str(f"useful {fraction:.2f}", refresh=False)
             bar.update(sum(len(b.items) for b in finished))
             left = [b for b in left if b not in finished]
             if stopping:
@@ -367,3 +413,5 @@ def progress_bar(out, plan: Plan, todo: Sequence[Batch], *, every_s: float = 0.5
         stop.set()
         watcher.join()
         bar.close()
+        if costs:
+            print(f"probe: {describe(cost_summary(costs))}", file=sys.stderr)

@@ -101,7 +101,13 @@ def test_parquet_rows_read_back_equal_the_results_of_the_traces(tmp_path):
     probes = probes_of("math") + probes_of("open")
     results = run_probe(ScriptedBackend(), probes, seeds=2, out=tmp_path, check=check_answer, batch_size=3)
     by_id = {p.prompt_id: p for p in probes}
+    # what a batch cost is no one trace's: it is counted from the traces of the row's batch (visualizer.batch_cost)
+    from visualizer.batch_cost import batch_cost
+
+    rows = pq.read_table(tmp_path / "results" / "generations.parquet").to_pylist()
+    batch_of = {r["trace_file"]: r["batch"] for r in rows}
+    cost = {b: batch_cost([Trace.load(tmp_path / f) for f, of in batch_of.items() if of == b]) for b in set(batch_of.values())}
     from_traces = [result_from_trace(by_id[r.prompt_id], r.seed, Trace.load(tmp_path / r.trace_file), r.trace_file,
-                                     check_answer) for r in results]
+                                     check_answer, cost=cost[batch_of[r.trace_file]]) for r in results]
     assert read_results(tmp_path) == results == from_traces  # every column, undefined reasons included
     assert any(not is_defined(v) for r in results for v in r.bin_tau_b.values())  # the reasons were exercised

@@ -16,6 +16,7 @@ from tests.torchrun import ROOT, TORCHRUN, free_port, single_host, worker_env
 from visualizer.trace import Trace
 
 FLAGS = ["--regimes", "math", "factual", "--per-regime", "4", "--seeds", "2", "--steps", "2", "--batch-size", "2",
+         "--batch-order", "length",  # the plan order of visualizer.plan that is not the suite's: resumed like it
          "--bootstrap", "20"]
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 

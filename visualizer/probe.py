@@ -39,12 +39,13 @@ class ProbeError(RuntimeError):
 
 
 def result_from_trace(probe, seed: int, trace: Trace, trace_file: str, check: Callable, *, metrics=None,
-                      verdict: Verdict | None = None) -> ProbeResult:
-    """One generation's result (every column of `probe_schema.COLUMNS`); `verdict` when already checked."""
+                      verdict: Verdict | None = None, cost=None) -> ProbeResult:
+    """One generation's result (every column of `probe_schema.COLUMNS`); `verdict` when already checked,
+    `cost` (a batch_cost.BatchCost) when it shared a batch."""
     metrics = metrics or run_metrics(trace)  # the runner passes them when it also writes them (visualizer.results)
     structure = structure_first(trace)  # the answer only, the family guessed from the prompt
     verdict = verdict or score(check, probe, trace.end.text if trace.end else "")
-    return result_from_source(Source(probe, seed, trace, trace_file, metrics, structure, verdict))
+    return result_from_source(Source(probe, seed, trace, trace_file, metrics, structure, verdict, cost))
 
 
 def score(check: Callable, probe, response: str) -> Verdict:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, make_dataclass
 
+from .batch_cost import BatchCost, passes_needed
 from .metrics import BIN_SIZES, RunMetrics
 from .metrics.structure import StructureFirst
 from .trace import Trace
@@ -44,6 +45,7 @@ class Source:
     metrics: RunMetrics
     structure: StructureFirst
     verdict: Verdict
+    cost: BatchCost | None = None  # the batch it was generated in; None: generated alone
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,13 @@ COLUMNS: tuple[Column, ...] = (
     _metric("step_budget", "int", "steps allowed over the committed blocks"),
     _metric("remask_events", "int", "accepted at t-1, noise at t"),
     _metric("unfinished_blocks", "int", "blocks started but not committed"),
+    *(  # ---- what the row's batch cost (visualizer.batch_cost): useful fraction = needed / (ran x rows) ----
+        Column("decoder_passes", "int", lambda s: passes_needed(s.trace), "decoder passes this row needed (its blocks' steps)"),
+        Column("batch_decoder_passes", "int", lambda s: s.cost.passes if s.cost else passes_needed(s.trace),
+               "decoder passes its batch ran: its slowest row's steps, block by block"),
+        Column("batch_rows_run", "int", lambda s: s.cost.rows if s.cost else 1,
+               "rows its batch computed at each pass (a compiled run's filler rows included)"),
+    ),
 )
 assert len({c.name for c in COLUMNS}) == len(COLUMNS) and all(c.kind in KINDS for c in COLUMNS)
 
