@@ -66,6 +66,8 @@ class Capabilities:
     # Knobs one of its samplers ignores although the knob table says that sampler reads them
     # (diffusers' entropy-bound scheduler has its own temperature schedule, no temperature).
     not_read: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # The intervention kinds a fork of its runs applies (`visualizer.interventions.KINDS`); empty: it cannot fork.
+    interventions: frozenset[str] = frozenset()
 
     def knobs_for(self, sampler: str | None) -> frozenset[str]:
         """The knobs a run with this sampler (None: the default) reads: those the backend reads that the
