@@ -11,6 +11,7 @@
     python -m visualizer alternatives run.json --position 17 --step 5
     python -m visualizer budget run.json --step 5 --svg budget.svg
     python -m visualizer layers run.json --out-dir views --position 14
+    python -m visualizer fork run.json --at 1:10 --forbid 11=moon --out branch.json
 
 One module per command group; this one only assembles them.  Bad input ends with a one-line
 `error: ...` and exit status 2, never a traceback.
@@ -23,6 +24,7 @@ import sys
 
 from .common import CliError
 from .export import add_compare_command, add_demos_command, add_export_command
+from .fork import add_fork_command
 from .insight import add_alternatives_command, add_budget_command, add_layers_command
 from .metrics import add_metrics_command
 from .probe import add_probe_command
@@ -32,7 +34,7 @@ from .report import add_probe_report_command
 COMMANDS = (
     add_record_command, add_frame_command, add_metrics_command, add_probe_command, add_probe_report_command,
     add_export_command, add_demos_command, add_compare_command, add_alternatives_command, add_budget_command,
-    add_layers_command,
+    add_layers_command, add_fork_command,
 )
 
 
