@@ -257,3 +257,22 @@ def test_fork_on_the_built_in_model_through_main(tmp_path, capsys):
     assert "the parent stays as recorded" in capsys.readouterr().err
     assert run.read_bytes() == before  # the parent is only read
     assert json.loads(branch.read_text())["branch"]["at"] == [1, 4]
+
+
+def test_compiled_forks_equal_their_parent_and_hold(no_eos_model_dir):
+    """The compiled path (static cache, torch.compile) on a backend of its own (see test_layers_and_pins's compiled
+    test for why): the no-intervention fork equals its compiled parent bit for bit, and a forbid and a topk hold
+    there too; entropy_bound, compiled into the sampler, is refused."""
+    from backends.transformers_backend import TransformersBackend
+
+    backend = TransformersBackend(str(no_eos_model_dir), device="cpu")
+    parent = record_trace(backend, PROMPT, SETTINGS.replace(compiled=True))
+    assert parent.settings.compiled and parent.end.error is None
+    assert all(same_step(a, b) for a, b in zip(parent.steps, fork(backend, parent, (1, 3)).steps))
+    token = int(parent.blocks[0].tokens[9])
+    branch = fork(backend, parent, (1, 2), f"forbid 9={backend.tokenizer.decode([token])}", "topk 3", "knob t_max=0.5")
+    assert branch.end.error is None and first_changed(parent, branch) == 1
+    assert all(s.argmax[9] != token for s in branch.steps[1:]) and branch.blocks[0].tokens[9] != token
+    with pytest.raises(BackendError, match="cannot change in a compiled run"):
+        fork(backend, parent, (1, 2), "knob entropy_bound=2")
+    backend.close()
