@@ -276,3 +276,18 @@ def test_compiled_forks_equal_their_parent_and_hold(no_eos_model_dir):
     with pytest.raises(BackendError, match="cannot change in a compiled run"):
         fork(backend, parent, (1, 2), "knob entropy_bound=2")
     backend.close()
+
+
+def test_compare_marks_the_fork_point_and_what_changed(random_backend, parent):
+    from visualizer.compare import align, branch_changes, run_labels, side_captions
+
+    branch = fork(random_backend, parent, (1, 3), "set 20=ocean waves")
+    changes = branch_changes(parent, branch)
+    ids = random_backend.tokenizer.encode("ocean waves", add_special_tokens=False)
+    changed = {p for _, p in changes.tokens}
+    assert changes.fork_step == 2 and {20 + i for i, t in enumerate(ids) if parent.blocks[0].tokens[20 + i] != t} <= changed
+    assert changes.commit_steps  # the set tokens are accepted at the fork step, not when the parent accepted them
+    assert branch_changes(branch, parent) is None  # the parent is no branch
+    assert run_labels(parent, branch)[1] == "B: branch at 1:3 (set 20=ocean waves)"
+    captions = [side_captions(parent, branch, at)[1][1] for at in align(parent, branch)]
+    assert [i for i, line in enumerate(captions) if line.endswith("(fork point)")] == [2]
