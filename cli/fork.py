@@ -13,11 +13,10 @@ fork writes nothing and leaves the parent as it was; the branch file is written 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 
+from visualizer.files import write_atomically
 from visualizer.interventions import KINDS, InterventionError, parse_intervention, plan_problems
 
 from .common import CliError
@@ -99,7 +98,7 @@ def run_fork(args) -> int:
                             progress=None if args.quiet else sys.stderr)
     except BackendError as exc:
         raise CliError(str(exc)) from None
-    _write_whole(branch, out)
+    write_atomically(out, branch.save)  # a refused or broken write leaves no branch file
     said = ", ".join(iv.spec() for iv in interventions) or "no intervention"
     end = branch.end
     print(f"wrote {out}: branch of {parent_path} at {block}:{step} ({said}); {len(branch.steps)} steps, "
@@ -113,15 +112,3 @@ def _forks(entry) -> bool:
         return bool(entry.capabilities.interventions)
     except ImportError:
         return False
-
-
-def _write_whole(trace, out: Path) -> None:
-    """Write beside `out`, then rename: a reader (or a crash) never sees half a branch."""
-    handle, temporary = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".part")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(trace.to_json())
-        os.replace(temporary, out)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise

@@ -252,7 +252,7 @@ def test_fork_on_the_built_in_model_through_main(tmp_path, capsys):
         assert main(["fork", str(run), *argv, "--out", str(refused)]) == 2
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
-        assert not refused.exists() and not list(tmp_path.glob(".refused*"))
+        assert not refused.exists() and not list(tmp_path.glob("refused*"))
     assert main(["fork", str(run), "--at", "1:2", "--out", str(run)]) == 2
     assert "the parent stays as recorded" in capsys.readouterr().err
     assert run.read_bytes() == before  # the parent is only read
