@@ -261,16 +261,21 @@ def test_fork_on_the_built_in_model_through_main(tmp_path, capsys):
 
 def test_compiled_forks_equal_their_parent_and_hold(no_eos_model_dir):
     """The compiled path (static cache, torch.compile) on a backend of its own (see test_layers_and_pins's compiled
-    test for why): the no-intervention fork equals its compiled parent bit for bit, and a forbid and a topk hold
-    there too; entropy_bound, compiled into the sampler, is refused."""
+    test for why): the no-intervention fork equals its compiled parent bit for bit, a forbid and a topk hold there
+    too, and no intervention costs a recompile; entropy_bound, compiled into the sampler, is refused."""
     from backends.transformers_backend import TransformersBackend
 
     backend = TransformersBackend(str(no_eos_model_dir), device="cpu")
     parent = record_trace(backend, PROMPT, SETTINGS.replace(compiled=True))
     assert parent.settings.compiled and parent.end.error is None
     assert all(same_step(a, b) for a, b in zip(parent.steps, fork(backend, parent, (1, 3)).steps))
+    from torch._dynamo.utils import counters
+
+    graphs = counters["stats"]["unique_graphs"]
     token = int(parent.blocks[0].tokens[9])
     branch = fork(backend, parent, (1, 2), f"forbid 9={backend.tokenizer.decode([token])}", "topk 3", "knob t_max=0.5")
+    fork(backend, parent, (1, 2), "set 4=sea", "remask 10-20", "nudge 3=sea:0.2")
+    assert counters["stats"]["unique_graphs"] == graphs  # the interventions sit outside the compiled functions
     assert branch.end.error is None and first_changed(parent, branch) == 1
     assert all(s.argmax[9] != token for s in branch.steps[1:]) and branch.blocks[0].tokens[9] != token
     with pytest.raises(BackendError, match="cannot change in a compiled run"):
