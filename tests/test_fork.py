@@ -215,6 +215,13 @@ def test_a_backend_without_forks_is_refused_naming_the_ones_with(random_backend,
         fork(random_backend, parent, (1, 2), "forbid 3=a")
 
 
+@pytest.mark.parametrize("spec", ["set 4=ocean waves", "remask 3", "remask 3-9", "forbid 0=a=b", "nudge 5=x:y:0.123456789",
+                                  "topk 7", "knob entropy_bound=0.123456789", "knob t_min=1e-05"])
+def test_an_intervention_reads_back_from_its_record(spec):
+    iv = parse_spec(spec)
+    assert parse_spec(iv.spec()) == iv
+
+
 def test_content_hash_is_the_files_sha256():
     assert content_hash(b"") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 

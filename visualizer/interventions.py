@@ -126,6 +126,12 @@ def _parse_knob(arg: str) -> Intervention:
     return Intervention("knob", knob=name, amount=number)
 
 
+def _number(value: float) -> str:
+    """A number as short as it can be written and still read back exactly (the record must be the value applied)."""
+    short = f"{value:g}"
+    return short if float(short) == value else repr(value)
+
+
 def _one(iv: Intervention) -> range:
     return range(iv.position, iv.position + 1)
 
@@ -142,11 +148,11 @@ KINDS: dict[str, Kind] = {kind.name: kind for kind in (
          lambda iv: f"{iv.position}={iv.text}", _one),
     Kind("nudge", "POS=TEXT:EPS", "move EPS of probability onto TEXT (one token) at POS in the distribution the next "
          "step is conditioned on (self-conditioning), from the fork step to the block's end", _parse_nudge,
-         lambda iv: f"{iv.position}={iv.text}:{iv.amount:g}", _one),
+         lambda iv: f"{iv.position}={iv.text}:{_number(iv.amount)}", _one),
     Kind("topk", "K", "truncate the distribution the next step is conditioned on to its top K at every position, "
          "from the fork step to the run's end", _parse_topk, lambda iv: str(iv.k)),
     Kind("knob", "NAME=VALUE", f"change a sampler knob from the fork step to the run's end ({', '.join(FORK_KNOBS)})",
-         _parse_knob, lambda iv: f"{iv.knob}={iv.amount:g}"),
+         _parse_knob, lambda iv: f"{iv.knob}={_number(iv.amount)}"),
 )}
 
 
