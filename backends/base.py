@@ -63,6 +63,8 @@ class Capabilities:
     #                        sampler's own (`SamplerSpec.knobs`), what it reads; the others are recorded as None
     samplers: tuple[SamplerSpec, ...]  # the samplers it runs, its default first
     max_batch: int | None = 1  # most prompts one generate call takes (`generate_rows`); None: no limit but memory
+    # The intervention kinds a fork of its runs applies (`visualizer.interventions.KINDS`); empty: it cannot fork.
+    interventions: frozenset[str] = frozenset()
 
     def knobs_for(self, sampler: str | None) -> frozenset[str]:
         """The knobs a run with this sampler (None: the default) reads: the backend's and the sampler's own."""

@@ -16,8 +16,9 @@ of one model *instance* (instance attributes win over class methods) and removes
 Optionally (issue 44, docs/layers-and-pins.md): forward hooks on chosen decoder layers (`layer_capture.py`:
 their RMS each step; at the block's end, for every step, the logit lens and the rank of each committed token), the KL of
 each position's distribution from the previous step's (in the same processor as the entropy), and pins:
-a second processor, before the recorder, that holds pinned tokens in the first block (the one
-intervention; without pins it is never installed).
+a second processor, before the recorder, that holds pinned tokens in the first block; and a fork's
+interventions from its step on (`interventions.Editor`: a processor beside the pins', the canvas a step
+denoises, the self-conditioning it hands on). Without pins or a fork neither is installed.
 
 A batched `generate` (several prompts, left-padded: `transformers_backend.batch_inputs`) gives
 one CapturedStep per row still denoising at each step and one CapturedBlock per row still
@@ -54,6 +55,7 @@ from visualizer.records import LENS_FIELDS
 from .base import BackendError
 from .bridge import GenerationCancelled
 from .captured import CapturedBlock, CapturedStep
+from .interventions import Editor
 from .layer_capture import LayerTaps, block_lens, guard_hooks, layer_rms, no_taps
 from .logit_summary import LogitSummary, shift_nats, summarize_logits
 from .vote_errors import FailedInStep
@@ -146,13 +148,14 @@ class _StepRecorder:
     Host-side state per row (numpy, shape (batch,)), so nothing is read back from the device for it:
     `done` (its generation is over), `settled` (its block converged), `steps_used` in this block."""
 
-    def __init__(self, model, on_step, on_block, should_stop, *, topk, agree, shift, pins):
+    def __init__(self, model, on_step, on_block, should_stop, *, topk, agree, shift, pins, edits=None):
         self.model, self.on_step, self.on_block = model, on_step, on_block
         self.should_stop, self.agree = should_stop, agree
         self.originals = {name: getattr(model, name) for name in _WRAPPED}
         self.logits = _LogitRecorder(topk, hold=agree is not None, shift=shift)
         self.state = {"block": -1, "step": 0, "done": None, "settled": None, "steps_used": None}
         self.pinner = _PinProcessor(pins, self.state) if pins else None
+        self.editor = Editor(edits, self.state) if edits is not None else None  # a fork's interventions
         self.kept: list[tuple[list[torch.Tensor], np.ndarray]] = []  # this block's layer outputs per step, and its active rows
         self.held: list[Exception] = []  # a recording error waiting for the next vote (`agree` only)
         self.taps: LayerTaps | None = None  # set while the layer hooks are in place (`capture_steps`)
@@ -188,6 +191,8 @@ class _StepRecorder:
         processors = self.originals["_prepare_logits_processor"](generation_config, logits_processor)
         if self.pinner is not None:
             processors.append(self.pinner)
+        if self.editor is not None:
+            processors.append(self.editor.attach(processors))
         processors.append(self.logits)
         return processors
 
@@ -210,7 +215,11 @@ class _StepRecorder:
     def _denoising_step(self, *args, **kwargs):
         self.stop_here(kwargs.get("current_canvas"))
         started = time.perf_counter()
+        if self.editor is not None:
+            kwargs = self.editor.before_step(kwargs, _accepting_sampler(kwargs["sampler"]))
         out = self.originals["_denoising_step"](*args, **kwargs)
+        if self.editor is not None:
+            out = self.editor.after_step(out)
         self.recording(lambda: self.record_step(out, kwargs, started))
         return out
 
@@ -306,6 +315,7 @@ def capture_steps(
     shift: bool = False,
     layers: tuple[int, ...] = (),
     pins: tuple[tuple[int, int], ...] = (),
+    edits=None,
 ):
     """Install the four recording wrappers on `model` for the duration of the block.
 
@@ -325,6 +335,7 @@ def capture_steps(
     the block's end every step's logit lens with the rank of each committed token; hooks removed in `finally`.
     `pins` ((position, id), ...) is the one intervention: those tokens are placed on the first block's
     canvas before its first step and kept accepted at every step (`_PinProcessor`); () changes nothing.
+    `edits` (an `interventions.ForkPlan`) applies a fork's interventions from its step on; None changes nothing.
 
     `agree` is a sharded model's vote (`backends.sharded_server.agreed`): every rank runs the capture and
     calls `agree(wants_to_stop, canvas)` at the same points (each block's start with no canvas, before
@@ -342,7 +353,8 @@ def capture_steps(
             "capture_steps is already active on this model: its hooks sit on the model instance, so one "
             "capture (one generate call, of any batch size) runs at a time; wait for it, or load a second model"
         )
-    recorder = _StepRecorder(model, on_step, on_block, should_stop, topk=topk, agree=agree, shift=shift, pins=pins)
+    recorder = _StepRecorder(model, on_step, on_block, should_stop, topk=topk, agree=agree, shift=shift, pins=pins,
+                             edits=edits)
     try:
         for name, wrapper in recorder.wrappers().items():
             setattr(model, name, wrapper)
@@ -352,6 +364,8 @@ def capture_steps(
             raise FailedInStep() from recorder.held[0]
     finally:
         recorder.kept.clear()  # the layer outputs kept on the device for the ranks
+        if recorder.editor is not None:
+            recorder.editor.restore()  # a knob the fork changed on a sampler the model keeps (compiled)
         for name in _WRAPPED:
             vars(model).pop(name, None)
 

@@ -61,6 +61,7 @@ CAPABILITIES = Capabilities(
     knobs=COMMON_KNOBS | {"sampler", "compiled", "pins", "layers", "record_shift"},
     samplers=(ENTROPY_BOUND,),
     max_batch=None,  # as many prompts as the GPU's memory holds
+    interventions=frozenset({"set", "remask", "forbid", "nudge", "topk", "knob"}),  # forks (backends/interventions.py)
 )
 
 
@@ -76,6 +77,7 @@ class TransformersBackend(Backend):
     capabilities = CAPABILITIES
     runs_in_order = True  # every run on the one model thread (`_launch`)
     parallel: str | None = None  # how the model is spread (backends/sharded.py); None: whole, in this process
+    fork_plan = None  # a fork's interventions, set for its one run by `interventions.fork_trace`; None: none
 
     def __init__(
         self,
@@ -230,7 +232,7 @@ class TransformersBackend(Backend):
         agree = agreed if self.parallel in sharded.TORCHRUN_KINDS else None
         watch = capture_steps(
             model, emit, emit, should_stop, topk=topk, agree=agree, shift=bool(settings.record_shift),
-            layers=tuple(settings.layers or ()), pins=self.pinned_ids(settings),
+            layers=tuple(settings.layers or ()), pins=self.pinned_ids(settings), edits=self.fork_plan,
         )
         # compiled: module hooks are guarded (layer_capture), so layer hooks cost one recompile
         with self._compile_once(settings, input_ids.shape), watch:

@@ -188,7 +188,7 @@ def add_compare_command(subparsers) -> None:
 
 
 def run_compare(args) -> int:
-    from visualizer.compare import align, build_compare_animation, compare_html, compare_image
+    from visualizer.compare import align, branch_changes, build_compare_animation, compare_html, compare_image
     from visualizer.export import save_gif
 
     if not (args.png or args.html or args.gif):
@@ -200,6 +200,10 @@ def run_compare(args) -> int:
         if path and not Path(path).parent.is_dir():
             raise CliError(f"cannot write {path}: folder {Path(path).parent} does not exist")
     a, b = load_trace(args.trace_a), load_trace(args.trace_b)
+    changes = branch_changes(a, b)  # B a branch (fork): what it changed, said once
+    if changes is not None:
+        print(f"B forks at step {changes.fork_step} (0-based, as --step counts): {len(changes.tokens)} position(s)' final "
+              f"token and {len(changes.commit_steps)} commit step(s) changed", file=sys.stderr)
     try:
         last = len(align(a, b)) - 1  # the aligned steps, and one past them: both runs' last frames
         step = last if args.step is None else locate_step_arg(a, args.step).index

@@ -11,6 +11,7 @@
     python -m visualizer alternatives run.json --position 17 --step 5
     python -m visualizer budget run.json --step 2:5 --svg budget.svg
     python -m visualizer layers run.json --out-dir views --position 14
+    python -m visualizer fork run.json --at 1:10 --forbid 11=moon --out branch.json
 
 One module per command group; this one only assembles them.  A step is BLOCK:STEP from 1 on every
 command, as the app's captions show it (`visualizer.step_names`).  Bad input ends with a one-line
@@ -24,6 +25,7 @@ import sys
 
 from .common import CliError
 from .export import add_compare_command, add_demos_command, add_export_command
+from .fork import add_fork_command
 from .insight import add_alternatives_command, add_budget_command, add_layers_command
 from .metrics import add_metrics_command
 from .probe import add_probe_command
@@ -33,7 +35,7 @@ from .report import add_probe_report_command
 COMMANDS = (
     add_record_command, add_frame_command, add_metrics_command, add_probe_command, add_probe_report_command,
     add_export_command, add_demos_command, add_compare_command, add_alternatives_command, add_budget_command,
-    add_layers_command,
+    add_layers_command, add_fork_command,
 )
 
 

@@ -9,6 +9,10 @@ frames.  Each side carries its own caption: what differs between the runs, block
     html = compare_html(trace_a, trace_b, k)               # for the app
     image = compare_image(trace_a, trace_b, k)             # PNG for a post
     animation = build_compare_animation(trace_a, trace_b)  # both runs as one GIF (visualizer.export)
+    changes = branch_changes(parent, branch)               # a fork (docs/lab.md): what changed after its point
+
+A branch (a trace with `branch`, written by `fork`) is labelled with its fork point and interventions, and its
+side's caption says "fork point" at the step the interventions started.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from html import escape
 
 from PIL import Image
 
+from .metrics.commits import block_commits
 from .animation import Animation, AnimationError, AnimationOptions, animation_layout, assemble, status_line
 from .palette import get_palette
 from .render_cache import FrameRenderer, IndexedColors
@@ -70,17 +75,61 @@ def run_labels(trace_a: Trace, trace_b: Trace) -> tuple[str, str]:
     if trace_a.prompt != trace_b.prompt:
         parts_a.append("prompt A")
         parts_b.append("prompt B")
+    parts_a, parts_b = [*_branch_label(trace_a), *parts_a], [*_branch_label(trace_b), *parts_b]
     label_a = "A: " + (", ".join(parts_a) if parts_a else "same settings")
     label_b = "B: " + (", ".join(parts_b) if parts_b else "same settings")
     return label_a, label_b
 
 
+def _branch_label(trace: Trace) -> list[str]:
+    """"branch at 1:10 (forbid 11=moon)" for a branch; nothing for any other run."""
+    if trace.branch is None:
+        return []
+    return [f"branch at {trace.branch.block}:{trace.branch.step} ({', '.join(trace.branch.interventions) or 'no intervention'})"]
+
+
+def fork_step(trace: Trace) -> int | None:
+    """The global step index (0-based, as `align` counts) of a branch's fork point; None for another run."""
+    if trace.branch is None:
+        return None
+    at = (trace.branch.block - 1, trace.branch.step - 1)
+    return next((k for k, s in enumerate(trace.steps) if (s.block, s.step) == at), None)
+
+
+@dataclass(frozen=True)
+class BranchChanges:
+    """What a branch changed against its parent, from its fork point on (positions as (block, position), from 0)."""
+
+    fork_step: int  # the fork point's global step index
+    tokens: tuple[tuple[int, int], ...]  # positions whose committed token differs (a block one side lacks: all of it)
+    commit_steps: tuple[tuple[int, int], ...]  # positions first accepted at another step
+
+
+def branch_changes(parent: Trace, branch: Trace) -> BranchChanges | None:
+    """The positions whose final token or commit step changed in `branch` against `parent`; None when `branch` is
+    not a branch (it records no fork point)."""
+    at = fork_step(branch)
+    if at is None:
+        return None
+    canvas, tokens, commits = branch.canvas_length, [], []
+    for block in range(max(len(parent.blocks), len(branch.blocks))):
+        if block >= len(parent.blocks) or block >= len(branch.blocks):
+            tokens += [(block, p) for p in range(canvas)]
+            continue
+        differ = parent.blocks[block].tokens != branch.blocks[block].tokens
+        tokens += [(block, int(p)) for p in differ.nonzero()[0]]
+        moved = block_commits(parent, block).commit_step != block_commits(branch, block).commit_step
+        commits += [(block, int(p)) for p in moved.nonzero()[0]]
+    return BranchChanges(at, tuple(tokens), tuple(commits))
+
+
 def side_captions(trace_a: Trace, trace_b: Trace, at: AlignedStep) -> tuple[list[str], list[str]]:
     """Each side's caption lines at one aligned step: its label, then its status line."""
     label_a, label_b = run_labels(trace_a, trace_b)
+    fork_a, fork_b = (" (fork point)" if fork_step(t) == at.step else "" for t in (trace_a, trace_b))
     return (
-        [label_a + (" (finished)" if at.holding_a else ""), status_line(trace_a, frame_refs(trace_a), at.frame_a)],
-        [label_b + (" (finished)" if at.holding_b else ""), status_line(trace_b, frame_refs(trace_b), at.frame_b)],
+        [label_a + (" (finished)" if at.holding_a else ""), status_line(trace_a, frame_refs(trace_a), at.frame_a) + fork_a],
+        [label_b + (" (finished)" if at.holding_b else ""), status_line(trace_b, frame_refs(trace_b), at.frame_b) + fork_b],
     )
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .derived import Derived
+from .interventions import Branch
 from .records import BlockRecord, ModelInfo, Record, RunEnd, RunStart, StepRecord
 from .samplers import AcceptRule, legacy_rule
 from .settings import GenerationSettings
@@ -38,6 +39,7 @@ class Trace:
     end: RunEnd | None = None
     pieces: dict[int, str] = field(default_factory=dict)
     created: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    branch: Branch | None = None  # a fork of another run: its parent, fork point and interventions (docs/lab.md)
     # values the metrics compute from the records, kept while the trace lives (not saved, not compared)
     derived: Derived = field(default_factory=Derived, init=False, repr=False, compare=False)
 

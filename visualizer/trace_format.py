@@ -35,6 +35,8 @@ JSON format (version 5), documented for people who read or write traces by hand:
                    "lens_ranks": [[[int x canvas] x L] x steps_used]  # probability, and the committed token's rank
                   }, ...],
       "pins":    [[position, id], ...],                      # optional (v4): tokens pinned in the first block
+      "branch":  {"parent": sha256, "at": [block, step],     # optional (v5): this run is a fork of the parent file
+                  "interventions": [{"spec": "set 4=sea", "ids": [id, ...]}, ...]},  # from block:step (from 1) on
       "end":     {"finish_reason": "eos"|"length"|"cancelled"|"error", "sequence": [id, ...],
                   "text": "...", "wall_time_s", "error": str|null} | null
     }
@@ -91,6 +93,7 @@ from .records import (
     frozen_array,
     frozen_matrix,
 )
+from .interventions import parse_branch
 from .samplers import SAMPLER_ENTROPY_BOUND, AcceptRule
 from .settings import GenerationSettings
 from .trace_upgrade import upgrade
@@ -125,6 +128,7 @@ class TraceParts(NamedTuple):
     end: RunEnd | None
     pieces: dict
     created: str
+    branch: object = None  # visualizer.interventions.Branch: this run is a fork of another (issue 55)
 
 
 # ---- writing ------------------------------------------------------------------------------------
@@ -141,6 +145,7 @@ def trace_to_dict(trace) -> dict:
         "sampler_rule": trace.sampler_rule.to_dict() if trace.start else None,
         **({"batch": dict(trace.start.batch)} if trace.start and trace.start.batch else {}),
         **({"pins": [[int(p), int(t)] for p, t in trace.start.pins]} if trace.start and trace.start.pins else {}),
+        **({"branch": trace.branch.to_dict()} if getattr(trace, "branch", None) is not None else {}),
         "pieces": {str(k): v for k, v in sorted(trace.pieces.items())},
         "steps": [_record_fields(s, STEP_DTYPES) for s in trace.steps],
         "blocks": [_record_fields(b, BLOCK_DTYPES) for b in trace.blocks],
@@ -253,7 +258,7 @@ def parse_trace(data) -> TraceParts:
         raise TraceError(f"trace version {version} was written by a newer tool; this one reads up to {TRACE_VERSION}")
     if version < 1:
         raise TraceError(f"unknown trace version {version}")
-    known = {"format", "version", "created", "model", "prompt", "settings", "max_blocks", "sampler_rule", "batch", "pins", "pieces", "steps", "blocks", "end"}
+    known = {"format", "version", "created", "model", "prompt", "settings", "max_blocks", "sampler_rule", "batch", "pins", "branch", "pieces", "steps", "blocks", "end"}
     _no_unknown(data, known, "trace")
     try:
         data = upgrade(data, version)  # from here on, version 5's layout (`trace_upgrade`)
@@ -317,7 +322,11 @@ def parse_trace(data) -> TraceParts:
     if raw_end is not None:
         end = _parse_end(raw_end, vocab)
 
-    parts = TraceParts(model, text, start, steps, blocks, end, pieces, created)
+    try:
+        branch = parse_branch(data.get("branch"), canvas, vocab)
+    except ValueError as exc:
+        raise TraceError(str(exc)) from None
+    parts = TraceParts(model, text, start, steps, blocks, end, pieces, created, branch)
     _check_order(parts)
     missing = sorted(displayed_ids(start, steps, blocks) - set(pieces))
     if missing:

@@ -1,0 +1,232 @@
+"""A fork on the transformers backend: re-run a recorded run from its seed and apply interventions from one step on.
+
+    branch = fork_trace(backend, parent, parent_hash, block=1, step=10, interventions=(parse_intervention("forbid", "11=moon"),))
+
+Generation is deterministic (the capture's identity tests prove it), so the re-run reproduces the parent exactly up to
+the fork step; `fork_trace` checks that it did, step by step, and refuses a branch whose prefix differs. From the fork
+step on, `Editor` applies the interventions (`visualizer.interventions.KINDS`) inside `capture_steps`, through the
+same two places the pins use: a logits processor placed before the recorder, and the canvas a step denoises.
+
+    set     the text's tokens placed on the canvas at the fork step and held (every other logit -inf) to the block's end
+    forbid  that token's logit -inf at its position to the block's end: never sampled, never the argmax, never
+            accepted (what is accepted is a sample), and the self-conditioning sees probability 0 for it
+    remask  the positions' tokens replaced by noise on the canvas the fork step denoises, drawn from a generator of
+            the fork's own (seeded by the run's seed) so the run's random stream stays the stock one
+    nudge   EPS of probability moved onto the token in the self-conditioning distribution a step hands the next
+            (`_denoising_step`'s third output: the processed logits, which the decoder's softmax reads), to the block's end
+    topk    that distribution truncated to its top K at every position, from the fork step to the run's end (before
+            nudge, so a nudge may add a token outside the top K)
+    knob    entropy_bound (the accepting sampler's attribute) or t_min/t_max (the schedule processor's attributes)
+            from the fork step on; restored when the run ends (a compiled sampler is kept on the model)
+
+Nothing is installed without a fork: `capture_steps(edits=None)` is the capture as it was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from visualizer.interventions import Branch, Intervention, plan_problems
+from visualizer.step_names import StepName, StepNameError, locate_step
+from visualizer.trace import Trace
+
+from .base import BackendError
+
+TEXT_KINDS = ("set", "forbid", "nudge")  # the kinds whose text the tokenizer turns into ids
+ONE_TOKEN_KINDS = ("forbid", "nudge")  # a token's probability: the text must be one token
+
+
+@dataclass(frozen=True)
+class ForkPlan:
+    """A fork as the capture applies it: the fork point counted from 0, the interventions and their ids."""
+
+    block: int  # 0-based block of the fork step
+    step: int  # 0-based step index within that block
+    interventions: tuple[Intervention, ...]
+    ids: tuple[tuple[int, ...], ...]  # each intervention's token ids (() for remask, topk, knob)
+    seed: int  # the run's seed: remask's noise comes from a generator seeded with it
+
+
+class Editor:
+    """One fork's interventions inside one capture. `state` is the capture's (block, step) counter, read at each
+    call: `block` and `step` are the step being computed, counted from 0."""
+
+    def __init__(self, plan: ForkPlan, state: dict):
+        self.plan, self.state = plan, state
+        self.schedule = None  # the run's LinearTemperatureScheduleLogitsProcessor, when it has one
+        self.restores: list[tuple[object, str, object]] = []  # (object, attribute, value before the fork)
+        self.knobs_applied = False
+        self.held = [(iv.position + i, t) for iv, ids in zip(plan.interventions, plan.ids) if iv.kind == "set"
+                     for i, t in enumerate(ids)]
+        self.forbidden = [(iv.position, ids[0]) for iv, ids in zip(plan.interventions, plan.ids) if iv.kind == "forbid"]
+        self.nudges = [(iv.position, ids[0], iv.amount) for iv, ids in zip(plan.interventions, plan.ids) if iv.kind == "nudge"]
+        self.topk = min((iv.k for iv in plan.interventions if iv.kind == "topk"), default=None)
+        self.knobs = {iv.knob: iv.amount for iv in plan.interventions if iv.kind == "knob"}
+        self.remasked = sorted({p for iv in plan.interventions if iv.kind == "remask" for p in range(iv.position, iv.last + 1)})
+
+    # where the fork is
+    def at_fork(self) -> bool:
+        return (self.state["block"], self.state["step"]) == (self.plan.block, self.plan.step)
+
+    def in_fork_block(self) -> bool:
+        """The token-level kinds hold from the fork step to the end of its block."""
+        return self.state["block"] == self.plan.block and self.state["step"] >= self.plan.step
+
+    def after_fork(self) -> bool:
+        """topk and knobs hold from the fork step to the run's end."""
+        return (self.state["block"], self.state["step"]) >= (self.plan.block, self.plan.step)
+
+    # the capture's three places
+    def attach(self, processors) -> "Editor":
+        """Called with the run's processor list; returns the processor to append before the recorder."""
+        from transformers.models.diffusion_gemma.generation_diffusion_gemma import LinearTemperatureScheduleLogitsProcessor
+
+        self.schedule = next((p for p in processors if isinstance(p, LinearTemperatureScheduleLogitsProcessor)), None)
+        return self
+
+    def __call__(self, input_ids, scores, cur_step):
+        """set and forbid, on the processed logits every later part of the step reads; out of place."""
+        if not self.in_fork_block() or not (self.held or self.forbidden):
+            return scores
+        edited = scores.clone()
+        for position, token in self.held:
+            edited[:, position, :] = float("-inf")
+            edited[:, position, token] = 0.0
+        for position, token in self.forbidden:
+            edited[:, position, token] = float("-inf")
+        return edited
+
+    def before_step(self, kwargs: dict, sampler) -> dict:
+        """The canvas the fork step denoises (remask, set), and the knobs from the fork step on."""
+        if self.after_fork() and self.knobs and not self.knobs_applied:
+            self._change_knobs(sampler)
+        if not self.at_fork() or not (self.remasked or self.held):
+            return kwargs
+        canvas = kwargs["current_canvas"].clone()
+        if self.remasked:
+            noise = torch.Generator(device="cpu").manual_seed(self.plan.seed)
+            drawn = torch.randint(0, sampler.vocab_size, (canvas.shape[0], len(self.remasked)), generator=noise)
+            canvas[:, self.remasked] = drawn.to(canvas.device, canvas.dtype)
+        if self.held:
+            where = [p for p, _ in self.held]
+            canvas[:, where] = torch.tensor([t for _, t in self.held], device=canvas.device, dtype=canvas.dtype)
+        return {**kwargs, "current_canvas": canvas}
+
+    def after_step(self, out: tuple) -> tuple:
+        """topk and nudge on the self-conditioning logits the step hands the next."""
+        topk = self.topk if self.after_fork() else None
+        nudges = self.nudges if self.in_fork_block() else []
+        if topk is None and not nudges:
+            return out
+        next_canvas, argmax, conditioning, finished = out
+        logits = conditioning.to(torch.float32, copy=True)  # (batch, canvas, vocab); the model's tensor is never written
+        if topk is not None and topk < logits.shape[-1]:
+            values, ids = logits.topk(topk, dim=-1)
+            logits = torch.full_like(logits, float("-inf")).scatter(-1, ids, values)
+        for position, token, eps in nudges:
+            probs = logits[:, position].softmax(-1) * (1 - eps)
+            probs[:, token] += eps
+            logits[:, position] = probs.log()
+        return next_canvas, argmax, logits.to(conditioning.dtype), finished
+
+    def _change_knobs(self, sampler) -> None:
+        self.knobs_applied = True
+        for name, value in self.knobs.items():
+            target, attribute = (sampler, "entropy_bound") if name == "entropy_bound" else (self.schedule, name)
+            if target is None:
+                continue  # no schedule in this run (the model's config has none): the knob reads nothing
+            self.restores.append((target, attribute, getattr(target, attribute)))
+            setattr(target, attribute, float(value))
+
+    def restore(self) -> None:
+        for target, attribute, value in reversed(self.restores):
+            setattr(target, attribute, value)
+        self.restores.clear()
+
+
+# ---- the fork -----------------------------------------------------------------------------------------------
+def fork_point_problem(parent: Trace, block: int, step: int) -> str | None:
+    """One line when block:step (from 1) is not a step of the parent run; None when it is (the words every
+    command uses for a step outside the run: `visualizer.step_names`)."""
+    try:
+        locate_step(parent, StepName(block, step))
+    except StepNameError as exc:
+        return f"--at {exc}"
+    return None
+
+
+def resolve_plan(backend, parent: Trace, block: int, step: int, interventions: tuple[Intervention, ...]) -> ForkPlan:
+    """The plan of a fork, every check done before anything runs (BackendError with one line)."""
+    kinds = backend.capabilities.interventions
+    if not kinds:
+        raise BackendError(f"the {backend.name} backend cannot fork a run: it declares no interventions")
+    missing = [iv.kind for iv in interventions if iv.kind not in kinds]
+    if missing:
+        raise BackendError(f"the {backend.name} backend cannot apply {missing[0]}: it applies {', '.join(sorted(kinds))}")
+    if parent.start is None:
+        raise BackendError("the parent trace has no run start to re-run")
+    if parent.start.batch:
+        raise BackendError("the parent was one row of a batched run: re-run alone it would not be the same run")
+    if parent.model.canvas_length != backend.info.canvas_length or parent.model.vocab_size != backend.info.vocab_size:
+        raise BackendError("the parent was recorded with another model (its canvas or vocabulary differs from this one's)")
+    problem = fork_point_problem(parent, block, step)
+    problems = ([problem] if problem else []) + plan_problems(interventions, backend.info.canvas_length)
+    if problems:
+        raise BackendError(problems[0])
+    settings = parent.settings
+    if settings.compiled and any(iv.kind == "knob" and iv.knob == "entropy_bound" for iv in interventions):
+        raise BackendError("knob entropy_bound cannot change in a compiled run (the bound is compiled into the sampler)")
+    return ForkPlan(block - 1, step - 1, tuple(interventions), tuple(_ids(backend, iv) for iv in interventions),
+                    seed=int(settings.seed))
+
+
+def _ids(backend, iv: Intervention) -> tuple[int, ...]:
+    if iv.kind not in TEXT_KINDS:
+        return ()
+    ids = tuple(int(t) for t in backend.tokenizer.encode(iv.text, add_special_tokens=False))
+    canvas = backend.info.canvas_length
+    if not ids:
+        raise BackendError(f"{iv.spec()}: the text tokenizes to nothing")
+    if iv.kind in ONE_TOKEN_KINDS and len(ids) != 1:
+        raise BackendError(f"{iv.spec()}: {iv.kind} takes one token, and {iv.text!r} is {len(ids)} tokens")
+    if iv.position + len(ids) > canvas:
+        raise BackendError(f"{iv.spec()}: {len(ids)} tokens from position {iv.position} run past the canvas of {canvas}")
+    return ids
+
+
+def fork_trace(backend, parent: Trace, parent_hash: str, *, block: int, step: int,
+               interventions: tuple[Intervention, ...], stop=None, progress=None) -> Trace:
+    """The branch of `parent` at block:step (counted from 1) with `interventions`, as a complete Trace whose
+    `branch` names its parent; BackendError (one line) when it cannot be forked or its re-run left the parent
+    before the fork step. Nothing is written: the caller saves the branch."""
+    from .run import record_trace
+
+    plan = resolve_plan(backend, parent, block, step, interventions)
+    backend.fork_plan = plan  # read by this one run's `_produce_batch` (runs on one backend run in order)
+    try:
+        branch = record_trace(backend, parent.prompt, parent.settings, stop=stop, progress=progress)
+    finally:
+        backend.fork_plan = None
+    where = first_difference(parent, branch, before=(plan.block, plan.step))
+    if where is not None:
+        raise BackendError(f"the re-run left the parent at block {where[0] + 1} step {where[1] + 1}, before the fork: "
+                           "the parent was recorded with another model, device or library version")
+    branch.branch = Branch(parent_hash, block, step, tuple(iv.spec() for iv in plan.interventions), plan.ids)
+    return branch
+
+
+def first_difference(parent: Trace, branch: Trace, *, before: tuple[int, int]) -> tuple[int, int] | None:
+    """The first (block, step) before `before` where the two runs' canvas, accepted set or argmax differ; None."""
+    if list(parent.start.prompt_ids) != list(branch.start.prompt_ids):
+        return (0, 0)
+    mine = {(s.block, s.step): s for s in branch.steps}
+    for theirs in parent.steps:
+        key = (theirs.block, theirs.step)
+        if key >= before:
+            break
+        step = mine.get(key)
+        if step is None or any((getattr(step, f) != getattr(theirs, f)).any() for f in ("canvas", "accepted", "argmax")):
+            return key
+    return None

@@ -1,0 +1,74 @@
+"""What a fork costs and whether it changes nothing: record a run, fork it with no intervention and with each kind,
+and print each fork's time over the parent's and whether the no-intervention fork equals its parent bit for bit.
+
+    python -m benchmarks.bench_fork                       # the random test model, CPU or CUDA, eager
+    python -m benchmarks.bench_fork --compiled --device cuda --steps 48 --at 24
+
+A fork keeps no state: it replays the parent's steps up to the fork from the seed, so it costs about one parent run
+(the goal: the steps after t plus the replay of the steps up to t). Alternating repetitions; medians printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+
+import numpy as np
+
+from backends.interventions import fork_trace
+from backends.random_model import build_random_model
+from backends.run import record_trace
+from backends.transformers_backend import TransformersBackend
+from visualizer.interventions import parse_spec
+from visualizer.settings import GenerationSettings
+
+PROMPT = "Write a six-line poem about the ocean."
+FORKS = ("", "set 20=sea", "forbid 9=sea", "remask 30-39", "nudge 12=sea:0.5", "topk 4", "knob t_max=0.5")
+
+
+def same(a, b) -> bool:
+    return len(a.steps) == len(b.steps) and all(
+        np.array_equal(x.canvas, y.canvas) and np.array_equal(x.accepted, y.accepted)
+        and np.array_equal(x.entropy_nats, y.entropy_nats) for x, y in zip(a.steps, b.steps))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", help="a model folder (default: the random test model, built in a temporary folder)")
+    p.add_argument("--device", default=None)
+    p.add_argument("--compiled", action="store_true")
+    p.add_argument("--steps", type=int, default=16)
+    p.add_argument("--at", type=int, default=8, help="the fork step in block 1, from 1")
+    p.add_argument("--reps", type=int, default=3)
+    args = p.parse_args()
+    source = args.model or str(build_random_model(tempfile.mkdtemp(prefix="bench-fork-")))
+    backend = TransformersBackend(source, device=args.device)
+    settings = GenerationSettings(seed=1, max_new_tokens=256, max_denoising_steps=args.steps, compiled=args.compiled)
+    parent = record_trace(backend, PROMPT, settings)  # the first run compiles, when compiled
+    times = {spec: [] for spec in ("parent", *FORKS)}
+    equal = []
+    for _ in range(args.reps):
+        for spec in ("parent", *FORKS):
+            started = time.perf_counter()
+            if spec == "parent":
+                again = record_trace(backend, PROMPT, settings)
+                equal.append(same(parent, again))
+            else:
+                branch = fork_trace(backend, parent, "0" * 64, block=1, step=args.at,
+                                    interventions=tuple(parse_spec(s) for s in [spec] if s))
+                if not spec:
+                    equal.append(same(parent, branch))
+            times[spec].append(time.perf_counter() - started)
+    base = statistics.median(times["parent"])
+    print(f"{backend.info.name} on {backend.info.device}, {'compiled' if args.compiled else 'eager'}, "
+          f"{len(parent.steps)} steps, fork at 1:{args.at}, {args.reps} reps")
+    print(f"no-intervention fork and re-runs equal the parent bit for bit: {all(equal)}")
+    for spec, values in times.items():
+        print(f"{spec or 'fork, no intervention':28s} {statistics.median(values) * 1000:9.1f} ms  "
+              f"{statistics.median(values) / base:.3f}x the parent")
+
+
+if __name__ == "__main__":
+    main()
