@@ -48,6 +48,9 @@ def metrics_command(args) -> int:
         for block in data["blocks"]:
             for name in ("commit_step", "settle_step", "commit_entropy_nats", "measured_positions"):
                 block.pop(name)
+        for block in data["trajectory"]["blocks"]:
+            for name in ("finalized_step", "argmax_flips", "commit_after_finalized_steps", "commit_confidence"):
+                block.pop(name)
     print(_compact_lists(json.dumps(data, indent=2, ensure_ascii=False)))
     return 0
 
