@@ -379,7 +379,8 @@ class Backend(ABC):
         if problems:
             raise BackendError("; ".join(problems))
         self.capabilities.sampler(settings.sampler)  # a sampler this backend cannot run: one line
-        for knob, what in (("pins", "pin tokens (--pin)"), ("layers", "record layers (--layers)")):
+        for knob, what in (("pins", "pin tokens (--pin)"), ("layers", "record layers (--layers)"),
+                           ("kl_to_final", "record the KL to the final step (--kl-to-final)")):
             if getattr(settings, knob) and knob not in self.capabilities.knobs:
                 raise BackendError(f"the {self.name} backend cannot {what}: its capture has no such hook")
         if settings.layers and settings.layers != LAYERS_ALL and max(settings.layers) >= self.info.layers:
@@ -580,6 +581,7 @@ def step_record(item: CapturedStep, pieces) -> StepRecord:
         sample_probability=None if sample_probability is None else frozen_array(sample_probability, np.float32),
         kl_nats=None if item.kl_nats is None else frozen_array(item.kl_nats, np.float32),
         layer_rms=None if item.layer_rms is None else frozen_matrix(item.layer_rms, np.float32, canvas),
+        kl_to_final_nats=None if item.kl_to_final_nats is None else frozen_array(item.kl_to_final_nats, np.float32),
     )
 
 

@@ -146,6 +146,7 @@ def capture_steps(
     shift: bool = False,
     layers: tuple[int, ...] = (),
     pins: tuple[tuple[int, int], ...] = (),
+    to_final=None,
 ):
     """Install the four recording wrappers on `model` for the duration of the block.
 
@@ -165,6 +166,8 @@ def capture_steps(
     the block's end every step's logit lens with the rank of each committed token; hooks removed in `finally`.
     `pins` ((position, id), ...) is the one intervention: those tokens are placed on the first block's
     canvas before its first step and kept accepted at every step (`_PinProcessor`); () changes nothing.
+    `to_final` (a `kl_to_final.KlToFinal`, one pass of two) is appended after the recorder and told each block's
+    start and end; its `kl` travels with each step as `kl_to_final_nats`.
 
     `agree` is a sharded model's vote (`backends.sharded_server.agreed`): every rank runs the capture and
     calls `agree(wants_to_stop, canvas)` at the same points (each block's start with no canvas, before
@@ -188,6 +191,8 @@ def capture_steps(
     # Host-side state per row (numpy, shape (batch,)): nothing is read back from the device for it.
     state = {"block": -1, "step": 0, "done": None, "settled": None, "steps_used": None}
     pinner = _PinProcessor(pins, state) if pins else None
+    if to_final is not None:
+        to_final.rows = lambda: ~(state["done"] | state["settled"])  # rows still denoising (state set per block)
     kept: list[tuple[list[torch.Tensor], np.ndarray]] = []  # this block's layer outputs per step, and its active rows
     held: list[Exception] = []  # a recording error waiting for the next vote (`agree` only)
 
@@ -220,6 +225,8 @@ def capture_steps(
         if pinner is not None:
             processors.append(pinner)
         processors.append(recorder)
+        if to_final is not None:
+            processors.append(to_final)
         return processors
 
     def prepare_denoiser_inputs(*args, **kwargs):
@@ -230,6 +237,8 @@ def capture_steps(
         state.update(block=state["block"] + 1, step=0, settled=np.zeros(rows, bool), steps_used=np.zeros(rows, int))
         recorder.reset()
         kept.clear()
+        if to_final is not None:
+            to_final.start_block()
         canvas, *rest = originals["_prepare_denoiser_inputs"](*args, **kwargs)
         if pinner is not None and state["block"] == 0:  # on the canvas before the first step (after its random draw)
             where = torch.tensor(pinner.positions, device=canvas.device)
@@ -264,6 +273,7 @@ def capture_steps(
                 "topk_ids": summary.topk_ids,
                 "topk_probs": summary.topk_probs,
                 "kl": recorder.kl,
+                "kl_to_final": None if to_final is None else to_final.kl,
                 **inside,
             }
         )
@@ -287,6 +297,7 @@ def capture_steps(
                     row=int(row),
                     kl_nats=None if kl is None else kl[row],
                     layer_rms=None if rms is None else rms[row],
+                    kl_to_final_nats=None if host.get("kl_to_final") is None else host["kl_to_final"][row],
                 )
             )
         state["steps_used"] += active
@@ -295,6 +306,8 @@ def capture_steps(
 
     def finalize_canvas(*args, **kwargs):
         input_ids, finished = originals["_finalize_canvas"](*args, **kwargs)
+        if to_final is not None:
+            to_final.end_block()
         recording(lambda: record_block(input_ids, finished, kwargs["canvas_length"]))
         return input_ids, finished
 

@@ -29,6 +29,7 @@ class CapturedStep:
     row: int = 0  # the batch row (prompt) this step belongs to
     kl_nats: np.ndarray | None = None  # (canvas,) float32: KL from the previous step's distribution
     layer_rms: np.ndarray | None = None  # (layers, canvas) float32
+    kl_to_final_nats: np.ndarray | None = None  # (canvas,) float32: KL(p_final || p_t) (backends/kl_to_final.py)
 
 
 @dataclass

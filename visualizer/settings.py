@@ -100,6 +100,8 @@ class GenerationSettings:
     #                                    (0, 9, 19, 29), "all" (resolved to every layer), None: off (the default)
     record_shift: bool = True  # the KL of each position's distribution from the previous step's (keeps one
     #                            step's float32 distribution per row on the device: 256 MiB at the real shape)
+    kl_to_final: bool = False  # the KL of each position's final distribution from each step's (exact: a second,
+    #                            bit-identical pass; keeps each block's final distribution per row on the device)
 
     def __post_init__(self):
         # A trace's JSON gives lists; the settings keep tuples, so a loaded run equals the live one.
@@ -122,6 +124,8 @@ class GenerationSettings:
         values = dataclasses.asdict(self)
         values["pins"] = [list(pin) for pin in self.pins] if isinstance(self.pins, tuple) else self.pins
         values["layers"] = list(self.layers) if isinstance(self.layers, tuple) else self.layers
+        if not self.kl_to_final:  # named only when on: a run without it writes the trace it always wrote
+            del values["kl_to_final"]
         return values
 
     def replace(self, **changes) -> "GenerationSettings":
@@ -383,6 +387,8 @@ KNOBS: dict[str, Knob] = {knob.name: knob for knob in (
          from_text=layers_from_text, hosted_cap=("DV_MAX_LAYERS", 4)),
     Knob("record_shift", "record shift", "record the KL of each position's distribution from the previous step's "
          "(--no-shift: off; keeps one step's float32 distribution per row on the device)", own_flag=True, in_app=False),
+    Knob("kl_to_final", "kl to final", "record each position's KL(p_final || p_t) at every step, exactly, from a second "
+         "bit-identical pass of the run (twice the time; keeps each block's final distribution per row on the device)"),
 )}
 
 

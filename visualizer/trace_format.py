@@ -26,6 +26,7 @@ JSON format (version 5), documented for people who read or write traces by hand:
                    "topk_probs": [[float16 x k] x canvas],    #   the k most probable candidates, best first
                    "sample_probability": [float32 x canvas], # optional: MLX confidence-threshold, block-refinement
                    "kl_nats": [float32 x canvas],            # optional (v4): settings.record_shift, from a block's 2nd step
+                   "kl_to_final_nats": [float32 x canvas],   # optional: settings.kl_to_final, KL(p_final || p_t), every step
                    "layer_rms": [[float32 x canvas] x L],    # optional (v4): settings.layers = L layers, in that order
                   }, ...],
       "blocks":  [{"block", "tokens": [id x canvas], "eos_position": int|null,
@@ -189,6 +190,8 @@ def _optional_step_parts(s: StepRecord) -> dict:
         parts["sample_probability"] = [float(str(p)) for p in s.sample_probability]
     if s.kl_nats is not None:
         parts["kl_nats"] = [float(str(p)) for p in s.kl_nats]
+    if s.kl_to_final_nats is not None:
+        parts["kl_to_final_nats"] = [float(str(p)) for p in s.kl_to_final_nats]
     if s.layer_rms is not None:
         parts["layer_rms"] = [[float(str(v)) for v in row] for row in s.layer_rms]
     return parts
@@ -326,7 +329,8 @@ def parse_trace(data) -> TraceParts:
     steps_of_block: dict = {}  # (version 4) each block's raw steps, in order
     for i, raw in enumerate(raw_steps):
         step = _parse_step(raw, i, canvas, vocab, max_blocks, run.record_topk, lens_in_steps)
-        steps.append(_check_inside(raw, step, f"steps[{i}]", canvas, vocab, layers, bool(run.record_shift)))
+        steps.append(_check_inside(raw, step, f"steps[{i}]", canvas, vocab, layers, bool(run.record_shift),
+                                   bool(run.kl_to_final)))
         if lens_in_steps:
             steps_of_block.setdefault(step.block, []).append(raw)
     raw_blocks = _get(data, "blocks", list, "trace")
@@ -390,21 +394,25 @@ def _float_rows(values, where: str, rows: int, canvas: int, dtype) -> np.ndarray
     return array
 
 
-def _check_inside(raw: dict, step: StepRecord, where: str, canvas: int, vocab: int, layers: int, shift: bool) -> StepRecord:
+def _check_inside(raw: dict, step: StepRecord, where: str, canvas: int, vocab: int, layers: int, shift: bool,
+                  to_final: bool = False) -> StepRecord:
     """The step with version 4's optional parts parsed into it."""
     parts = {}
-    if "kl_nats" in raw:
-        if not shift:
-            raise TraceError(f"{where} has kl_nats though settings.record_shift is off")
-        kl = _get(raw, "kl_nats", list, where)
-        if len(kl) != canvas or not all(_is_number(v) for v in kl):
-            raise TraceError(f"{where}.kl_nats must be {canvas} numbers")
-        array = frozen_array(kl, np.float32)
-        if not np.all(np.isfinite(array)) or array.min() < -1e-3:  # float32 rounding makes a KL of 0 about -1e-9
-            raise TraceError(f"{where}.kl_nats must be finite numbers of at least 0")
-        parts["kl_nats"] = array
-    elif shift and step.step > 0:
-        raise TraceError(f"{where} has no kl_nats though settings.record_shift is on")
+    # the shift from a block's second step; the KL to the final step at every step (settings.kl_to_final)
+    for name, knob, on, needed in (("kl_nats", "record_shift", shift, shift and step.step > 0),
+                                   ("kl_to_final_nats", "kl_to_final", to_final, to_final)):
+        if name in raw:
+            if not on:
+                raise TraceError(f"{where} has {name} though settings.{knob} is off")
+            kl = _get(raw, name, list, where)
+            if len(kl) != canvas or not all(_is_number(v) for v in kl):
+                raise TraceError(f"{where}.{name} must be {canvas} numbers")
+            array = frozen_array(kl, np.float32)
+            if not np.all(np.isfinite(array)) or array.min() < -1e-3:  # float32 rounding makes a KL of 0 about -1e-9
+                raise TraceError(f"{where}.{name} must be finite numbers of at least 0")
+            parts[name] = array
+        elif needed:
+            raise TraceError(f"{where} has no {name} though settings.{knob} is on")
     if "layer_rms" in raw and not layers:
         raise TraceError(f"{where} has layer_rms though settings.layers is off")
     if layers and "layer_rms" not in raw:
@@ -483,7 +491,7 @@ def _parse_model(raw: dict) -> ModelInfo:
 
 
 STEP_FIELDS = {"block", "step", "steps_remaining", "accepted", "canvas", "argmax", "entropy_nats", "wall_time_s"}
-OPTIONAL_STEP_FIELDS = {"topk_ids", "topk_probs", "sample_probability", "kl_nats", "layer_rms"}
+OPTIONAL_STEP_FIELDS = {"topk_ids", "topk_probs", "sample_probability", "kl_nats", "layer_rms", "kl_to_final_nats"}
 VERSION_4_LENS_FIELDS = {"lens_top_ids", "lens_top_probs"}  # a step's lens, moved to its block in version 5
 
 
