@@ -48,6 +48,7 @@ from visualizer.layer_charts import layer_rms_svg, lens_rank_svg, recorded_layer
 from visualizer.layout import grid_layout, text_layout
 from visualizer.live_stream import LiveEncoder, LiveRing, replay_value
 from visualizer.palette import PALETTES, get_palette
+from visualizer.readout import trajectory_html
 from visualizer.render_html import frame_caption, render_frame_html
 from visualizer.settings import KNOBS, GenerationSettings
 from visualizer.states import frame_refs, frame_state
@@ -428,7 +429,7 @@ def inspect_token(frame, position, session: RunSession) -> str:
     except (TypeError, ValueError) as exc:
         return _message_html(str(exc))
     trace = session.trace
-    html = alternatives_html(trace, frame, position)
+    html = alternatives_html(trace, frame, position) + trajectory_html(trace, frame, position)
     if recorded_layers(trace):
         try:
             block, _ = frame_position(trace, frame)
