@@ -36,10 +36,11 @@ def write_figures(out, tables: dict[str, list[dict]], *, prefix: str = "", split
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, figure in (("tau_b", tau_b_figure(tables, split=split)),
-                         ("tokens_per_step", tokens_per_step_figure(tables, split=split)),
-                         ("found_then_lost", found_then_lost_figure(tables, split=split)),
-                         ("calibration", calibration_figure(tables, split=split))):
+    figures = [("tau_b", tau_b_figure(tables, split=split)), ("tokens_per_step", tokens_per_step_figure(tables, split=split))]
+    if len(tables) == 1:  # one run's regimes (samplers side by side get each sampler's own, in its folder)
+        figures += [("found_then_lost", found_then_lost_figure(tables, split=split)),
+                    ("calibration", calibration_figure(tables, split=split))]
+    for name, figure in figures:
         svg, png = out / f"{prefix}{name}.svg", out / f"{prefix}{name}.png"
         svg.write_text(figure.svg(label=name.replace("_", " ")), encoding="utf-8")
         figure.png().save(png, optimize=True)
@@ -96,8 +97,9 @@ def calibration_figure(tables: dict[str, list[dict]], *, split: str = "confirmat
             if b["count"] == 0:
                 continue
             left, w = x0 + b["low"] * size, (b["high"] - b["low"]) * size
-            top = y0 + (1 - b["accuracy"]) * size
-            fig.rect(left + 1, top, w - 2, y0 + size - top, SERIES_COLORS[0], opacity=0.75,
+            bar_h = max(b["accuracy"] * size, 1.0)  # a bin of wrong answers: a 1-pixel bar at 0, still visible
+            top = y0 + size - bar_h
+            fig.rect(left + 1, top, w - 2, bar_h, SERIES_COLORS[0], opacity=0.75,
                      tip=f"{t['regime']}: confidence {b['low']:.1f}-{b['high']:.1f}, accuracy {b['accuracy']:.2f}, n={b['count']}")
             fig.text(left + w / 2, top - 3, str(b["count"]), size=8, anchor="middle")
         fig.text(x0 + size / 2, y0 + size + 14, t["regime"], size=10, anchor="middle")

@@ -253,6 +253,6 @@ def metrics_json(trace: Trace, *, include_thought: bool = False, family: str | N
         "finish_reason": trace.end.finish_reason if trace.end else None,
         **to_json(run_metrics(trace, include_thought=include_thought)),
         "structure_first": {"measured": structure.measured, **to_json(structure)},
-        "trajectory": trajectory_json(trace),  # every step read against its end (metrics.trajectory)
+        "trajectory": to_json(trajectory_json(trace)),  # every step read against its end (metrics.trajectory)
         "definitions": DEFINITIONS,
     }

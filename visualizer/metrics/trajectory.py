@@ -170,9 +170,8 @@ def run_trajectory(trace: Trace) -> RunTrajectory:
 
 def trajectory_json(trace: Trace, *, positions: bool = True) -> dict:
     """What `metrics` prints under "trajectory": per block the per-position lists (content first
-    `content_length`), the finalized-by-fraction curve and the mean top-2 margin per step; the run's means."""
-    from .summary import to_json  # summary imports the metrics modules; this keeps the import one way
-
+    `content_length`), the finalized-by-fraction curve and the mean top-2 margin per step; the run's means.
+    Undefined values stay Undefined: `summary.to_json` turns them into null and a reason."""
     run = run_trajectory(trace)
     blocks = []
     for t in run.blocks:
@@ -189,10 +188,9 @@ def trajectory_json(trace: Trace, *, positions: bool = True) -> dict:
             block["commit_confidence"] = (t.commit_confidence if isinstance(t.commit_confidence, Undefined)
                                           else [None if np.isnan(c) else float(c) for c in t.commit_confidence])
         blocks.append(block)
-    summary = to_json({k: getattr(run, k) for k in ("mean_finalized_step", "mean_argmax_flips",
-                                                     "mean_commit_after_finalized_steps", "finalized_at_half",
-                                                     "mean_commit_confidence", "commit_confidence_by_bucket")})
-    return {**summary, "blocks": to_json(blocks), "definitions": DEFINITIONS}
+    summary = {k: getattr(run, k) for k in ("mean_finalized_step", "mean_argmax_flips", "mean_commit_after_finalized_steps",
+                                            "finalized_at_half", "mean_commit_confidence", "commit_confidence_by_bucket")}
+    return {**summary, "blocks": blocks, "definitions": DEFINITIONS}
 
 
 DEFINITIONS = {
