@@ -387,7 +387,7 @@ KNOBS: dict[str, Knob] = {knob.name: knob for knob in (
          from_text=layers_from_text, hosted_cap=("DV_MAX_LAYERS", 4)),
     Knob("record_shift", "record shift", "record the KL of each position's distribution from the previous step's "
          "(--no-shift: off; keeps one step's float32 distribution per row on the device)", own_flag=True, in_app=False),
-    Knob("kl_to_final", "kl to final", "record each position's KL(p_final ‖ p_t) at every step, exactly, from a second "
+    Knob("kl_to_final", "record distance to final", "record each position's KL(p_final ‖ p_t) at every step, exactly, from a second "
          "bit-identical pass of the run (twice the time; keeps each block's final distribution per row on the device; "
          "the transformers backend)"),
 )}
