@@ -58,7 +58,7 @@ ENTROPY_BOUND = SamplerSpec(
 )
 CAPABILITIES = Capabilities(
     knobs=COMMON_KNOBS | {"entropy_bound", "t_min", "t_max", "sampler", "compiled", "pins", "layers", "record_shift",
-                                  "kl_to_final"},
+                          "kl_to_final"},
     samplers=(ENTROPY_BOUND,),
     max_batch=None,  # as many prompts as the GPU's memory holds
 )
@@ -226,7 +226,7 @@ class TransformersBackend(Backend):
             kwargs["attention_mask"] = attention_mask
         to_final, on_block = None, emit
         if settings.kl_to_final:  # a first, silent pass keeps each block's final distribution (backends/kl_to_final.py)
-            to_final, on_block = self._final_distributions(input_ids, kwargs, settings, emit, should_stop)
+            to_final, on_block = self._final_distributions(model, input_ids, kwargs, settings, emit, should_stop)
         torch.manual_seed(settings.seed)  # once per batch; seeds the CPU and every CUDA device
         topk = min(settings.record_topk, self.info.vocab_size)
         # sharded: every rank votes at each step, so the followers stop (or fail) where this rank does
@@ -239,16 +239,14 @@ class TransformersBackend(Backend):
         with self._compile_once(settings, input_ids.shape), watch:
             model.generate(input_ids, **kwargs)
 
-    def _final_distributions(self, input_ids, kwargs, settings, emit, should_stop):
+    def _final_distributions(self, model, input_ids, kwargs, settings, emit, should_stop):
         """Pass 1 of --kl-to-final: the run with the same seed, recording nothing but each block's final
         distribution; (pass 2's processor, pass 2's on_block that checks it commits what pass 1 did)."""
-        if self.parallel in sharded.TORCHRUN_KINDS:
-            raise BackendError("--kl-to-final runs the model twice on rank 0 alone: not available with --parallel under torchrun")
         first, blocks = KlToFinal(), []
         torch.manual_seed(settings.seed)
         with self._compile_once(settings, input_ids.shape), capture_steps(
-                self.model, lambda step: None, blocks.append, should_stop, pins=self.pinned_ids(settings), to_final=first):
-            self.model.generate(input_ids, **kwargs)
+                model, lambda step: None, blocks.append, should_stop, pins=self.pinned_ids(settings), to_final=first):
+            model.generate(input_ids, **kwargs)
         return first.second_pass(), check_block(emit, blocks)
 
     def model_inputs(self, rows_ids, settings: GenerationSettings, device) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -296,6 +294,8 @@ class TransformersBackend(Backend):
         if settings.layers and self.parallel in sharded.TORCHRUN_KINDS:
             # the lens runs the head on rank 0 alone, and a sharded head gathers over every rank
             raise BackendError("--layers records one whole model: it is not available with --parallel under torchrun")
+        if settings.kl_to_final and self.parallel in sharded.TORCHRUN_KINDS:  # the followers would not run pass 1
+            raise BackendError("--kl-to-final runs the model twice on rank 0: it is not available with --parallel under torchrun")
         return ids
 
     def failure_message(self, exc: BaseException) -> str:
