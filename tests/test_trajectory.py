@@ -138,3 +138,33 @@ def test_the_probe_on_the_builtin_model_writes_the_new_columns(tmp_path):
         assert (out / figure).exists()
     import json
     assert json.loads((out / "table.json").read_text())["pooled_calibration"]["warning"] == POOLED_WARNING
+
+
+def test_the_inspectors_line_reads_the_position_against_its_end():
+    from visualizer.readout import trajectory_line
+
+    # position 3: final from step 3 (0-based), three flips, first accepted at step 0
+    assert trajectory_line(_trace(), 0, 2, 3) == ("finalized at step 4 · 3 argmax flip(s) · "
+                                                 "accepted 3 step(s) before it was decided")
+    assert trajectory_line(_trace(), 0, 0, 0).startswith("finalized at step 1 · 0 argmax flip(s) · accepted 1 step(s) after")
+
+
+def test_a_regimes_found_then_lost_share_counts_only_scored_generations():
+    from types import SimpleNamespace
+
+    from visualizer.probe_trajectory import regime_trajectory
+
+    def row(prompt, correct, any_step, first):
+        return SimpleNamespace(regime="math", prompt_id=prompt, correct=correct, correct_at_any_step=any_step,
+                               found_then_lost=any_step and not correct, first_correct_fraction=first,
+                               commit_confidence=0.9, commit_confidence_early=0.9, commit_confidence_middle=0.8,
+                               commit_confidence_late=Undefined("none late"))
+
+    rows = [row("a", True, True, 0.5), row("a", False, True, 0.25), row("b", False, False, Undefined("never")),
+            row("c", True, True, 1.0), SimpleNamespace(regime="math", prompt_id="d", correct=None, correct_at_any_step=None)]
+    t = regime_trajectory(rows, n_resamples=50)
+    assert t["accuracy_at_end"] == 0.5 and t["correct_at_any_step"] == 0.75 and t["found_then_lost"] == 0.25
+    assert t["first_correct_fraction"] == pytest.approx((0.5 + 0.25 + 1.0) / 3)
+    low, high = t["found_then_lost_ci"]
+    assert 0 <= low <= 0.25 <= high <= 1
+    assert t["calibration"]["all"]["generations"] == 4 and t["calibration"]["late"]["without_confidence"] == 4
