@@ -333,12 +333,12 @@ class Backend(ABC):
             raise BackendError("; ".join(problems))
         self.capabilities.sampler(settings.sampler)  # a sampler this backend cannot run: one line
         reads = self.capabilities.knobs_for(settings.sampler)
-        for name in STRUCTURED:  # a hand on the run or a recording is refused where it would do nothing, never dropped
-            knob, value = KNOBS[name], getattr(settings, name)
-            if value and name not in reads:
-                raise BackendError(f"the {self.name} backend cannot {knob.form.verb} ({knob.cli_flag}) with the "
+        for name, knob in KNOBS.items():  # a hand on the run or a recording is refused where it would do nothing, never dropped
+            value = getattr(settings, name)
+            if value and knob.refusal_verb and name not in reads:
+                raise BackendError(f"the {self.name} backend cannot {knob.refusal_verb} ({knob.cli_flag}) with the "
                                    f"{self.capabilities.sampler(settings.sampler).name} sampler: its capture has no such hook")
-            if value and knob.form.model_problem is not None and (problem := knob.form.model_problem(value, self.info)):
+            if value and knob.form is not None and knob.form.model_problem is not None and (problem := knob.form.model_problem(value, self.info)):
                 raise BackendError(problem)
         self.pinned_ids(settings)  # a pin that does not fit: one line, before any work
         ids = self.prompt_ids(prompt, thinking=bool(settings.thinking))

@@ -148,7 +148,7 @@ class _StepRecorder:
     Host-side state per row (numpy, shape (batch,)), so nothing is read back from the device for it:
     `done` (its generation is over), `settled` (its block converged), `steps_used` in this block."""
 
-    def __init__(self, model, on_step, on_block, should_stop, *, topk, agree, shift, pins, edits=None):
+    def __init__(self, model, on_step, on_block, should_stop, *, topk, agree, shift, pins, edits=None, to_final=None):
         self.model, self.on_step, self.on_block = model, on_step, on_block
         self.should_stop, self.agree = should_stop, agree
         self.originals = {name: getattr(model, name) for name in _WRAPPED}
@@ -156,6 +156,9 @@ class _StepRecorder:
         self.state = {"block": -1, "step": 0, "done": None, "settled": None, "steps_used": None}
         self.pinner = _PinProcessor(pins, self.state) if pins else None
         self.editor = Editor(edits, self.state) if edits is not None else None  # a fork's interventions
+        self.to_final = to_final  # one pass of two of the KL to the final step (`kl_to_final.KlToFinal`)
+        if to_final is not None:  # rows still denoising (the state is set per block)
+            to_final.rows = lambda: ~(self.state["done"] | self.state["settled"])
         self.kept: list[tuple[list[torch.Tensor], np.ndarray]] = []  # this block's layer outputs per step, and its active rows
         self.held: list[Exception] = []  # a recording error waiting for the next vote (`agree` only)
         self.taps: LayerTaps | None = None  # set while the layer hooks are in place (`capture_steps`)
@@ -194,6 +197,8 @@ class _StepRecorder:
         if self.editor is not None:
             processors.append(self.editor.attach(processors))
         processors.append(self.logits)
+        if self.to_final is not None:
+            processors.append(self.to_final)
         return processors
 
     def _prepare_denoiser_inputs(self, *args, **kwargs):
@@ -204,6 +209,8 @@ class _StepRecorder:
         state.update(block=state["block"] + 1, step=0, settled=np.zeros(rows, bool), steps_used=np.zeros(rows, int))
         self.logits.reset()
         self.kept.clear()
+        if self.to_final is not None:
+            self.to_final.start_block()
         canvas, *rest = self.originals["_prepare_denoiser_inputs"](*args, **kwargs)
         pinner = self.pinner
         if pinner is not None and state["block"] == 0:  # on the canvas before the first step (after its random draw)
@@ -243,6 +250,7 @@ class _StepRecorder:
                 "topk_ids": summary.topk_ids,
                 "topk_probs": summary.topk_probs,
                 "kl": self.logits.kl,
+                "kl_to_final": None if self.to_final is None else self.to_final.kl,
                 **inside,
             }
         )
@@ -255,6 +263,8 @@ class _StepRecorder:
 
     def _finalize_canvas(self, *args, **kwargs):
         input_ids, finished = self.originals["_finalize_canvas"](*args, **kwargs)
+        if self.to_final is not None:
+            self.to_final.end_block()
         self.recording(lambda: self.record_block(input_ids, finished, kwargs["canvas_length"]))
         return input_ids, finished
 
@@ -285,7 +295,7 @@ class _StepRecorder:
 def _step_of_row(host: dict, row: int, state: dict, steps_remaining: int, wall_time_s: float) -> CapturedStep:
     """The CapturedStep of one batch row, from a step's copies to the host (`_to_host`)."""
     topk_ids, topk_probs = host.get("topk_ids"), host.get("topk_probs")
-    kl, rms = host.get("kl"), host.get("layer_rms")
+    kl, rms, to_final = host.get("kl"), host.get("layer_rms"), host.get("kl_to_final")
     return CapturedStep(
         block=state["block"],
         step=state["step"],
@@ -301,6 +311,7 @@ def _step_of_row(host: dict, row: int, state: dict, steps_remaining: int, wall_t
         row=int(row),
         kl_nats=None if kl is None else kl[row],
         layer_rms=None if rms is None else rms[row],
+        kl_to_final_nats=None if to_final is None else to_final[row],
     )
 
 
@@ -316,6 +327,7 @@ def capture_steps(
     layers: tuple[int, ...] = (),
     pins: tuple[tuple[int, int], ...] = (),
     edits=None,
+    to_final=None,
 ):
     """Install the four recording wrappers on `model` for the duration of the block.
 
@@ -336,6 +348,8 @@ def capture_steps(
     `pins` ((position, id), ...) is the one intervention: those tokens are placed on the first block's
     canvas before its first step and kept accepted at every step (`_PinProcessor`); () changes nothing.
     `edits` (an `interventions.ForkPlan`) applies a fork's interventions from its step on; None changes nothing.
+    `to_final` (a `kl_to_final.KlToFinal`, one pass of two) is appended after the recorder and told each block's
+    start and end; its `kl` travels with each step as `kl_to_final_nats`.
 
     `agree` is a sharded model's vote (`backends.sharded_server.agreed`): every rank runs the capture and
     calls `agree(wants_to_stop, canvas)` at the same points (each block's start with no canvas, before
@@ -354,7 +368,7 @@ def capture_steps(
             "capture (one generate call, of any batch size) runs at a time; wait for it, or load a second model"
         )
     recorder = _StepRecorder(model, on_step, on_block, should_stop, topk=topk, agree=agree, shift=shift, pins=pins,
-                             edits=edits)
+                             edits=edits, to_final=to_final)
     try:
         for name, wrapper in recorder.wrappers().items():
             setattr(model, name, wrapper)

@@ -41,6 +41,7 @@ class CapturedStep:
     row: int = 0  # the batch row (prompt) this step belongs to
     kl_nats: np.ndarray | None = None  # (canvas,) float32: KL from the previous step's distribution
     layer_rms: np.ndarray | None = None  # (layers, canvas) float32
+    kl_to_final_nats: np.ndarray | None = None  # (canvas,) float32: KL(p_final || p_t) (backends/kl_to_final.py)
 
 
 @dataclass
@@ -85,6 +86,7 @@ def step_record(item: CapturedStep, pieces) -> StepRecord:
         sample_probability=None if sample_probability is None else frozen_array(sample_probability, np.float32),
         kl_nats=None if item.kl_nats is None else frozen_array(item.kl_nats, np.float32),
         layer_rms=None if item.layer_rms is None else frozen_matrix(item.layer_rms, np.float32, canvas),
+        kl_to_final_nats=None if item.kl_to_final_nats is None else frozen_array(item.kl_to_final_nats, np.float32),
     )
 
 

@@ -41,6 +41,7 @@ from visualizer.settings import DEFAULT_RECORD_TOPK, GenerationSettings, with_de
 from . import sharded
 from .base import COMMON_KNOBS, Backend, BackendError, Capabilities
 from .capture import capture_steps
+from .kl_to_final import KlToFinal, check_block
 from .layer_capture import decoder_layers  # importing it makes torch.compile guard module hooks (its docstring)
 from .compile_cache import bucket_length, first_compile, shape_key, trace_alike_in_every_process, use_compile_cache
 from .model_thread import ModelThread, stop_thread
@@ -58,7 +59,7 @@ ENTROPY_BOUND = SamplerSpec(
     knobs=frozenset({"entropy_bound", "t_min", "t_max"}),
 )
 CAPABILITIES = Capabilities(
-    knobs=COMMON_KNOBS | {"sampler", "compiled", "pins", "layers", "record_shift"},
+    knobs=COMMON_KNOBS | {"sampler", "compiled", "pins", "layers", "record_shift", "kl_to_final"},
     samplers=(ENTROPY_BOUND,),
     max_batch=None,  # as many prompts as the GPU's memory holds
     interventions=frozenset({"set", "remask", "forbid", "nudge", "topk", "knob"}),  # forks (backends/interventions.py)
@@ -226,17 +227,31 @@ class TransformersBackend(Backend):
         input_ids, attention_mask = self.model_inputs(rows_ids, settings, model.device)
         if attention_mask is not None:
             kwargs["attention_mask"] = attention_mask
+        to_final, on_block = None, emit
+        if settings.kl_to_final:  # a first, silent pass keeps each block's final distribution (backends/kl_to_final.py)
+            to_final, on_block = self._final_distributions(model, input_ids, kwargs, settings, emit, should_stop)
         torch.manual_seed(settings.seed)  # once per batch; seeds the CPU and every CUDA device
         topk = min(settings.record_topk, self.info.vocab_size)
         # sharded: every rank votes at each step, so the followers stop (or fail) where this rank does
         agree = agreed if self.parallel in sharded.TORCHRUN_KINDS else None
         watch = capture_steps(
-            model, emit, emit, should_stop, topk=topk, agree=agree, shift=bool(settings.record_shift),
-            layers=tuple(settings.layers or ()), pins=self.pinned_ids(settings), edits=self.fork_plan,
+            model, emit, on_block, should_stop, topk=topk, agree=agree, shift=bool(settings.record_shift),
+            layers=tuple(settings.layers or ()), pins=self.pinned_ids(settings), edits=self.fork_plan, to_final=to_final,
         )
         # compiled: module hooks are guarded (layer_capture), so layer hooks cost one recompile
         with self._compile_once(settings, input_ids.shape), watch:
             model.generate(input_ids, **kwargs)
+
+    def _final_distributions(self, model, input_ids, kwargs, settings, emit, should_stop):
+        """Pass 1 of --kl-to-final: the run with the same seed, recording nothing but each block's final
+        distribution; (pass 2's processor, pass 2's on_block that checks it commits what pass 1 did)."""
+        first, blocks = KlToFinal(), []
+        torch.manual_seed(settings.seed)
+        with self._compile_once(settings, input_ids.shape), capture_steps(
+                model, lambda step: None, blocks.append, should_stop, pins=self.pinned_ids(settings), edits=self.fork_plan,
+                to_final=first):
+            model.generate(input_ids, **kwargs)
+        return first.second_pass(), check_block(emit, blocks)
 
     def model_inputs(self, rows_ids, settings: GenerationSettings, device) -> tuple[torch.Tensor, torch.Tensor | None]:
         """`batch_inputs` as this backend runs them: a compiled batch of several rows is padded to a
@@ -283,6 +298,8 @@ class TransformersBackend(Backend):
         if settings.layers and self.parallel in sharded.TORCHRUN_KINDS:
             # the lens runs the head on rank 0 alone, and a sharded head gathers over every rank
             raise BackendError("--layers records one whole model: it is not available with --parallel under torchrun")
+        if settings.kl_to_final and self.parallel in sharded.TORCHRUN_KINDS:  # the followers would not run pass 1
+            raise BackendError("--kl-to-final runs the model twice on rank 0: it is not available with --parallel under torchrun")
         return ids
 
     def failure_message(self, exc: BaseException) -> str:

@@ -105,7 +105,7 @@ def add_layers_command(subparsers) -> None:
 
 
 def run_layers(args) -> int:
-    from visualizer.layer_charts import kl_heatmap_svg, layer_rms_svg, lens_rank_svg, recorded_layers
+    from visualizer.layer_charts import kl_heatmap_svg, kl_to_final_heatmap_svg, layer_rms_svg, lens_rank_svg, recorded_layers
 
     trace = load_trace(args.trace)
     started = len({s.block for s in trace.steps})
@@ -122,6 +122,8 @@ def run_layers(args) -> int:
     out.mkdir(parents=True, exist_ok=True)  # the folder is the output, as `export --out` and `probe --out` make theirs
     views = {"layer_rms.svg": layer_rms_svg(trace, block), "shift.svg": kl_heatmap_svg(trace, block),
              "lens_rank.svg": lens_rank_svg(trace, block, position)}
+    if any(s.kl_to_final_nats is not None for s in trace.steps):  # recorded with --kl-to-final
+        views["kl_to_final.svg"] = kl_to_final_heatmap_svg(trace, block)
     for name, svg in views.items():
         (out / name).write_text(svg, encoding="utf-8")
     layers = recorded_layers(trace)

@@ -1,6 +1,7 @@
 """`metrics` prints the commit-order metrics of a saved trace as JSON.
 
     python -m visualizer metrics run.json [--no-positions] [--include-thought] [--family lines] [--svg structure.svg]
+                                          [--trajectory-svg finalized.svg]
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from visualizer.insight_charts import structure_first_svg
 from visualizer.metrics import metrics_json
 from visualizer.metrics.structure import FAMILIES
+from visualizer.trajectory_charts import finalized_svg
 
 from .common import CliError, load_trace
 
@@ -32,21 +34,30 @@ def add_metrics_command(subparsers) -> None:
                         "(default: the answer only)")
     parser.add_argument("--family", choices=tuple(FAMILIES), help="structure first: the rules to classify tokens by (default: from the prompt)")
     parser.add_argument("--svg", help="also write the structure-first chart to this .svg file")
+    parser.add_argument("--trajectory-svg", help="also write the finalized-vs-accepted chart (each block's share of the "
+                        "answer decided and accepted by each fraction of its steps) to this .svg file")
     parser.set_defaults(run=metrics_command)
 
 
 def metrics_command(args) -> int:
     trace = load_trace(args.trace)
     data = metrics_json(trace, include_thought=args.include_thought, family=args.family)
-    if args.svg:
-        out = Path(args.svg)
+    charts = {args.svg: lambda: structure_first_svg(trace, family=args.family, include_thought=args.include_thought),
+              args.trajectory_svg: lambda: finalized_svg(trace)}
+    for path, chart in charts.items():
+        if not path:
+            continue
+        out = Path(path)
         if not out.parent.exists():
             raise CliError(f"folder {out.parent} does not exist")
-        out.write_text(structure_first_svg(trace, family=args.family, include_thought=args.include_thought), encoding="utf-8")
+        out.write_text(chart(), encoding="utf-8")
         print(f"wrote {out}", file=sys.stderr)
     if args.no_positions:
         for block in data["blocks"]:
             for name in ("commit_step", "settle_step", "commit_entropy_nats", "measured_positions"):
+                block.pop(name)
+        for block in data["trajectory"]["blocks"]:
+            for name in ("finalized_step", "argmax_flips", "commit_after_finalized_steps", "commit_confidence"):
                 block.pop(name)
     print(_compact_lists(json.dumps(data, indent=2, ensure_ascii=False)))
     return 0

@@ -152,7 +152,7 @@ def test_hosted_mode_turns_on_on_a_space_and_takes_the_owners_models(monkeypatch
     monkeypatch.setenv("SPACE_ID", "someone/diffusion-visualizer")
     monkeypatch.setenv("DV_EXTRA_MODELS", "My fine-tune=someone/dg-finetune, other/model")
     mode = hosting.Hosting.from_environment()
-    assert mode.hosted and mode.limits.knob_caps == {"max_new_tokens": 1024, "max_denoising_steps": 64, "pins": 8, "layers": 4}  # the knob table's caps
+    assert mode.hosted and mode.limits.knob_caps == {"max_new_tokens": 1024, "max_denoising_steps": 64, "pins": 8, "layers": 4, "kl_to_final": 0}  # the knob table's caps
     labels = {c.label: c.source for c in mode.choices}
     assert labels["My fine-tune"] == "someone/dg-finetune" and labels["other/model"] == "other/model"
     assert REAL_CHECKPOINT not in labels.values()  # this machine (no 70 GB GPU) cannot run it
@@ -276,6 +276,17 @@ def test_the_hosted_note_names_only_the_caps_that_are_set():
     note = hosting.hosted_note(hosting.Limits(knob_caps={"max_new_tokens": 256}))  # the other caps unset: no "None" shown
     assert "max new tokens up to 256" in note and "None" not in note and "characters" not in note
     assert "prompts up to 8,000 characters" in hosting.hosted_note(hosting.Limits.hosted())
+    assert "no record distance to final" in hosting.hosted_note(hosting.Limits.hosted())  # a switch capped at 0
+
+
+def test_a_switch_capped_at_zero_is_refused_and_allowed_when_the_owner_lifts_it(monkeypatch):
+    # --kl-to-final runs the model twice: a public server does not, unless its owner says so (DV_KL_TO_FINAL=1)
+    limits = hosting.Limits.hosted()
+    assert limits.knob_problem("kl_to_final", True) == (
+        "This server does not record the KL to the final step: a self-hosted copy does.")
+    assert limits.knob_problem("kl_to_final", False) is None
+    monkeypatch.setenv("DV_KL_TO_FINAL", "1")
+    assert hosting.Limits.hosted().knob_problem("kl_to_final", True) is None
 
 
 def test_a_public_server_offers_other_backends_samplers_for_its_built_in_models_only(no_eos_model_dir):

@@ -187,7 +187,8 @@ def test_tables_are_written_as_markdown_and_strict_json(tmp_path, backend):
     tables = regime_tables(results, n_resamples=100)
     md, js = write_tables(tmp_path, tables, {"model": "scripted", "split": "confirmatory", "seeds": 2}, results)
     text = md.read_text()
-    assert text.count("\n| math |") == 4 and "| open |" in text and "Simpson" in text
+    # the study's 4 tables, found then lost and the finalized steps (1 row each), calibration (4 step buckets)
+    assert text.count("\n| math |") == 4 + 2 + 4 and "| open |" in text and "Simpson" in text
     assert "Structure first" in text and "Accuracy, low commit entropy" in text
     assert "| – [–] |" in text  # open: no checker, no AUROC
     data = json.loads(js.read_text())

@@ -11,7 +11,8 @@ from cli.probe_runner import run_probe
 from visualizer.probe import regime_tables
 from visualizer.study_figures import tau_b_figure, tokens_per_step_figure
 
-FILES = ("tau_b.svg", "tau_b.png", "tokens_per_step.svg", "tokens_per_step.png")
+FILES = ("tau_b.svg", "tau_b.png", "tokens_per_step.svg", "tokens_per_step.png", "found_then_lost.svg",
+         "found_then_lost.png", "calibration.svg", "calibration.png")
 
 
 def tips(svg: str) -> list[str]:

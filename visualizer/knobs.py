@@ -85,9 +85,19 @@ class Knob:
     hosted_cap: tuple[str, int] | None = None  # hosted mode caps it: (environment variable, default cap); a
     #                                            structured knob's cap counts what it asks for (`count`)
     form: Form | None = None  # a structured knob's text, check and refusal; None: a number, switch or name
+    refused_unread: str = ""  # a switch that must never be dropped silently: what a backend that does not read
+    #                           it cannot do ("record the KL to the final step"), refused in one line
+    kept_when_off: bool = True  # False: `to_dict` leaves it out while off, so a run without it writes the trace it
+    #                             always wrote (a newer recording option)
     name: str = ""  # the field's name (filled by `knob_table`): the app's API parameter, the CLI flag's words
     annotation: str = ""  # the field's annotation, as written ("int | None")
     field_default: object = None  # the field's own default
+
+    @property
+    def refusal_verb(self) -> str:
+        """What a backend that does not read this knob cannot do, when asking for it there is refused ("" when a
+        value it does not read is recorded as None instead)."""
+        return self.form.verb if self.form is not None else self.refused_unread
 
     @property
     def kind(self) -> type:

@@ -3,6 +3,7 @@
     svg = layer_rms_svg(trace, block)              # one steps x positions heatmap per recorded layer, one scale
     svg = lens_rank_svg(trace, block, position)    # layers x steps: rank of the committed token under each lens
     svg = kl_heatmap_svg(trace, block)             # steps x positions: KL of each distribution from the step before
+    svg = kl_to_final_heatmap_svg(trace, block)    # steps x positions: KL of the final distribution from each step's
 
 Pure functions of the trace, like `charts` and `insight_charts`: the same trace gives the same SVG,
 live or replayed. Text and axes follow the page's theme (`currentColor`), steps and blocks are drawn
@@ -171,19 +172,31 @@ def lens_rank_svg(trace: Trace, block: int, position: int, *, width: int = 560, 
 def kl_heatmap_svg(trace: Trace, block: int, *, width: int = 780, height: int = 260) -> str:
     """KL(p_t || p_t-1) of every position (x) at every step (y, downwards), log colour scale; the first step
     of a block has no step before it (blank row)."""
+    return _kl_svg(trace, block, "kl_nats", f"Block {block + 1}: KL of each position's distribution from the previous step's",
+                   f"shift heatmap, block {block + 1}", "this trace recorded no shift (record_shift off, or an older trace)",
+                   width=width, height=height)
+
+
+def kl_to_final_heatmap_svg(trace: Trace, block: int, *, width: int = 780, height: int = 260) -> str:
+    """KL(p_final || p_t) of every position (x) at every step (y, downwards), log colour scale: how far each step's
+    distribution still is from the block's final one (0 at the last step; `record --kl-to-final`)."""
+    return _kl_svg(trace, block, "kl_to_final_nats", f"Block {block + 1}: KL of each position's final distribution from each step's",
+                   f"KL to final heatmap, block {block + 1}", "this trace recorded no KL to the final step (record --kl-to-final)",
+                   width=width, height=height)
+
+
+def _kl_svg(trace: Trace, block: int, field: str, title: str, label: str, missing: str, *, width: int, height: int) -> str:
     steps = trace.block_steps(block)
-    label = f"shift heatmap, block {block + 1}"
     plot = Plot(width, height, left=36, right=12, top=22, bottom=40)
-    title = f"Block {block + 1}: KL of each position's distribution from the previous step's"
     if not steps:
         return _message(plot, title, "block not started", label)
-    if not any(s.kl_nats is not None for s in steps):
-        return _message(plot, title, "this trace recorded no shift (record_shift off, or an older trace)", label)
+    if not any(getattr(s, field) is not None for s in steps):
+        return _message(plot, title, missing, label)
     n_rows, canvas = _rows(trace, block), trace.canvas_length
     kl = np.full((n_rows, canvas), np.nan, dtype=np.float64)
     for t, s in enumerate(steps):
-        if s.kl_nats is not None:
-            kl[t] = s.kl_nats
+        if getattr(s, field) is not None:
+            kl[t] = getattr(s, field)
     hi = max(float(np.nanmax(kl)), KL_FLOOR_NATS * 10)
     lo_log, hi_log = math.log10(KL_FLOOR_NATS), math.log10(hi)
     level = (np.log10(np.maximum(np.nan_to_num(kl, nan=KL_FLOOR_NATS), KL_FLOOR_NATS)) - lo_log) / (hi_log - lo_log)

@@ -139,6 +139,7 @@ class LiveEncoder:
             "states": [s.name.lower() for s in State],
             "pins": sorted(pinned_positions(trace)),  # the first block's pinned positions: a bar left of the cell
             "shift": bool(settings.get("record_shift")),  # the frames carry the step-to-step KL ("kl")
+            "to_final": bool(settings.get("kl_to_final")),  # the frames carry the KL to the final step ("klf")
             "layers": bool(settings.get("layers")),  # the run recorded layers: the view asks for their panel once a block commits
             "readout": dict(zip(("names", "tips"), _readout_labels()), tau_tip=READOUT_TAU_TIP, control_tip=READOUT_CONTROL_TIP),
         })
@@ -198,6 +199,8 @@ class LiveEncoder:
             message["entropy"] = _entropy_b64(step.entropy_nats)
             if step.kl_nats is not None:  # the shift, for the heatmap's KL layer (none at a block's first step)
                 message["kl"] = _entropy_b64(step.kl_nats)
+            if step.kl_to_final_nats is not None:  # record --kl-to-final: the heatmap's third layer
+                message["klf"] = _entropy_b64(step.kl_to_final_nats)
             if self.argmax_block != ref.block or self.argmax is None or key:
                 changes = np.arange(trace.canvas_length)
             else:

@@ -25,7 +25,12 @@ import numpy as np
 from .insight_charts import reliability_svg
 from .metrics import BIN_SIZES, Undefined, is_defined, run_metrics, to_json
 from .metrics.stats import N_RESAMPLES, auroc, clustered_ci, reliability_tertiles
+from .metrics.found_lost import answer_trajectory
 from .metrics.structure import difference_ci, structure_first
+from .metrics.trajectory import run_trajectory
+from .probe_trajectory import fmt_ci as _fmt_ci
+from .probe_trajectory import fmt_value as _fmt
+from .probe_trajectory import pooled_calibration, regime_trajectory, trajectory_markdown
 from .probe_schema import COLUMNS, ProbeResult, Source, Verdict, result_from_source
 from .trace import Trace
 
@@ -45,7 +50,10 @@ def result_from_trace(probe, seed: int, trace: Trace, trace_file: str, check: Ca
     metrics = metrics or run_metrics(trace)  # the runner passes them when it also writes them (visualizer.results)
     structure = structure_first(trace)  # the answer only, the family guessed from the prompt
     verdict = verdict or score(check, probe, trace.end.text if trace.end else "")
-    return result_from_source(Source(probe, seed, trace, trace_file, metrics, structure, verdict, cost))
+    answers = answer_trajectory(trace, lambda text: check(probe, text) if verdict.correct is not None else None,
+                                verdict.correct)
+    return result_from_source(Source(probe, seed, trace, trace_file, metrics, structure, verdict, cost,
+                                     trajectory=run_trajectory(trace), answers=answers))
 
 
 def score(check: Callable, probe, response: str) -> Verdict:
@@ -130,6 +138,7 @@ def _regime_row(regime: str, rows: list[ProbeResult], n_resamples: int) -> dict:
         "structure_first_ci": structure_ci,
         "structure_first_resampled": structure_unit or "none",
         "reliability": reliability,
+        **regime_trajectory(rows, n_resamples),  # every step read against its end (issue 56)
     }
 
 
@@ -163,7 +172,7 @@ def markdown_table(tables: list[dict]) -> str:
         cells = (["–"] * 3 if isinstance(curve, Undefined)
                  else [f"{_fmt(r['accuracy'], 2)} {_fmt_ci(r['accuracy_ci'])} (n={r['generations']})" for r in curve])
         lines.append(f"| {t['regime']} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n\n" + trajectory_markdown(tables)
 
 
 def sampler_comparison_markdown(tables_by_sampler: dict[str, list[dict]]) -> str:
@@ -206,16 +215,9 @@ def write_tables(out, tables: list[dict], meta: dict, results: Sequence[ProbeRes
     )
     md = out / "table.md"
     md.write_text(markdown_table(tables) + "\n" + notes + "\n", encoding="utf-8")
-    data = {"meta": meta, "regimes": [to_json(t) for t in tables], "generations": [to_json(r) for r in results]}
+    data = {"meta": meta, "regimes": [to_json(t) for t in tables], "generations": [to_json(r) for r in results],
+            "pooled_calibration": to_json(pooled_calibration(results))}  # beside its warning, never in a regime's row
     js = out / "table.json"
     js.write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
     (out / "reliability.svg").write_text(reliability_svg(tables), encoding="utf-8")
     return md, js
-
-
-def _fmt(value, digits: int = 3) -> str:
-    return "–" if isinstance(value, Undefined) else f"{value:.{digits}f}"
-
-
-def _fmt_ci(ci) -> str:
-    return "[–]" if isinstance(ci, Undefined) else f"[{ci[0]:.3f}, {ci[1]:.3f}]"

@@ -20,7 +20,9 @@ from dataclasses import dataclass, make_dataclass
 
 from .batch_cost import BatchCost, passes_needed
 from .metrics import BIN_SIZES, RunMetrics
+from .metrics.found_lost import AnswerTrajectory
 from .metrics.structure import StructureFirst
+from .metrics.trajectory import STEP_BUCKETS, RunTrajectory
 from .trace import Trace
 
 KINDS = ("str", "int", "bool", "float", "bool?", "str?")
@@ -46,6 +48,9 @@ class Source:
     structure: StructureFirst
     verdict: Verdict
     cost: BatchCost | None = None  # the batch it was generated in; None: generated alone
+    # every step read against its end (issue 56): from the trace, and each step's answer scored
+    trajectory: RunTrajectory | None = None
+    answers: AnswerTrajectory | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +111,37 @@ COLUMNS: tuple[Column, ...] = (
                "rows its batch computed at each pass (a compiled run's filler rows included)"),
     ),
 )
+
+# Every step read against its end (issue 56, visualizer/metrics/trajectory.py and found_lost.py): their own block.
+def _trajectory(name: str, kind: str, doc: str, regime_mean: str | None = None) -> Column:
+    return Column(name, kind, lambda s: getattr(s.trajectory, name), doc, regime_mean)
+
+
+def _answers(name: str, kind: str, doc: str) -> Column:
+    return Column(name, kind, lambda s: getattr(s.answers, name), doc)
+
+
+TRAJECTORY_COLUMNS: tuple[Column, ...] = (
+    _trajectory("mean_finalized_step", "float", "first step from which the argmax is the committed token, mean over content",
+                regime_mean="mean_finalized_step"),
+    _trajectory("mean_argmax_flips", "float", "argmax changes from one step to the next, mean over content",
+                regime_mean="mean_argmax_flips"),
+    _trajectory("mean_commit_after_finalized_steps", "float", "commit step minus finalized step, mean over content",
+                regime_mean="mean_commit_after_finalized_steps"),
+    _trajectory("finalized_at_half", "float", "share of content finalized by half of its block's steps",
+                regime_mean="finalized_at_half"),
+    Column("commit_confidence", "float", lambda s: s.trajectory.mean_commit_confidence,
+           "probability of each committed token at its commit step, mean over content (needs record_topk)",
+           regime_mean="commit_confidence"),
+    *(Column(f"commit_confidence_{b}", "float", lambda s, b=b: s.trajectory.commit_confidence_by_bucket[b],
+             f"commit confidence of the content first accepted in the {b} third of its block's steps") for b in STEP_BUCKETS),
+    _answers("correct_at_any_step", "bool?", "some step's argmax answer was right (the end included); null: unscored"),
+    _answers("found_then_lost", "bool?", "right at some step, wrong at the end; null: unscored"),
+    _answers("correct_at_last_step", "bool?", "the last step's joined argmax text scored (checks the join against the end)"),
+    _answers("first_correct_step", "float", "first step of the run (0-based, over its blocks) whose answer was right"),
+    _answers("first_correct_fraction", "float", "(first correct step + 1) / the run's steps"),
+)
+COLUMNS = COLUMNS + TRAJECTORY_COLUMNS
 assert len({c.name for c in COLUMNS}) == len(COLUMNS) and all(c.kind in KINDS for c in COLUMNS)
 
 

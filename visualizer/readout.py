@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from html import escape
 
+from .alternatives import AlternativesError, frame_position
 from .metrics import Readout, Undefined, block_position_details
+from .metrics.trajectory import block_trajectory
 from .svg import CONTROL_COLOR, TAU_COLOR
 from .trace import Trace
 
@@ -131,3 +133,35 @@ def fmt(value, digits: int = 3, *, percent: bool = False, unit: str = "") -> str
     if percent:
         return f"{value * 100:.{max(digits - 2, 0)}f}%"
     return f"{value:.{digits}f}{unit}"
+
+
+def trajectory_line(trace: Trace, block: int, step: int, position: int) -> str:
+    """The token inspector's line on a position read against its block's end (`metrics.trajectory`): when its
+    argmax reached the committed token for good, how often it flipped, the top-2 margin and the KL to the final
+    step at `step` where recorded. Steps counted from 1; a block not yet committed says so."""
+    if block >= len(trace.blocks):
+        return "finalized step: known once the block is committed"
+    t = block_trajectory(trace, block)
+    finalized = int(t.finalized_step[position])
+    lag = int(t.commit_after_finalized_steps[position])
+    parts = [f"finalized at step {finalized + 1}" if finalized < t.steps_used else "never finalized (the last argmax is not the committed token)",
+             f"{int(t.argmax_flips[position])} argmax flip(s)"]
+    if finalized < t.steps_used:
+        parts.append(f"accepted {lag} step(s) after it was decided" if lag >= 0 else f"accepted {-lag} step(s) before it was decided")
+    steps = trace.block_steps(block)
+    if not isinstance(t.top2_margin, Undefined):
+        parts.append(f"top-2 margin at step {step + 1}: {float(t.top2_margin[step, position]):.3g}")
+    if steps[step].kl_to_final_nats is not None:
+        parts.append(f"KL to final at step {step + 1}: {float(steps[step].kl_to_final_nats[position]):.3g} nats")
+    return " · ".join(parts)
+
+
+def trajectory_html(trace: Trace, frame: int, position: int) -> str:
+    """`trajectory_line` for the inspector's panel, at the step of frame `frame` ("" where the request is outside the trace)."""
+    try:
+        block, step = frame_position(trace, frame)
+    except AlternativesError:
+        return ""  # the alternatives above said why
+    if not 0 <= position < trace.canvas_length:
+        return ""
+    return f'<div class="dv-trajectory" style="font-size:13px;opacity:.85;margin-top:4px">{escape(trajectory_line(trace, block, step, position))}</div>'

@@ -161,6 +161,9 @@ class StepRecord(_ArrayRecord):
     # The shift (settings.record_shift): KL(p_t || p_t-1) of each position's sampling distribution (the
     # processed logits the sampler sees) from the previous step's, in nats. None at a block's first step.
     kl_nats: np.ndarray | None = _array(np.float32, default=None)  # (canvas,) float32
+    # KL to the final step (settings.kl_to_final): KL(p_final || p_t) of each position's sampling distribution, p_final
+    # the block's last step's, in nats (0 at the last step). Exact: the backend's second, bit-identical pass.
+    kl_to_final_nats: np.ndarray | None = _array(np.float32, default=None)  # (canvas,) float32
     # Inside the network (settings.layers: the recorded layers, in that order, are `RunStart.settings["layers"]`):
     # the RMS over the hidden size of each layer's output (the logit lens of the step comes with its block)
     layer_rms: np.ndarray | None = _array(np.float32, default=None)  # (layers, canvas) float32

@@ -1,7 +1,8 @@
 """A probe run's results as a dataset: one Parquet row per generation, one per content position.
 
     OUT/results/generations.parquet   regime, prompt id, split, seed, batch plan entry, accuracy, every per-run metric
-    OUT/results/positions.parquet     per content position: commit step, settle step, entropy at commit, re-masks, token
+    OUT/results/positions.parquet     per content position: commit step, settle step, entropy at commit, re-masks, token,
+                                      finalized step, argmax flips, commit confidence, top-2 margin at commit
 
 pandas (`pd.read_parquet`), DuckDB and `datasets.load_dataset("parquet", data_files=...)` open
 them.  The per-regime tables are computed from generations.parquet (`read_results`), so the
@@ -31,6 +32,7 @@ import pyarrow.parquet as pq
 from .files import write_atomically
 from .metrics import RunMetrics, Undefined, block_commits
 from .metrics.measured import measured_positions
+from .metrics.trajectory import block_trajectory
 from .probe_schema import COLUMNS, ProbeResult
 from .trace import Trace
 
@@ -62,6 +64,7 @@ def result_rows(result: ProbeResult, metrics: RunMetrics, trace: Trace, *, batch
         n = commits.content_length
         measured = measured_positions(trace, block.block, commits.tokens, n).keep
         remasks = np.bincount(commits.remask_events[:, 1], minlength=commits.canvas)
+        trajectory = trajectory_positions(trace, block.block)
         for p in range(n):
             token = int(commits.tokens[p])
             positions.append({
@@ -70,8 +73,30 @@ def result_rows(result: ProbeResult, metrics: RunMetrics, trace: Trace, *, batch
                 "thought": not bool(measured[p]), "commit_step": int(commits.commit_step[p]),
                 "ever_accepted": bool(commits.ever_accepted[p]), "settle_step": int(commits.settle_step[p]),
                 "commit_entropy_nats": float(commits.commit_entropy_nats[p]), "remasks": int(remasks[p]),
+                **{name: values[p] for name, values in trajectory.items()},
             })
     return generation, positions
+
+
+# Every step read against its end (issue 56, metrics.trajectory): positions.parquet's columns of their own.
+TRAJECTORY_POSITION_COLUMNS = (("finalized_step", pa.int64()), ("argmax_flips", pa.int64()),
+                               ("commit_after_finalized_steps", pa.int64()), ("commit_confidence", pa.float64()),
+                               ("top2_margin_at_commit", pa.float64()))
+
+
+def trajectory_positions(trace: Trace, block: int) -> dict[str, list]:
+    """{column: per-position values} of TRAJECTORY_POSITION_COLUMNS for one committed block (None: not recorded)."""
+    t = block_trajectory(trace, block)
+    at = np.minimum(t.commit_step, t.steps_used - 1)
+
+    def floats(values):
+        return [None if isinstance(values, Undefined) or np.isnan(v) else float(v) for v in
+                (values if not isinstance(values, Undefined) else [np.nan] * t.commit_step.size)]
+
+    margin = t.top2_margin if isinstance(t.top2_margin, Undefined) else t.top2_margin[at, np.arange(at.size)]
+    return {"finalized_step": t.finalized_step.tolist(), "argmax_flips": t.argmax_flips.tolist(),
+            "commit_after_finalized_steps": t.commit_after_finalized_steps.tolist(),
+            "commit_confidence": floats(t.commit_confidence), "top2_margin_at_commit": floats(margin)}
 
 
 # ---- files ---------------------------------------------------------------------------------------
@@ -135,7 +160,7 @@ def _schema(rows: list[dict], kind: str):
     return pa.schema([("regime", pa.string()), ("prompt_id", pa.string()), ("seed", pa.int64()), ("block", pa.int64()),
                       ("position", pa.int64()), ("token_id", pa.int64()), ("token", pa.string()), ("thought", pa.bool_()),
                       ("commit_step", pa.int64()), ("ever_accepted", pa.bool_()), ("settle_step", pa.int64()),
-                      ("commit_entropy_nats", pa.float64()), ("remasks", pa.int64())])
+                      ("commit_entropy_nats", pa.float64()), ("remasks", pa.int64()), *TRAJECTORY_POSITION_COLUMNS])
 
 
 def _write_atomic(table, path: Path) -> Path:

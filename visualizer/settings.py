@@ -221,6 +221,10 @@ class GenerationSettings:
     record_shift: bool = knob(  # keeps one step's float32 distribution per row on the device: 256 MiB at the real shape
         True, "record shift", "records the KL of each position's distribution from the previous step's "
         "(keeps one step's float32 distribution per row on the device)", flag="--no-shift", in_app=False)
+    kl_to_final: bool = knob(  # exact: a second, bit-identical pass; keeps each block's final distribution per row on the device
+        False, "record distance to final", "records each position's KL(p_final ‖ p_t) at every step, exactly, from a "
+        "second bit-identical pass of the run (twice the time; keeps each block's final distribution per row on the "
+        "device)", refused_unread="record the KL to the final step", kept_when_off=False, hosted_cap=("DV_KL_TO_FINAL", 0))
 
     def __post_init__(self):
         # A trace's JSON gives lists; the settings keep tuples, so a loaded run equals the live one.
@@ -238,8 +242,8 @@ class GenerationSettings:
 
     def to_dict(self) -> dict:
         """Plain JSON data: the structured knobs as lists, as a trace holds them (so a loaded run equals the live one)."""
-        values = dataclasses.asdict(self)
-        return values | {name: plain_data(getattr(self, name)) for name in STRUCTURED}
+        values = dataclasses.asdict(self) | {name: plain_data(getattr(self, name)) for name in STRUCTURED}
+        return {name: value for name, value in values.items() if value or KNOBS[name].kept_when_off}
 
     def replace(self, **changes) -> "GenerationSettings":
         return dataclasses.replace(self, **changes)

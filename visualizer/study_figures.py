@@ -8,7 +8,11 @@ Each figure is written as SVG (the page's theme) and PNG (posts), beside reliabi
 - `tau_b`: the mean token tau_b of each regime with its prompt-clustered 95 % CI, and the
   block-sequential control (the hollow mark: what clean left-to-right blocks of 16 would score at
   the same content lengths);
-- `tokens_per_step`: content tokens first accepted per accepting step, with its CI.
+- `tokens_per_step`: content tokens first accepted per accepting step, with its CI;
+- `found_then_lost`: per scorable regime, accuracy at the end against "correct at any step" (the argmax's answer
+  scored at every step, `metrics.found_lost`), each with its CI: the gap is the answers found, then lost;
+- `calibration`: per scorable regime, the reliability diagram of mean commit confidence (10 equal-width bins, each
+  bin's accuracy as a bar with its count) against the diagonal, with ECE and Brier, within the regime only.
 Several series (samplers) are drawn side by side within each regime, one colour each.  The
 numbers are `visualizer.probe.regime_tables`' over the reported split, so the figures and
 table.md agree; `python -m visualizer probe-report OUT` redraws them for a finished or partial run.
@@ -32,8 +36,11 @@ def write_figures(out, tables: dict[str, list[dict]], *, prefix: str = "", split
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, figure in (("tau_b", tau_b_figure(tables, split=split)),
-                         ("tokens_per_step", tokens_per_step_figure(tables, split=split))):
+    figures = [("tau_b", tau_b_figure(tables, split=split)), ("tokens_per_step", tokens_per_step_figure(tables, split=split))]
+    if len(tables) == 1:  # one run's regimes (samplers side by side get each sampler's own, in its folder)
+        figures += [("found_then_lost", found_then_lost_figure(tables, split=split)),
+                    ("calibration", calibration_figure(tables, split=split))]
+    for name, figure in figures:
         svg, png = out / f"{prefix}{name}.svg", out / f"{prefix}{name}.png"
         svg.write_text(figure.svg(label=name.replace("_", " ")), encoding="utf-8")
         figure.png().save(png, optimize=True)
@@ -58,6 +65,53 @@ def tokens_per_step_figure(tables: dict[str, list[dict]], *, split: str = "confi
     return _dot_figure(tables, value="tokens_per_accept_step", ci="tokens_per_accept_step_ci", control=None,
                        low=0.0, high=float(high), title=f"Tokens per accept step per regime, 95% CI over prompts ({split})",
                        axis="content tokens first accepted per step that accepted any", digits=1)
+
+
+def found_then_lost_figure(tables: dict[str, list[dict]], *, split: str = "confirmatory") -> Figure:
+    """Accuracy at the end and correct at any step per scorable regime (first series' run), each with its 95 % CI."""
+    rows = [t for t in next(iter(tables.values()), []) if not isinstance(t.get("correct_at_any_step"), Undefined)]
+    series = {"correct at the end": [dict(t, value=t["accuracy_at_end"], ci=t["accuracy_at_end_ci"]) for t in rows],
+              "correct at any step": [dict(t, value=t["correct_at_any_step"], ci=t["correct_at_any_step_ci"]) for t in rows]}
+    return _dot_figure(series, value="value", ci="ci", control=None, low=0.0, high=1.0,
+                       title=f"Found, then lost: right at the end vs right at some step, 95% CI over prompts ({split})",
+                       axis="share of scored generations (the gap: answers found, then lost)", digits=2)
+
+
+def calibration_figure(tables: dict[str, list[dict]], *, split: str = "confirmatory") -> Figure:
+    """One reliability diagram per scorable regime (all steps): accuracy per confidence bin, with its count."""
+    rows = [t for t in next(iter(tables.values()), []) if not isinstance(t.get("calibration", {}).get("all", Undefined("")), Undefined)]
+    panel_w, panel_h = 180, 170
+    fig = Figure(max(480, 20 + panel_w * max(len(rows), 1)), panel_h + 70)
+    fig.text(8, 14, f"Calibration of commit confidence within each regime, all steps ({split})", size=11)
+    if not rows:
+        fig.text(20, 80, "no regime has scored generations with a commit confidence (record_topk 0?)")
+        return fig
+    for i, t in enumerate(rows):
+        c = t["calibration"]["all"]
+        x0, y0 = 40 + i * panel_w, 40
+        size = panel_w - 50
+        fig.line(x0, y0 + size, x0 + size, y0, INK, opacity=0.35, dash=True)  # perfect calibration
+        fig.line(x0, y0 + size, x0 + size, y0 + size, INK, opacity=0.3)
+        fig.line(x0, y0, x0, y0 + size, INK, opacity=0.3)
+        for b in c["reliability"]:
+            if b["count"] == 0:
+                continue
+            left, w = x0 + b["low"] * size, (b["high"] - b["low"]) * size
+            bar_h = max(b["accuracy"] * size, 1.0)  # a bin of wrong answers: a 1-pixel bar at 0, still visible
+            top = y0 + size - bar_h
+            fig.rect(left + 1, top, w - 2, bar_h, SERIES_COLORS[0], opacity=0.75,
+                     tip=f"{t['regime']}: confidence {b['low']:.1f}-{b['high']:.1f}, accuracy {b['accuracy']:.2f}, n={b['count']}")
+            fig.text(left + w / 2, top - 3, str(b["count"]), size=8, anchor="middle")
+        fig.text(x0 + size / 2, y0 + size + 14, t["regime"], size=10, anchor="middle")
+        fig.text(x0 + size / 2, y0 + size + 26, f"ECE {_num(c['ece'])} · Brier {_num(c['brier'])} · n {c['generations']}",
+                 size=8, anchor="middle")
+    fig.text(8, fig.height - 6, "x: mean commit confidence (10 bins); y: accuracy; bar labels: generations; dashed: calibrated",
+             size=9)
+    return fig
+
+
+def _num(value) -> str:
+    return "–" if isinstance(value, Undefined) else f"{value:.3f}"
 
 
 def _top(row: dict) -> float:

@@ -26,6 +26,7 @@ JSON format (version 5), documented for people who read or write traces by hand:
                    "topk_probs": [[float16 x k] x canvas],    #   the k most probable candidates, best first
                    "sample_probability": [float32 x canvas], # optional: MLX confidence-threshold, block-refinement
                    "kl_nats": [float32 x canvas],            # optional (v4): settings.record_shift, from a block's 2nd step
+                   "kl_to_final_nats": [float32 x canvas],   # optional: settings.kl_to_final, KL(p_final || p_t), every step
                    "layer_rms": [[float32 x canvas] x L],    # optional (v4): settings.layers = L layers, in that order
                   }, ...],
       "blocks":  [{"block", "tokens": [id x canvas], "eos_position": int|null,
@@ -312,7 +313,8 @@ def parse_trace(data) -> TraceParts:
         raise TraceError(f"{len(raw_steps)} steps is more than the limit of {MAX_STEPS}")
     for i, raw in enumerate(raw_steps):
         step = _parse_step(raw, i, canvas, vocab, max_blocks, run.record_topk)
-        steps.append(_check_inside(raw, step, f"steps[{i}]", canvas, vocab, layers, bool(run.record_shift)))
+        steps.append(_check_inside(raw, step, f"steps[{i}]", canvas, vocab, layers, bool(run.record_shift),
+                                   bool(run.kl_to_final)))
     raw_blocks = _get(data, "blocks", list, "trace")
     if len(raw_blocks) > max_blocks:
         raise TraceError(f"{len(raw_blocks)} blocks recorded but max_blocks is {max_blocks}")
@@ -376,21 +378,25 @@ def _float_rows(values, where: str, rows: int, canvas: int, dtype) -> np.ndarray
     return array
 
 
-def _check_inside(raw: dict, step: StepRecord, where: str, canvas: int, vocab: int, layers: int, shift: bool) -> StepRecord:
+def _check_inside(raw: dict, step: StepRecord, where: str, canvas: int, vocab: int, layers: int, shift: bool,
+                  to_final: bool = False) -> StepRecord:
     """The step with version 4's optional parts parsed into it."""
     parts = {}
-    if "kl_nats" in raw:
-        if not shift:
-            raise TraceError(f"{where} has kl_nats though settings.record_shift is off")
-        kl = _get(raw, "kl_nats", list, where)
-        if len(kl) != canvas or not all(_is_number(v) for v in kl):
-            raise TraceError(f"{where}.kl_nats must be {canvas} numbers")
-        array = frozen_array(kl, STEP_DTYPES["kl_nats"])
-        if not np.all(np.isfinite(array)) or array.min() < -1e-3:  # float32 rounding makes a KL of 0 about -1e-9
-            raise TraceError(f"{where}.kl_nats must be finite numbers of at least 0")
-        parts["kl_nats"] = array
-    elif shift and step.step > 0:
-        raise TraceError(f"{where} has no kl_nats though settings.record_shift is on")
+    # the shift from a block's second step; the KL to the final step at every step (settings.kl_to_final)
+    for name, knob, on, needed in (("kl_nats", "record_shift", shift, shift and step.step > 0),
+                                   ("kl_to_final_nats", "kl_to_final", to_final, to_final)):
+        if name in raw:
+            if not on:
+                raise TraceError(f"{where} has {name} though settings.{knob} is off")
+            kl = _get(raw, name, list, where)
+            if len(kl) != canvas or not all(_is_number(v) for v in kl):
+                raise TraceError(f"{where}.{name} must be {canvas} numbers")
+            array = frozen_array(kl, STEP_DTYPES[name])
+            if not np.all(np.isfinite(array)) or array.min() < -1e-3:  # float32 rounding makes a KL of 0 about -1e-9
+                raise TraceError(f"{where}.{name} must be finite numbers of at least 0")
+            parts[name] = array
+        elif needed:
+            raise TraceError(f"{where} has no {name} though settings.{knob} is on")
     if "layer_rms" in raw and not layers:
         raise TraceError(f"{where} has layer_rms though settings.layers is off")
     if layers and "layer_rms" not in raw:

@@ -94,6 +94,8 @@ class Limits:
         cap, knob = self.knob_caps.get(name), KNOBS[name]
         if cap is None:
             return None
+        if knob.kind is bool:  # a switch capped at 0: this server does not do it
+            return f"This server does not {knob.refusal_verb or 'take ' + knob.label}: a self-hosted copy does." if value and not cap else None
         if knob.form is None:
             return f"This server caps {knob.label} at {cap} (asked: {value})." if _number(value) > cap else None
         if isinstance(value, str) and self.max_prompt_chars is not None and len(value) > self.max_prompt_chars:
@@ -124,11 +126,14 @@ def hosted_note(limits: Limits) -> str:
     """One line under the app's title saying what this server allows."""
     caps = [
         (limits.max_prompt_chars, "prompts up to {:,} characters"),
-        *((cap, f"{KNOBS[name].label} up to {{}}") for name, cap in limits.knob_caps.items()),
+        *((cap, f"{KNOBS[name].label} up to {{}}") for name, cap in limits.knob_caps.items() if KNOBS[name].kind is not bool),
         (limits.max_upload_mb, "trace uploads up to {} MB"),
         (limits.max_export_frames, "exports up to {} frames"),
     ]
     allowed = ", ".join(["the models in the list"] + [text.format(cap) for cap, text in caps if cap is not None])
+    switched_off = [KNOBS[name].label for name, cap in limits.knob_caps.items() if KNOBS[name].kind is bool and not cap]
+    if switched_off:  # a switch capped at 0 (`Limits.knob_problem`)
+        allowed += "; no " + ", no ".join(switched_off)
     return f"*Public server: {allowed}. Run it on your own machine for more.*"
 
 

@@ -20,6 +20,7 @@ import gradio as gr
 from visualizer.alternatives import AlternativesError, alternatives_html, frame_position
 from visualizer.insight_charts import accept_budget_svg, structure_first_svg
 from visualizer.layer_charts import layer_rms_svg, lens_rank_svg, recorded_layers
+from visualizer.readout import trajectory_html
 from visualizer.settings import KNOBS
 
 from .knob_widgets import whole_number
@@ -55,7 +56,7 @@ def inspect_token(frame, position, session: RunSession) -> str:
     except (TypeError, ValueError) as exc:
         return message_html(str(exc))
     trace = session.trace
-    html = alternatives_html(trace, frame, position)
+    html = alternatives_html(trace, frame, position) + trajectory_html(trace, frame, position)
     if recorded_layers(trace):
         try:
             block, _ = frame_position(trace, frame)

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..trace import Trace
 from .structure import structure_first
+from .trajectory import trajectory_json
 from .commits import block_commits, step_budget
 from .measured import measured_label, measured_positions
 from .order import (
@@ -252,5 +253,6 @@ def metrics_json(trace: Trace, *, include_thought: bool = False, family: str | N
         "finish_reason": trace.end.finish_reason if trace.end else None,
         **to_json(run_metrics(trace, include_thought=include_thought)),
         "structure_first": {"measured": structure.measured, **to_json(structure)},
+        "trajectory": to_json(trajectory_json(trace)),  # every step read against its end (metrics.trajectory)
         "definitions": DEFINITIONS,
     }

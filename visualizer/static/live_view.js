@@ -146,7 +146,7 @@
         + "border:1px solid currentColor;border-radius:4px;background:transparent;color:inherit;flex:none");
       this.heatPick.className = "dv-heat-layer";
       this.heatPick.setAttribute("aria-label", "Heatmap layer");
-      for (const [value, text] of [["entropy", "entropy"], ["kl", "shift (KL from the step before)"]]) {
+      for (const [value, text] of [["entropy", "entropy"], ["kl", "shift (KL from the step before)"], ["klf", "KL to the final step"]]) {
         const option = el("option", "", text);
         option.value = value;
         this.heatPick.append(option);
@@ -283,8 +283,9 @@
         this.wantLayout = wanted;
         this.hasThought = !!m.thinking;
         this.pinned = new Set(m.pins || []);  // the first block's pinned positions
-        this.heatPick.style.display = m.shift ? "" : "none";
-        if (!m.shift) { this.heatLayer = "entropy"; this.heatPick.value = "entropy"; }
+        this.heatPick.style.display = m.shift || m.to_final ? "" : "none";
+        for (const option of this.heatPick.options) option.hidden = (option.value === "kl" && !m.shift) || (option.value === "klf" && !m.to_final);
+        if (this.heatPick.selectedOptions[0]?.hidden) { this.heatLayer = "entropy"; this.heatPick.value = "entropy"; }
         this.buildLegend();
         this.buildReadout();
         this.showWaiting();
@@ -301,9 +302,9 @@
         this.frames[m.i] = {
           m, states: cur.states.slice(), tokens: cur.tokens.slice(), flags: cur.flags.slice(),
           argmax: m.kind === "step" ? cur.argmax.slice() : null, entropy: m.entropy ? decodeEntropy(m.entropy) : null,
-          kl: m.kl ? decodeEntropy(m.kl) : null,
+          kl: m.kl ? decodeEntropy(m.kl) : null, klf: m.klf ? decodeEntropy(m.klf) : null,
         };
-        delete m.cells; delete m.argmax; delete m.entropy; delete m.kl; delete m.tokens;  // kept decoded above
+        delete m.cells; delete m.argmax; delete m.entropy; delete m.kl; delete m.klf; delete m.tokens;  // kept decoded above
         this.slider.max = Math.max(this.frames.length - 1, 0);
         this.slider.disabled = false;
         if (m.kind === "commit" && this.start.layers && !this.end) this.askLater();  // a live run's layer panel, once a block
@@ -756,8 +757,10 @@
     drawHeatmap(block, steps, cursor) {  // charts.entropy_heatmap_svg, on a canvas
       const canvas = this.start.canvas, rows = Math.max(this.start.budget <= 128 ? this.start.budget : steps.length, steps.length, 1);
       const cw = 3, ch = Math.max(2, Math.floor(160 / rows));
-      const kl = this.heatLayer === "kl";
-      this.heatTitle.textContent = kl
+      const layer = this.heatLayer, kl = layer !== "entropy";  // "kl": the shift; "klf": the KL to the final step
+      this.heatTitle.textContent = layer === "klf"
+        ? `Block ${block + 1}: KL of each position's final distribution from each step's, nats (outlined: first acceptance) · dark: already final, yellow: far from it`
+        : kl
         ? `Block ${block + 1}: KL of each position's distribution from the previous step's, nats (outlined: first acceptance) · dark: settled, yellow: moving`
         : `Block ${block + 1}: entropy per position and step (outlined: first acceptance) · dark: confident, yellow: uncertain`;
       if (this.heat.width !== canvas * cw || this.heat.height !== rows * ch) { this.heat.width = canvas * cw; this.heat.height = rows * ch; }
@@ -766,10 +769,10 @@
       const image = ctx.createImageData(canvas, rows);
       const base = block * canvas, first = new Int32Array(canvas).fill(-1);
       steps.forEach((f, t) => {
-        const key = kl ? "rgbaKl" : "rgba";
+        const key = {entropy: "rgba", kl: "rgbaKl", klf: "rgbaKlf"}[layer];
         if (!f[key]) {  // a step's heatmap row never changes: coloured once per layer
           f[key] = new Uint8ClampedArray(4 * canvas);  // transparent where there is no value (a block's first step has no KL)
-          const values = kl ? f.kl : f.entropy;
+          const values = {entropy: f.entropy, kl: f.kl, klf: f.klf}[layer];
           for (let p = 0; values && p < canvas; p++) {
             const [r, g, b] = viridis(values[p], this.start.log_max, kl ? KL_FLOOR : ENTROPY_FLOOR);
             f[key].set([r, g, b, 255], 4 * p);
@@ -803,7 +806,8 @@
       const f = this.heatSteps[t];
       if (!f || p < 0 || p >= this.start.canvas) { this.heat.title = ""; return; }
       const shift = f.kl ? `KL ${f.kl[p].toPrecision(3)} nats` : "no KL (no step before it)";
-      this.heat.title = `step ${t + 1} · position ${p} · entropy ${f.entropy[p].toPrecision(3)} nats` + (this.start.shift ? ` · ${shift}` : "");
+      this.heat.title = `step ${t + 1} · position ${p} · entropy ${f.entropy[p].toPrecision(3)} nats` + (this.start.shift ? ` · ${shift}` : "")
+        + (f.klf ? ` · KL to final ${f.klf[p].toPrecision(3)} nats` : "");
     }
   }
 
