@@ -23,6 +23,9 @@ from tests.app_api import model_answer
 from visualizer.live_decode import LiveState
 from visualizer.live_stream import RING
 
+pytestmark = pytest.mark.app
+
+
 GENERATE_ARGS = dict(
     max_new_tokens=768, max_denoising_steps=48, entropy_bound=0.1, t_min=0.4, t_max=0.8, seed=0, sampler="entropy-bound",
     temperature=1.0,

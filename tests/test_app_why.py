@@ -13,6 +13,8 @@ from webapp import app as app_module
 from tests.app_api import model_answer
 from tests.test_app import GENERATE_ARGS, frames_of, run_message
 
+pytestmark = pytest.mark.app
+
 
 @pytest.fixture(scope="module")
 def served(no_eos_model_dir):

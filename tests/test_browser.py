@@ -20,7 +20,8 @@ from visualizer.trace import Trace
 
 from tests.browser import CHROMIUM, app_in_chromium, load_trace_file
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")
+pytestmark = [pytest.mark.browser, pytest.mark.app,
+              pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")]
 
 # What the browser shows, read back: per cell (data-i order) its class, text and colours.
 READ_CELLS = """() => Array.from(document.querySelectorAll('.dv-canvas span[data-i]'))

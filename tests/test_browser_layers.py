@@ -12,7 +12,8 @@ from tests.test_layer_views import inside_trace
 from visualizer.palette import STANDARD
 from visualizer.states import frame_refs
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")
+pytestmark = [pytest.mark.browser, pytest.mark.app,
+              pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")]
 LAYERS, PINS, PIN_NOTE = "#dv-layer_rms", "#dv-knob-pins textarea", "#dv-pin-note"
 SHADOWS = "() => Array.from(document.querySelectorAll('.dv-canvas span[data-i]')).map(s => s.style.boxShadow)"
 ASKED_LIVE = "() => window.dvLiveView.stats().layersAskedLive"

@@ -14,7 +14,8 @@ from visualizer.palette import STANDARD
 from visualizer.states import frame_refs
 
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")
+pytestmark = [pytest.mark.browser, pytest.mark.app,
+              pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")]
 INSPECTOR, BUDGET = "#dv-inspector", "#dv-budget"
 THINKING = ["<|channel>", "thought", "\n", "plan", " it", "<channel|>", "O", "cean", "\n", "C", "alm"]
 

@@ -20,6 +20,9 @@ from backends import REAL_CHECKPOINT, ModelChoice
 from backends.lookup import forget_answers, source_problem
 from tests.app_api import finished_run, submit_generate
 
+pytestmark = pytest.mark.app
+
+
 LIMITS = hosting.Limits(knob_caps={"max_new_tokens": 512, "max_denoising_steps": 8, "layers": 2, "pins": 2}, max_upload_mb=1, max_export_frames=5, max_prompt_chars=2000)
 
 
