@@ -42,7 +42,7 @@ def test_padding_to_a_bucket_left_pads_every_row_with_a_mask():
 
 
 def test_the_backend_pads_compiled_runs_to_a_bucket_and_eager_ones_not():
-    from tests.test_batch_capture import BUILTIN
+    from backends import BUILTIN_MODEL_DIR as BUILTIN
 
     from backends.transformers_backend import TransformersBackend
 
@@ -162,7 +162,7 @@ else:  # the decoder the backend loads
 
 
 def _rotary_order(seed: int, which: str) -> str:
-    from tests.test_batch_capture import BUILTIN
+    from backends import BUILTIN_MODEL_DIR as BUILTIN
 
     done = subprocess.run([sys.executable, "-c", ROTARY_ORDER, str(BUILTIN), which], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parent.parent, env=os.environ | {"PYTHONHASHSEED": str(seed)},
