@@ -17,6 +17,8 @@ from backends.compile_cache import (BUCKETS, bucket_length, buckets_up_to, cache
 from backends.transformers_backend import batch_inputs
 from visualizer.settings import GenerationSettings
 
+pytestmark = pytest.mark.model
+
 
 def test_lengths_fall_in_a_few_buckets():
     assert [bucket_length(n) for n in (1, 64, 65, 128, 129, 200, 256, 257, 600, 8192, 8193)] == \

@@ -26,7 +26,7 @@ from backends.logit_summary import TRITON_MAX_TOPK, LogitSummary, summarize_in_t
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 # numpy evaluates both sides of every tl.where: the guarded -inf * 0 and log(0) warn, harmlessly.
-pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+pytestmark = [pytest.mark.model, pytest.mark.filterwarnings("ignore::RuntimeWarning")]
 
 
 @pytest.fixture(scope="module")

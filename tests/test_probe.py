@@ -120,6 +120,7 @@ def test_clustered_bootstrap_drops_resamples_where_auroc_is_undefined():
 
 
 # ---- running and tables -------------------------------------------------------------------------------
+@pytest.mark.processes
 def test_run_probe_saves_traces_and_tables_match_the_traces(tmp_path, backend):
     results = run_probe(backend, PROBES, seeds=3, out=tmp_path, check=check)
     assert len(results) == 24 and backend.calls == 24
@@ -145,6 +146,7 @@ def test_run_probe_saves_traces_and_tables_match_the_traces(tmp_path, backend):
     assert everything["math"]["prompts"] == 4
 
 
+@pytest.mark.processes
 def test_rerun_resumes_from_saved_traces_and_redoes_a_missing_one(tmp_path, backend):
     first = run_probe(backend, PROBES[:2], seeds=2, out=tmp_path, check=check)
     (tmp_path / first[0].trace_file).unlink()
@@ -155,6 +157,7 @@ def test_rerun_resumes_from_saved_traces_and_redoes_a_missing_one(tmp_path, back
     assert not list(tmp_path.rglob("*.partial"))
 
 
+@pytest.mark.processes
 def test_an_out_folder_of_other_settings_is_refused(tmp_path, backend):
     run_probe(backend, PROBES[:1], seeds=1, out=tmp_path, check=check)
     with pytest.raises(ProbeError, match="another model or other settings"):
@@ -182,6 +185,7 @@ def test_progress_bar_counts_the_batches_on_disk_whoever_wrote_them(tmp_path, ba
     assert "3/5" in capsys.readouterr().err
 
 
+@pytest.mark.processes
 def test_tables_are_written_as_markdown_and_strict_json(tmp_path, backend):
     results = run_probe(backend, PROBES, seeds=2, out=tmp_path, check=check)
     tables = regime_tables(results, n_resamples=100)
