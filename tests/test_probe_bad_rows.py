@@ -7,7 +7,7 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
-from tests.test_probe import ScriptedBackend
+from tests.scripted_probe import ScriptedBackend
 
 from cli import main
 from cli.probe_runner import run_probe

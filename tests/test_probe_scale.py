@@ -11,7 +11,7 @@ import threading
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from tests.test_probe import PROBES, ScriptedBackend, check
+from tests.scripted_probe import PROBES, ScriptedBackend, check
 
 from cli import main
 from cli.distributed import Cluster

@@ -5,7 +5,7 @@ import re
 
 import pytest
 from PIL import Image
-from tests.test_probe import PROBES, ScriptedBackend, check
+from tests.scripted_probe import PROBES, ScriptedBackend, check
 
 from cli import main
 from cli.probe_runner import run_probe
