@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import CHROMIUM, app_in_chromium, load_trace_file, press_generate, wait_for_run_end, wait_for_text
-from tests.test_browser import READ_CELLS, expected_cells, rgb, show
-from tests.test_layer_views import inside_trace
+from tests.browser import (READ_CELLS, CHROMIUM, app_in_chromium, expected_cells, load_trace_file, press_generate, rgb, show,
+                           wait_for_run_end, wait_for_text)
+from tests.trace_factory import inside_trace
 from visualizer.palette import STANDARD
 from visualizer.states import frame_refs
 

@@ -49,7 +49,7 @@ def frames_of(image_file) -> list[np.ndarray]:
 @pytest.fixture
 def pinned_trace():
     """Pins at positions 1 and 4: rows of one geometry, one with a pin and one without, must not share a line."""
-    from tests.test_layer_views import inside_trace
+    from tests.trace_factory import inside_trace
 
     return inside_trace(pins=((1, 30), (4, 31)))
 
