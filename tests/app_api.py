@@ -5,6 +5,7 @@ which the chained `/run_message` event reports after the stream ends."""
 from __future__ import annotations
 
 KNOBS = dict(entropy_bound=0.1, t_min=0.4, t_max=0.8, seed=0, sampler="entropy-bound", temperature=1.0)
+GENERATE_ARGS = {**KNOBS, "max_new_tokens": 768, "max_denoising_steps": 48}  # a long run: three canvases
 
 
 def submit_generate(client, prompt, model, max_new_tokens=256, steps=4, **overrides):
@@ -29,3 +30,18 @@ def finished_run(client, job, timeout=None) -> tuple[str, str]:
     """Wait for a run's stream to end, then its (committed text, message)."""
     job.result(timeout=timeout)
     return run_message(client)
+
+
+def frames_of(*values) -> list[dict]:
+    """The frames in live-view values a client received, read as the browser reads them (which
+    checks that every frame applies, in order)."""
+    import json
+
+    from visualizer.live_decode import LiveState
+
+    decoder, frames = LiveState(), {}
+    for value in values:
+        frames.update((m["i"], m) for m in (json.loads(line) for line in value[2:] if line))
+        decoder.read_value(value)
+    assert sorted(frames) == list(range(decoder.frames))
+    return [frames[i] for i in sorted(frames)]

@@ -9,6 +9,12 @@ from tools.screenshot_app import app_page
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
+# What the browser shows, read back: per cell (data-i order) its class, text and colours.
+READ_CELLS = """() => Array.from(document.querySelectorAll('.dv-canvas span[data-i]'))
+  .sort((a, b) => a.dataset.i - b.dataset.i)
+  .map(s => [s.className, s.textContent, getComputedStyle(s).color, getComputedStyle(s).backgroundColor])"""
+VIEW = "window.dvLiveView.views.find((v) => v.root.isConnected)"  # the live view on screen, in page scripts
+
 
 @contextmanager
 def app_in_chromium(model_dir):
@@ -66,3 +72,28 @@ def load_trace_file(page, path, frames: int) -> None:
     page.locator("input[type=file]").first.set_input_files(str(path))
     page.wait_for_function(f"() => window.dvLiveView.stats().shownFrames === {frames} && window.dvLiveView.stats().ended",
                            timeout=30_000)
+
+
+def rgb(color: str) -> str:
+    r, g, b = (int(color[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgb({r}, {g}, {b})"
+
+
+def expected_cells(trace, index: int, palette: str = "standard", layout=None) -> list:
+    """What `layout.paint` (the Python renderers' source) says every cell shows at a frame."""
+    from visualizer.layout import grid_layout, paint
+    from visualizer.palette import get_palette
+    from visualizer.states import frame_state
+
+    frame = frame_state(trace, index)
+    layout = layout or grid_layout(trace.max_blocks, trace.canvas_length)
+    return [
+        [f"dv-cell dv-{c.state.name.lower()}", c.text, rgb(c.fg), rgb(c.bg)]
+        for c in paint(frame, layout, trace, get_palette(palette))
+    ]
+
+
+def show(page, index: int) -> None:
+    """Move the replay slider as a user would, and wait until that frame is on screen."""
+    page.locator("input.dv-replay").fill(str(index))
+    page.wait_for_function(f"() => window.dvLiveView.stats().shownIndex === {index}", timeout=10_000)

@@ -22,6 +22,23 @@ if _no_gpu():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
+# ---- what a test needs (the markers in pyproject.toml): the fast loop leaves out models, browsers and processes ----
+# A test that takes one of these fixtures runs a model or starts processes, whatever its file says.
+MODEL_FIXTURES = {"random_model_dir", "no_eos_model_dir", "random_backend", "no_eos_backend", "mlx_models"}
+PROCESS_FIXTURES = {"no_leftover_processes"}
+KINDS = {"model", "app", "browser", "processes"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if MODEL_FIXTURES & set(item.fixturenames):
+            item.add_marker("model")
+        if PROCESS_FIXTURES & set(item.fixturenames):
+            item.add_marker("processes")
+        if not KINDS & {mark.name for mark in item.iter_markers()}:
+            item.add_marker("unit")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _two_threads():
     import torch

@@ -19,14 +19,10 @@ from gradio_client import Client, handle_file
 from gradio_client.exceptions import ValidationError
 
 from webapp import app as app_module, knob_widgets, serve, why_views
-from tests.app_api import model_answer
-from visualizer.live_decode import LiveState
+from tests.app_api import frames_of, model_answer, run_message, submit_generate
 from visualizer.live_stream import RING
 
-GENERATE_ARGS = dict(
-    max_new_tokens=768, max_denoising_steps=48, entropy_bound=0.1, t_min=0.4, t_max=0.8, seed=0, sampler="entropy-bound",
-    temperature=1.0,
-)
+pytestmark = pytest.mark.app
 
 
 @pytest.fixture(scope="module")
@@ -43,26 +39,8 @@ def served(launched, no_eos_model_dir, random_model_dir):
 
 
 def generate(client, prompt, model, **overrides):
-    """A run through the `/generate` API, its knobs by the knob table's names (`steps`: max_denoising_steps)."""
-    if "steps" in overrides:
-        overrides["max_denoising_steps"] = overrides.pop("steps")
-    return client.submit(prompt, model, **{**GENERATE_ARGS, **overrides}, api_name="/generate")
-
-
-def frames_of(*values) -> list[dict]:
-    """The frames in live-view values a client received, read as the browser reads them (which
-    checks that every frame applies, in order)."""
-    decoder, frames = LiveState(), {}
-    for value in values:
-        frames.update((m["i"], m) for m in (json.loads(line) for line in value[2:] if line))
-        decoder.read_value(value)
-    assert sorted(frames) == list(range(decoder.frames))
-    return [frames[i] for i in sorted(frames)]
-
-
-def run_message(client) -> tuple[str, str]:
-    """(committed text, message) of the client's last run, as the UI shows them after it."""
-    return tuple(client.predict(api_name="/run_message"))
+    """A long run through the `/generate` API (768 tokens, 48 steps, as GENERATE_ARGS, unless overridden)."""
+    return submit_generate(client, prompt, model, **{"max_new_tokens": 768, "steps": 48, **overrides})
 
 
 HANG_S = 300  # an outer bound against a hang only; no test here measures speed

@@ -10,8 +10,9 @@ import pytest
 from gradio_client import Client
 
 from webapp import app as app_module, knob_widgets, serve, why_views
-from tests.app_api import model_answer
-from tests.test_app import GENERATE_ARGS, frames_of, run_message
+from tests.app_api import GENERATE_ARGS, frames_of, model_answer, run_message
+
+pytestmark = pytest.mark.app
 
 
 @pytest.fixture(scope="module")

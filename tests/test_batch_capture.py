@@ -23,6 +23,9 @@ from visualizer.records import BlockRecord, RunEnd, StepRecord, frozen_array
 from visualizer.settings import GenerationSettings
 from visualizer.trace_format import parse_trace, trace_to_dict
 
+pytestmark = pytest.mark.model
+
+
 BUILTIN = Path(__file__).resolve().parent.parent / "assets" / "models" / "diffusiongemma-tiny-demo"
 PROMPTS = ["Why is the sky blue?", "Write a haiku about rain on a tin roof at night.", "What is 2 + 3?"]
 

@@ -7,6 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = [pytest.mark.processes, pytest.mark.model]
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

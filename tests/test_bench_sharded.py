@@ -17,6 +17,9 @@ import pytest
 from benchmarks.bench_sharded import kernel_kind
 from tests.torchrun import single_host
 
+pytestmark = pytest.mark.processes
+
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # Kernel names as torch.profiler reported them for the 26B shape on 2 H200s (truncated as the benchmark keeps them).

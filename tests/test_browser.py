@@ -11,21 +11,17 @@ import json
 import numpy as np
 import pytest
 
-from visualizer.layout import grid_layout, paint, text_layout
+from visualizer.layout import text_layout
 from visualizer.live_stream import KEY_EVERY, RING, LiveRing, replay_value
-from visualizer.palette import get_palette
 from visualizer.replay import example_traces
-from visualizer.states import frame_refs, frame_state
+from visualizer.states import frame_refs
 from visualizer.trace import Trace
 
-from tests.browser import CHROMIUM, app_in_chromium, load_trace_file
+from tests.browser import READ_CELLS, VIEW, CHROMIUM, app_in_chromium, expected_cells, load_trace_file, show
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")
+pytestmark = [pytest.mark.browser, pytest.mark.app,
+              pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")]
 
-# What the browser shows, read back: per cell (data-i order) its class, text and colours.
-READ_CELLS = """() => Array.from(document.querySelectorAll('.dv-canvas span[data-i]'))
-  .sort((a, b) => a.dataset.i - b.dataset.i)
-  .map(s => [s.className, s.textContent, getComputedStyle(s).color, getComputedStyle(s).backgroundColor])"""
 STATS = "() => window.dvLiveView.stats()"
 
 
@@ -33,27 +29,6 @@ STATS = "() => window.dvLiveView.stats()"
 def page(no_eos_model_dir):
     with app_in_chromium(no_eos_model_dir) as page:
         yield page
-
-
-def rgb(color: str) -> str:
-    r, g, b = (int(color[i : i + 2], 16) for i in (1, 3, 5))
-    return f"rgb({r}, {g}, {b})"
-
-
-def expected_cells(trace: Trace, index: int, palette: str = "standard", layout=None) -> list:
-    """What `layout.paint` (the Python renderers' source) says every cell shows at a frame."""
-    frame = frame_state(trace, index)
-    layout = layout or grid_layout(trace.max_blocks, trace.canvas_length)
-    return [
-        [f"dv-cell dv-{c.state.name.lower()}", c.text, rgb(c.fg), rgb(c.bg)]
-        for c in paint(frame, layout, trace, get_palette(palette))
-    ]
-
-
-def show(page, index: int) -> None:
-    """Move the replay slider as a user would, and wait until that frame is on screen."""
-    page.locator("input.dv-replay").fill(str(index))
-    page.wait_for_function(f"() => window.dvLiveView.stats().shownIndex === {index}", timeout=10_000)
 
 
 def assert_slider_matches(page, trace: Trace, indexes) -> None:
@@ -116,9 +91,6 @@ def test_a_saved_run_replays_in_the_same_browser_view(page):
     page.wait_for_function("() => document.querySelector('.dv-canvas').textContent.includes('\u220e')")  # EOS glyph
     assert page.evaluate(READ_CELLS) == expected_cells(trace, n - 1, layout=text_layout(trace))
     page.get_by_label("Grid").check()
-
-
-VIEW = "window.dvLiveView.views.find((v) => v.root.isConnected)"
 
 
 FAKE_CLOCK = """() => { const real = performance.now.bind(performance); window.dvFakeNow = real();

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import CHROMIUM, app_in_chromium, load_trace_file, press_generate, wait_for_run_end, wait_for_text
-from tests.test_browser import READ_CELLS, expected_cells, rgb, show
-from tests.test_layer_views import inside_trace
+from tests.browser import (READ_CELLS, CHROMIUM, app_in_chromium, expected_cells, load_trace_file, press_generate, rgb, show,
+                           wait_for_run_end, wait_for_text)
+from tests.trace_factory import inside_trace
 from visualizer.palette import STANDARD
 from visualizer.states import frame_refs
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")
+pytestmark = [pytest.mark.browser, pytest.mark.app,
+              pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")]
 LAYERS, PINS, PIN_NOTE = "#dv-layer_rms", "#dv-knob-pins textarea", "#dv-pin-note"
 SHADOWS = "() => Array.from(document.querySelectorAll('.dv-canvas span[data-i]')).map(s => s.style.boxShadow)"
 ASKED_LIVE = "() => window.dvLiveView.stats().layersAskedLive"

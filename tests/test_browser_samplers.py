@@ -10,7 +10,8 @@ import pytest
 
 from tests.browser import CHROMIUM, app_in_chromium
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")
+pytestmark = [pytest.mark.browser, pytest.mark.app,
+              pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")]
 
 
 @pytest.fixture(scope="module")

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import (CHROMIUM, app_in_chromium, generate_and_wait, load_trace_file, press_generate, wait_for_run_end,
-                           wait_for_text)
-from tests.test_browser import READ_CELLS, expected_cells, rgb, show
+from tests.browser import (READ_CELLS, CHROMIUM, app_in_chromium, expected_cells, generate_and_wait, load_trace_file, press_generate,
+                           rgb, show, wait_for_run_end, wait_for_text)
 from tests.trace_factory import trace_from_text
 from visualizer.palette import STANDARD
 from visualizer.states import frame_refs
 
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")
+pytestmark = [pytest.mark.browser, pytest.mark.app,
+              pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")]
 INSPECTOR, BUDGET = "#dv-inspector", "#dv-budget"
 THINKING = ["<|channel>", "thought", "\n", "plan", " it", "<channel|>", "O", "cean", "\n", "C", "alm"]
 
@@ -78,7 +78,7 @@ def test_an_answer_to_an_ask_made_before_generate_was_pressed_gives_way_to_the_h
     server (no new run yet): its answer carries the live view's ask epoch, and the page shows the hint instead
     once Generate began a new epoch. Driven deterministically: the epoch is begun as Generate's click begins it,
     then an ask of the epoch before is sent and answered."""
-    from tests.test_browser import VIEW
+    from tests.browser import VIEW
 
     generate_and_wait(page)
     page.locator('.dv-canvas span[data-i="9"]').click()

@@ -32,6 +32,8 @@ from transformers.models.diffusion_gemma import generation_diffusion_gemma as st
 from visualizer.records import STOP_CONVERGED, STOP_OUT_OF_STEPS, BlockRecord, RunEnd, RunStart, StepRecord
 from visualizer.settings import GenerationSettings
 
+pytestmark = pytest.mark.model
+
 
 @dataclass
 class StockStep:

@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
+import pytest
 from PIL import Image
 
+from tests.command_line import ROOT, cli, cli_process
 from visualizer.trace import Trace
 
-ROOT = Path(__file__).resolve().parent.parent
 
-
-def cli(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "visualizer", *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=600)
+@pytest.mark.processes
+def test_the_command_line_as_its_own_process(tmp_path):
+    """The smoke test of `python -m visualizer` itself (every other test runs the commands in-process): a
+    command's output and exit status 0, and bad input as one line and exit status 2, never a traceback."""
+    old = ROOT / "tests" / "data" / "trace_v1.json"
+    out = cli_process("frame", old, "--out", tmp_path / "frame.png")
+    assert out.returncode == 0, out.stderr
+    assert Image.open(tmp_path / "frame.png").mode == "RGB"
+    out = cli_process("frame", tmp_path / "missing.json", "--out", tmp_path / "f.png")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.strip().splitlines()[-1].startswith("error: ")
 
 
 def test_record_then_frame(random_model_dir, tmp_path):

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image, ImageSequence
 
+from tests.command_line import cli
 from tests.fake_records import fake_trace
 from visualizer.animation import AnimationError, AnimationOptions, animation_layout
 from visualizer.compare import GAP, align, build_compare_animation, compare_html, compare_image, run_labels, side_captions
@@ -18,8 +16,6 @@ from visualizer.export import save_gif
 from visualizer.palette import STANDARD
 from visualizer.render_image import render_frame_image
 from visualizer.states import frame_state
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -90,9 +86,7 @@ def test_compare_animation_is_a_valid_gif(short, long, tmp_path):
 
 def test_compare_through_the_cli(short, long, tmp_path):
     a, b = short.save(tmp_path / "a.json"), long.save(tmp_path / "b.json")
-    run = lambda *args: subprocess.run(  # noqa: E731
-        [sys.executable, "-m", "visualizer", "compare", *map(str, args)], capture_output=True, text=True, cwd=ROOT, timeout=300
-    )
+    run = lambda *args: cli("compare", *args)  # noqa: E731
     out = run(a, b, "--png", tmp_path / "end.png", "--html", tmp_path / "end.html", "--gif", tmp_path / "both.gif", "--quiet")
     assert out.returncode == 0, out.stderr
     assert Image.open(tmp_path / "end.png").size == compare_image(short, long, 4).size

@@ -17,6 +17,8 @@ from backends.compile_cache import (BUCKETS, bucket_length, buckets_up_to, cache
 from backends.transformers_backend import batch_inputs
 from visualizer.settings import GenerationSettings
 
+pytestmark = pytest.mark.model
+
 
 def test_lengths_fall_in_a_few_buckets():
     assert [bucket_length(n) for n in (1, 64, 65, 128, 129, 200, 256, 257, 600, 8192, 8193)] == \
@@ -42,7 +44,7 @@ def test_padding_to_a_bucket_left_pads_every_row_with_a_mask():
 
 
 def test_the_backend_pads_compiled_runs_to_a_bucket_and_eager_ones_not():
-    from tests.test_batch_capture import BUILTIN
+    from backends import BUILTIN_MODEL_DIR as BUILTIN
 
     from backends.transformers_backend import TransformersBackend
 
@@ -162,7 +164,7 @@ else:  # the decoder the backend loads
 
 
 def _rotary_order(seed: int, which: str) -> str:
-    from tests.test_batch_capture import BUILTIN
+    from backends import BUILTIN_MODEL_DIR as BUILTIN
 
     done = subprocess.run([sys.executable, "-c", ROTARY_ORDER, str(BUILTIN), which], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parent.parent, env=os.environ | {"PYTHONHASHSEED": str(seed)},

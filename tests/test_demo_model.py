@@ -16,6 +16,9 @@ from training.denoising_stats import block_stats
 from backends import record_trace
 from visualizer.settings import GenerationSettings
 
+pytestmark = pytest.mark.model
+
+
 MAX_FOLDER_BYTES = 25 * 1024 * 1024
 
 

@@ -23,6 +23,9 @@ from visualizer.settings import GenerationSettings
 from visualizer.trace import Trace
 from tests.spies import spy_on_decoder_inputs
 
+pytestmark = pytest.mark.model
+
+
 PROMPT = "What is 18 plus 24?"
 # Every scheduler with knobs away from their defaults, so a knob that was dropped shows.
 CASES = {

@@ -134,8 +134,23 @@ def test_readme_is_short_and_keeps_what_ci_and_the_space_read():
     text = README.read_text()
     assert len(text.splitlines()) <= MAX_README_LINES
     assert text.startswith("---\n") and "\napp_file: app.py\n" in text.split("\n---\n", 1)[0]
-    for marker in ("<!-- install-and-run -->", "<!-- test-command -->"):
+    for marker in ("<!-- install-and-run -->", "<!-- test-command -->", "<!-- fast-test-command -->"):
         assert re.search(re.escape(marker) + r"\n```bash\n.+\n```", text), marker
+
+
+def test_the_fast_test_command_names_only_registered_markers():
+    """pytest's -m matches an unknown name to nothing, silently: a typo in the README's fast command would
+    run every test, or none."""
+    import tomllib
+
+    block = re.search(r"<!-- fast-test-command -->\n```bash\n(.+)\n```", README.read_text()).group(1)
+    argv = shlex.split(block)
+    expression = argv[argv.index("-m", 3) + 1]
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"]["ini_options"]
+    registered = {line.split(":")[0] for line in config["markers"]}
+    named = set(re.findall(r"\w+", expression)) - {"not", "and", "or"}
+    assert argv[:3] == ["python", "-m", "pytest"] and named and named <= registered, (named, registered)
+    assert "--strict-markers" in config["addopts"]
 
 
 @pytest.mark.parametrize("page", PAGES, ids=_rel)

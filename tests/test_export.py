@@ -8,6 +8,7 @@ import pytest
 from PIL import Image, ImageSequence
 from scipy.stats import kendalltau
 
+from tests.command_line import cli, cli_process
 from tests.fake_records import fake_trace
 from visualizer.animation import (
     AnimationError,
@@ -48,7 +49,7 @@ def frames_of(image_file) -> list[np.ndarray]:
 @pytest.fixture
 def pinned_trace():
     """Pins at positions 1 and 4: rows of one geometry, one with a pin and one without, must not share a line."""
-    from tests.test_layer_views import inside_trace
+    from tests.trace_factory import inside_trace
 
     return inside_trace(pins=((1, 30), (4, 31)))
 
@@ -300,18 +301,12 @@ def _ffmpeg_frames(path):
 
 
 # ---- command line ------------------------------------------------------------------------------
-def cli(*args):
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parent.parent
-    return subprocess.run([sys.executable, "-m", "visualizer", *map(str, args)], capture_output=True, text=True, cwd=root, timeout=600)
-
-
+# The two commands whose progress bar is read run as processes: cli/export.py's bar binds sys.stderr when the module
+# loads (a default argument), so an in-process run cannot catch what it draws.
+@pytest.mark.processes
 def test_export_cli_writes_the_three_formats(trace, tmp_path):
     run = trace.save(tmp_path / "run.json")
-    out = cli("export", run, "--gif", tmp_path / "b.gif", "--mp4", tmp_path / "b.mp4", "--webp", tmp_path / "b.webp",
+    out = cli_process("export", run, "--gif", tmp_path / "b.gif", "--mp4", tmp_path / "b.mp4", "--webp", tmp_path / "b.webp",
               "--blocks", "2", "--frame-ms", "100", "--palette", "colorblind", "--layout", "grid")
     assert out.returncode == 0, out.stderr
     assert "100%" in out.stderr and "wrote" in out.stderr  # the progress bar and a summary
@@ -349,10 +344,11 @@ def test_export_cli_refuses_a_bad_trace(tmp_path):
     assert not (tmp_path / "a.gif").exists()
 
 
+@pytest.mark.processes
 def test_demos_cli_records_and_exports_each_demo(random_model_dir, tmp_path):
     from visualizer.trace import Trace
 
-    out = cli("demos", "--out", tmp_path / "demos", "--model", random_model_dir, "--only", "haiku,sky", "--steps", "3", "--seed", "1")
+    out = cli_process("demos", "--out", tmp_path / "demos", "--model", random_model_dir, "--only", "haiku,sky", "--steps", "3", "--seed", "1")
     assert out.returncode == 0, out.stderr
     assert "[1/2] haiku" in out.stderr and "[2/2] sky" in out.stderr and "100%" in out.stderr
     for name in ("haiku", "sky"):

@@ -20,6 +20,9 @@ from backends.cache import LoadedModels
 from backends.transformers_backend import TransformersBackend
 from tests.app_api import finished_run, submit_generate
 
+pytestmark = pytest.mark.app
+
+
 FAULT_AT_STEP = 5
 
 

@@ -31,6 +31,9 @@ from visualizer.replay import load_upload
 from visualizer.states import frame_refs
 from visualizer.trace import TraceError
 
+pytestmark = pytest.mark.app
+
+
 ROOT = Path(__file__).resolve().parent.parent
 VALID_TRACE = ROOT / "assets" / "traces" / "sky.json"
 HANG_TIMEOUT_S = 300  # a call that has not answered by now hangs; a slow machine is not a failure

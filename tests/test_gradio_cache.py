@@ -24,6 +24,9 @@ from webapp import app as app_module, serve
 from webapp import hosting
 from visualizer.replay import example_traces
 
+pytestmark = [pytest.mark.app, pytest.mark.processes]
+
+
 ROOT = Path(__file__).resolve().parent.parent
 PORTS = (7962, 7963)
 START_TIMEOUT_S = 300  # against a hang only: the loop returns as soon as the app answers

@@ -19,12 +19,12 @@ from webapp import app_run, hosting
 from backends import REAL_CHECKPOINT, ModelChoice
 from backends.lookup import forget_answers, source_problem
 from tests.app_api import finished_run, submit_generate
+from tests.app_api import submit_generate as generate  # 256 tokens, 4 steps: hosted caps are low
+
+pytestmark = pytest.mark.app
+
 
 LIMITS = hosting.Limits(knob_caps={"max_new_tokens": 512, "max_denoising_steps": 8, "layers": 2, "pins": 2}, max_upload_mb=1, max_export_frames=5, max_prompt_chars=2000)
-
-
-def generate(client, prompt, model, max_new_tokens=256, steps=4):
-    return submit_generate(client, prompt, model, max_new_tokens, steps)
 
 
 def refusal(job) -> str:

@@ -3,49 +3,18 @@ leaving pins out, the SVG views and the CLI (`record --pin/--layers` refusals, t
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import numpy as np
 import pytest
 
 from cli.main import main
-from tests.trace_factory import trace_from_commit_steps
+from tests.trace_factory import INSIDE_COMMITS as COMMITS
+from tests.trace_factory import inside_trace, trace_from_commit_steps
 from visualizer.layer_charts import kl_heatmap_svg, layer_rms_svg, lens_rank_svg
 from visualizer.metrics import run_metrics
-from visualizer.records import frozen_array, frozen_cube, frozen_matrix
 from visualizer.settings import GenerationSettings
 from visualizer.trace import Trace, TraceError
-
-COMMITS = [[0, 1, 1, 2, 3, 3, 4, 5]]  # one block of 8 positions, 6 steps, no EOS
-
-
-def inside_trace(*, pins=((2, 30),), layers=(0, 3), shift=True) -> Trace:
-    """A hand-built trace with every version-5 part: pins, per-layer RMS, the shift, the blocks' lens."""
-    base = trace_from_commit_steps(COMMITS, n_steps=6)
-    settings = {**base.start.settings, "record_shift": shift, "layers": list(layers) if layers else None,
-                "pins": [[p, "x"] for p, _ in pins]}
-    trace = Trace(model=dataclasses.replace(base.model, layers=4), prompt=base.prompt)
-    trace.append(dataclasses.replace(base.start, settings=settings, pins=tuple(pins), sampler_rule=base.sampler_rule.to_dict()))
-    rng = np.random.default_rng(0)
-    n = len(layers or ())
-    for s in base.steps:
-        extra = {}
-        if shift and s.step > 0:
-            extra["kl_nats"] = frozen_array(rng.random(8) * (1 + s.step), np.float32)
-        if n:
-            extra["layer_rms"] = frozen_matrix(rng.random((n, 8)) * 10 + 0.5, np.float32, 8)
-        trace.append(dataclasses.replace(s, **extra))
-    block = base.blocks[0]
-    lens = {} if not n else {
-        "lens_top_ids": frozen_cube(rng.integers(10, 20, (block.steps_used, n, 8)), np.int32, (n, 8)),
-        "lens_top_probs": frozen_cube(rng.random((block.steps_used, n, 8)), np.float16, (n, 8)),
-        "lens_ranks": frozen_cube(rng.integers(0, 50, (block.steps_used, n, 8)), np.int32, (n, 8)),
-    }
-    trace.append(dataclasses.replace(block, **lens))
-    trace.append(base.end)
-    trace.pieces.update(base.pieces)
-    return trace
 
 
 def test_version_5_round_trips_exactly():

@@ -5,6 +5,7 @@ the project's packages to a temporary folder, adds one forbidden import there, a
 contract meant to catch it reports it broken.
 """
 
+import re
 import shutil
 import subprocess
 import sys
@@ -30,48 +31,77 @@ def test_the_layering_contracts_hold():
     assert "0 broken" in result.stdout
 
 
-@pytest.fixture(scope="module")
-def project_copy(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("layers")
+@pytest.fixture
+def project_copy(tmp_path):
     for name in PACKAGES:
-        shutil.copytree(ROOT / name, folder / name, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "pyproject.toml", folder)
-    return folder
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    return tmp_path
 
 
-@pytest.mark.parametrize(
-    "module, line, contract",
-    [
-        ("visualizer/states.py", "import backends", "visualizer/ is the pure library"),
-        ("visualizer/layout.py", "import torch", "visualizer/ is the pure library"),
-        ("visualizer/charts.py", "from prompts.demos import DEMOS", "visualizer/ is the pure library"),
-        ("backends/base.py", "import training.data", "surfaces (webapp | cli)"),
-        ("training/data.py", "from cli.common import CliError", "surfaces (webapp | cli)"),
-        ("prompts/demos.py", "from visualizer.trace import Trace", "prompts/ imports none"),
-        ("backends/run.py", "import gradio", "only webapp/ touches gradio"),
-        ("cli/common.py", "import gradio", "only webapp/ touches gradio"),
-        ("cli/record.py", "import webapp.hosting", "surfaces (webapp | cli)"),
-        ("webapp/hosting.py", "from cli.common import CliError", "surfaces (webapp | cli)"),
-        ("backends/cache.py", "from webapp import sessions", "surfaces (webapp | cli)"),
-        ("visualizer/trace.py", "import webapp", "visualizer/ is the pure library"),
-        ("webapp/app_run.py", "from backends.transformers_backend import TransformersBackend", "only backends/ names a backend module"),
-        ("webapp/sessions.py", "from webapp import app", "no import circles"),
-        ("cli/record.py", "from backends.mlx_backend import MLXBackend", "only backends/ names a backend module"),
-        ("training/evaluate.py", "import backends.transformers_backend", "only backends/ names a backend module"),
-        ("cli/common.py", "from cli import record", "no import circles"),
-    ],
-)
-def test_each_contract_fails_on_a_forbidden_import(project_copy, module, line, contract):
-    path = project_copy / module
-    original = path.read_text(encoding="utf-8")
-    path.write_text(original + f"\n{line}  # added by the test\n", encoding="utf-8")
-    try:
-        result = lint_imports(project_copy)
-    finally:
-        path.write_text(original, encoding="utf-8")
+# Each forbidden import and the contract meant to catch it. They are all added to one copy and checked in one
+# lint-imports run (each run costs seconds): a contract's report names every import that breaks it, with its line,
+# so each added line is found in its own contract's report whatever the others do.
+FORBIDDEN = [
+    ("visualizer/states.py", "import backends", "visualizer/ is the pure library"),
+    ("visualizer/layout.py", "import torch", "visualizer/ is the pure library"),
+    ("visualizer/charts.py", "from prompts.demos import DEMOS", "visualizer/ is the pure library"),
+    ("backends/base.py", "import training.data", "surfaces (webapp | cli)"),
+    ("training/data.py", "from cli.common import CliError", "surfaces (webapp | cli)"),
+    ("prompts/demos.py", "from visualizer.trace import Trace", "prompts/ imports none"),
+    ("backends/run.py", "import gradio", "only webapp/ touches gradio"),
+    ("cli/common.py", "import gradio", "only webapp/ touches gradio"),
+    ("cli/record.py", "import webapp.hosting", "surfaces (webapp | cli)"),
+    ("webapp/hosting.py", "from cli.common import CliError", "surfaces (webapp | cli)"),
+    ("backends/cache.py", "from webapp import sessions", "surfaces (webapp | cli)"),
+    ("visualizer/trace.py", "import webapp", "visualizer/ is the pure library"),
+    ("webapp/app_run.py", "from backends.transformers_backend import TransformersBackend", "only backends/ names a backend module"),
+    ("cli/record.py", "from backends.mlx_backend import MLXBackend", "only backends/ names a backend module"),
+    ("training/evaluate.py", "import backends.transformers_backend", "only backends/ names a backend module"),
+]
+# The circles: the acyclic report names the dependency to cut, not the added line, so these two (one circle per
+# package) get a run of their own, where nothing else could close a circle.
+CIRCLES = [("webapp/sessions.py", "from webapp import app", "webapp"), ("cli/common.py", "from cli import record", "cli")]
+
+
+def add_imports(folder: Path, cases) -> dict:
+    """Appends each case's import to its module; returns each case's (module name, line number) as lint-imports
+    writes them."""
+    added = {}
+    for module, line, _ in cases:
+        path = folder / module
+        text = path.read_text(encoding="utf-8") + f"\n{line}  # added by the test\n"
+        path.write_text(text, encoding="utf-8")
+        added[module, line] = (module.removesuffix(".py").replace("/", "."), len(text.splitlines()))
+    return added
+
+
+def broken_reports(stdout: str) -> dict:
+    """Each broken contract's name and its report (the text under its underlined name, up to the next one)."""
+    _, _, broken = stdout.partition("Broken contracts\n----------------\n")
+    parts = re.split(r"\n(.+)\n-+\n", "\n" + broken)
+    return dict(zip(parts[1::2], parts[2::2]))
+
+
+def test_each_contract_fails_on_a_forbidden_import(project_copy):
+    added = add_imports(project_copy, FORBIDDEN)
+    result = lint_imports(project_copy)
     assert result.returncode != 0
-    broken = [row for row in result.stdout.splitlines() if " BROKEN" in row]
-    assert any(row.startswith(contract) for row in broken), result.stdout
+    reports = broken_reports(result.stdout)
+    for module, line, contract in FORBIDDEN:
+        (report,) = [text for name, text in reports.items() if name.startswith(contract)] or [""]
+        source, number = added[module, line]
+        caught = re.search(rf"^[- ]+{re.escape(source)} -> \S+ \(l\.{number}\)", report, re.MULTILINE)
+        assert caught, (module, line, contract, result.stdout)
+
+
+def test_the_acyclic_contract_fails_on_a_circle(project_copy):
+    add_imports(project_copy, CIRCLES)
+    result = lint_imports(project_copy)
+    assert result.returncode != 0
+    (report,) = [text for name, text in broken_reports(result.stdout).items() if name.startswith("no import circles")]
+    for _, _, package in CIRCLES:
+        assert f"No cycles are allowed in {package}." in report, result.stdout
 
 
 # A backend's name in a comparison (`== "mlx"`) outside backends/ is the name standing in for what

@@ -15,6 +15,8 @@ from webapp import hosting
 from backends import BUILTIN_MODEL_DIR
 from benchmarks.bench_load import BUILTIN_LABEL, run_load
 
+pytestmark = [pytest.mark.app, pytest.mark.model]
+
 
 @pytest.fixture()
 def served(tmp_path):

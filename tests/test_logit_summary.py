@@ -71,6 +71,7 @@ def test_summary_probabilities_are_the_softmax_of_the_candidates():
     assert off.topk_ids is None and torch.equal(off.entropy, summary.entropy)
 
 
+@pytest.mark.model
 def test_compiled_summary_equals_the_eager_one():
     """The CUDA path compiles the same function; compiled here on the CPU to check it agrees."""
     logits = real_like_logits(8, 8 * TOPK_CHUNK, seed=5)[None]
@@ -184,6 +185,7 @@ def test_the_triton_path_is_taken_up_to_its_largest_k_and_when_the_canvas_is_sho
     assert summary_path(cuda, TRITON_MAX_TOPK) == "triton" and summary_path(cuda, 5) == "triton"
 
 
+@pytest.mark.model
 def test_summarize_logits_uses_triton_where_it_runs_else_compiles_once(monkeypatch):
     """The dispatch, without a GPU: Triton's summary is returned as is; where Triton gives None the
     summary comes from one torch.compile of `summarize_in_torch` (fixed shapes: dynamic=False), reused."""
@@ -252,7 +254,7 @@ def test_shift_equals_float64_kl_with_masked_tokens():
     assert kl[2, 3] == torch.finfo(torch.float32).max and torch.isfinite(kl).all()
 
 
-@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("compiled", [False, pytest.param(True, marks=pytest.mark.model)], ids=["eager", "compiled"])
 def test_the_shift_given_the_summarys_log_partition_is_the_same_kl(compiled):
     """The capture hands the shift the summary's log sum exp (from the entropy's own max and sum): one pass over
     the logits instead of three, the same KL against float64, masked tokens included."""

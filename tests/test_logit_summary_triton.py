@@ -26,7 +26,7 @@ from backends.logit_summary import TRITON_MAX_TOPK, LogitSummary, summarize_in_t
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 # numpy evaluates both sides of every tl.where: the guarded -inf * 0 and log(0) warn, harmlessly.
-pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+pytestmark = [pytest.mark.model, pytest.mark.filterwarnings("ignore::RuntimeWarning")]
 
 
 @pytest.fixture(scope="module")
@@ -172,6 +172,7 @@ COMPILE_FOR_H100 = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.processes
 def test_kernels_compile_for_an_h100_without_a_gpu(tmp_path):
     """The interpreter never runs Triton's compiler: compile both kernels to sm_90a cubins (Triton's
     own LLVM and ptxas, no driver needed) at the real shape, with the default plan and k = 0, 5, 16."""

@@ -2,13 +2,11 @@
 
 import itertools
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy.stats import kendalltau
+from tests.command_line import cli
 from tests.trace_factory import PAD_ID, block_tokens, trace_from_commit_steps, trace_from_masks
 
 from cli import main
@@ -28,8 +26,6 @@ from visualizer.metrics import (
 from visualizer.metrics.order import same_step_fraction
 from visualizer.states import frame_refs
 from visualizer.trace import Trace
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def tau_b_by_pairs(x, y) -> float:
@@ -312,7 +308,7 @@ def test_block_position_details_before_the_block_starts():
 # ---- command line --------------------------------------------------------------------------------
 def test_metrics_command_prints_json_through_the_entry_point(tmp_path):
     path = remask_trace().save(tmp_path / "run.json")
-    out = subprocess.run([sys.executable, "-m", "visualizer", "metrics", str(path)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    out = cli("metrics", path)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["blocks"][0]["commit_step"] == [0, 1, 1, 2, 3, 4]

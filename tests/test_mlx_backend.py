@@ -24,6 +24,9 @@ from visualizer.settings import GenerationSettings
 from visualizer.states import State, frame_refs, frame_state
 from visualizer.trace import Trace
 
+pytestmark = pytest.mark.model
+
+
 ROOT = Path(__file__).resolve().parent.parent
 PROMPT = "Write a six-line poem about the ocean."
 FAST = GenerationSettings(seed=0, max_denoising_steps=6, max_new_tokens=256)

@@ -22,6 +22,9 @@ from backends.mlx_backend import MLXBackend
 from visualizer.records import BlockRecord, RunEnd
 from visualizer.settings import GenerationSettings
 
+pytestmark = pytest.mark.model
+
+
 STEPS = 6
 BLOCKS = 3
 SEEDS = (0, 1, 2)

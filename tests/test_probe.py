@@ -1,14 +1,11 @@
 """The probe runner and its statistics: clustered bootstrap, AUROC, tables, resume, CLI."""
 
-import dataclasses
 import json
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from tests.trace_factory import model_info, trace_from_commit_steps
+from tests.scripted_probe import PROBES, ScriptedBackend, check
 
-from backends.base import Backend
 from cli import main
 from visualizer.metrics import Undefined, run_metrics
 from visualizer.metrics.stats import auroc, clustered_ci
@@ -16,67 +13,6 @@ from cli.probe_runner import progress_bar, run_probe
 from visualizer.probe import ProbeError, markdown_table, regime_tables, write_tables
 from visualizer.settings import GenerationSettings
 from visualizer.trace import Trace
-
-
-@dataclass(frozen=True)
-class Probe:  # the shape of prompts.probes.ProbePrompt
-    regime: str
-    prompt_id: str
-    prompt: str
-    split: str
-    answer: object | None
-
-
-PROBES = [
-    Probe("math", f"m{i}", f"What is {i} + {i}?", "exploratory" if i == 0 else "confirmatory", str(2 * i))
-    for i in range(4)
-] + [Probe("open", f"o{i}", f"Write line {i}", "exploratory" if i == 0 else "confirmatory", None) for i in range(4)]
-
-
-def check(probe, response):
-    return None if probe.answer is None else probe.answer in response
-
-
-class ScriptedBackend(Backend):
-    """Yields the records of a hand-built trace: commit order and confidence set by (prompt, seed)."""
-
-    name = "transformers"
-
-    def __init__(self):
-        self.info = model_info(24)
-        self.calls = 0
-
-    def default_settings(self):
-        return GenerationSettings(max_new_tokens=24, max_denoising_steps=8, seed=0)
-
-    def prompt_ids(self, prompt, *, thinking=False):
-        return [2, 5]
-
-    def _produce(self, ids, settings, emit, should_stop):  # never called: the records are scripted below
-        raise AssertionError("the scripted backend has no model")
-
-    def generate_batches(self, prompt, settings, stop=None):
-        for record in self.scripted(prompt, settings):
-            yield [record]
-
-    def generate_rows(self, prompts, settings, stop=None):  # a batch: the rows scripted one after another
-        for row, prompt in enumerate(prompts):
-            for record in self.scripted(prompt, settings):
-                yield [(row, record)]
-
-    def scripted(self, prompt, settings):
-        self.calls += 1
-        rng = np.random.default_rng([sum(map(ord, prompt)), settings.seed])
-        commit = np.clip(np.arange(24) // 4 + rng.integers(-2, 3, 24), 0, 7)
-        entropy = float(rng.uniform(0.001, 0.1))
-        correct = entropy < 0.05  # low entropy is right here: AUROC 1 within a regime
-        trace = trace_from_commit_steps([commit.tolist()], n_steps=8, content_lengths=[20], step_budget=8)
-        yield trace.start
-        for step in trace.steps:
-            yield dataclasses.replace(step, entropy_nats=np.full(24, entropy, np.float32))
-        yield from trace.blocks
-        numbers = [int(w) for w in prompt.rstrip("?").split() if w.isdigit()]
-        yield dataclasses.replace(trace.end, text=str(sum(numbers)) if correct and numbers else "not sure")
 
 
 @pytest.fixture
@@ -120,6 +56,7 @@ def test_clustered_bootstrap_drops_resamples_where_auroc_is_undefined():
 
 
 # ---- running and tables -------------------------------------------------------------------------------
+@pytest.mark.processes
 def test_run_probe_saves_traces_and_tables_match_the_traces(tmp_path, backend):
     results = run_probe(backend, PROBES, seeds=3, out=tmp_path, check=check)
     assert len(results) == 24 and backend.calls == 24
@@ -145,6 +82,7 @@ def test_run_probe_saves_traces_and_tables_match_the_traces(tmp_path, backend):
     assert everything["math"]["prompts"] == 4
 
 
+@pytest.mark.processes
 def test_rerun_resumes_from_saved_traces_and_redoes_a_missing_one(tmp_path, backend):
     first = run_probe(backend, PROBES[:2], seeds=2, out=tmp_path, check=check)
     (tmp_path / first[0].trace_file).unlink()
@@ -155,6 +93,7 @@ def test_rerun_resumes_from_saved_traces_and_redoes_a_missing_one(tmp_path, back
     assert not list(tmp_path.rglob("*.partial"))
 
 
+@pytest.mark.processes
 def test_an_out_folder_of_other_settings_is_refused(tmp_path, backend):
     run_probe(backend, PROBES[:1], seeds=1, out=tmp_path, check=check)
     with pytest.raises(ProbeError, match="another model or other settings"):
@@ -182,6 +121,7 @@ def test_progress_bar_counts_the_batches_on_disk_whoever_wrote_them(tmp_path, ba
     assert "3/5" in capsys.readouterr().err
 
 
+@pytest.mark.processes
 def test_tables_are_written_as_markdown_and_strict_json(tmp_path, backend):
     results = run_probe(backend, PROBES, seeds=2, out=tmp_path, check=check)
     tables = regime_tables(results, n_resamples=100)

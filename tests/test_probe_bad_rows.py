@@ -7,7 +7,7 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
-from tests.test_probe import ScriptedBackend
+from tests.scripted_probe import ScriptedBackend
 
 from cli import main
 from cli.probe_runner import run_probe
@@ -33,6 +33,7 @@ def test_the_checker_of_every_regime_leaves_a_row_without_an_answer_unscored(reg
     assert check_answer(ProbePrompt(regime, "x", "p", "confirmatory", None), '{"name": 1} 72 def f(): pass') is None
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("regime", REGIMES)
 def test_a_row_without_an_answer_is_measured_and_not_scored_in_every_regime(tmp_path, regime):
     results = run_probe(ScriptedBackend(), probes_of(regime), seeds=1, out=tmp_path, check=check_answer, batch_size=2)
@@ -53,6 +54,7 @@ def crash_on_b(probe, response):  # module level: it pickles, so the runner chec
     return "7" in response
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("where", ["writer process", "runner"])
 def test_a_checker_that_raises_marks_its_generation_unscored_and_the_run_goes_on(tmp_path, where):
     probes = [dataclasses.replace(p, answer="x") for p in probes_of("math") + probes_of("json")]
@@ -67,6 +69,7 @@ def test_a_checker_that_raises_marks_its_generation_unscored_and_the_run_goes_on
     assert all(r["correct"] in (True, False) and r["unscored"] is None for r in rows if r["prompt_id"].endswith("-a"))
 
 
+@pytest.mark.processes
 def test_the_issues_prompt_file_runs_to_the_end_on_a_small_model(tmp_path, capsys, random_model_dir):
     rows = [{"prompt": "Sam has 70 apples and buys 2. How many?", "regime": "math", "answer": "70 + 2 = 72\n#### 72"},
             {"prompt": "Write add(a, b).", "regime": "code_task", "answer": "assert add(1, 2) == 3\nassert add(0, 0) == 0"},
@@ -97,6 +100,7 @@ def test_every_declared_column_is_a_result_field_and_a_typed_parquet_column():
     assert GENERATION_SCHEMA.names[: len(names)] == names and "undefined" in GENERATION_SCHEMA.names
 
 
+@pytest.mark.processes
 def test_parquet_rows_read_back_equal_the_results_of_the_traces(tmp_path):
     probes = probes_of("math") + probes_of("open")
     results = run_probe(ScriptedBackend(), probes, seeds=2, out=tmp_path, check=check_answer, batch_size=3)

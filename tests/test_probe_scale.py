@@ -11,7 +11,7 @@ import threading
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from tests.test_probe import PROBES, ScriptedBackend, check
+from tests.scripted_probe import PROBES, ScriptedBackend, check
 
 from cli import main
 from cli.distributed import Cluster
@@ -46,6 +46,7 @@ def test_dealing_gives_every_batch_to_exactly_one_rank(world):
 
 
 # ---- results as a dataset ---------------------------------------------------------------------------
+@pytest.mark.processes
 def test_results_are_parquet_files_and_the_tables_come_from_them(tmp_path):
     backend = ScriptedBackend()
     results = run_probe(backend, PROBES, seeds=2, out=tmp_path, check=check, batch_size=3)
@@ -70,6 +71,7 @@ def test_results_are_parquet_files_and_the_tables_come_from_them(tmp_path):
         == [trace.piece(t) for t in trace.blocks[0].tokens[:3]]
 
 
+@pytest.mark.processes
 def test_a_rerun_skips_finished_batches_and_redoes_a_missing_one(tmp_path):
     run_probe(ScriptedBackend(), PROBES, seeds=1, out=tmp_path, check=check, batch_size=3)
     before = pq.read_table(tmp_path / "results" / "generations.parquet").to_pylist()
@@ -80,6 +82,7 @@ def test_a_rerun_skips_finished_batches_and_redoes_a_missing_one(tmp_path):
     assert pq.read_table(tmp_path / "results" / "generations.parquet").to_pylist() == before
 
 
+@pytest.mark.processes
 def test_a_rerun_with_another_plan_is_refused(tmp_path):
     run_probe(ScriptedBackend(), PROBES, seeds=1, out=tmp_path, check=check, batch_size=3)
     with pytest.raises(ProbeError, match="planned as 3 batches of up to 3 rows"):
@@ -184,6 +187,7 @@ def test_a_failing_rank_says_which_items_it_held_and_why(tmp_path, capsys):
     assert finished == []  # no tables from a partial run
 
 
+@pytest.mark.processes
 def test_an_out_of_memory_row_names_the_largest_batch_that_fits(tmp_path, monkeypatch):
     import dataclasses
 
@@ -237,6 +241,7 @@ class InOrder(ScriptedBackend):
                 self.active -= 1
 
 
+@pytest.mark.processes
 def test_the_next_batch_starts_while_one_generates_and_the_results_are_the_same(tmp_path):
     overlapping = InOrder()
     run_probe(overlapping, PROBES, seeds=2, out=tmp_path / "ahead", check=check, batch_size=3)
@@ -246,6 +251,7 @@ def test_the_next_batch_starts_while_one_generates_and_the_results_are_the_same(
     assert ahead == plain
 
 
+@pytest.mark.processes
 def test_a_failing_batch_stops_the_one_started_after_it_and_leaves_no_thread(tmp_path):
     with pytest.raises(ProbeError, match="did not finish: boom"):
         run_probe(InOrder(fail_batch_with=PROBES[0].prompt), PROBES, seeds=1, out=tmp_path, check=check, batch_size=3)
@@ -265,6 +271,7 @@ class _CountsRows(ScriptedBackend):
         yield from super().generate_rows(prompts, settings, stop)
 
 
+@pytest.mark.processes
 def test_a_compiled_run_fills_each_seeds_short_batch_so_it_meets_one_batch_shape(tmp_path):
     """8 prompts a seed in batches of 3 end each seed with 2 rows: compiled, those run as 3 (a new row count is a
     new compile), the filler's trace is dropped, and the tables hold the planned generations alone; eager, they

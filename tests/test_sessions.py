@@ -17,6 +17,8 @@ from visualizer.replay import example_traces
 from visualizer.states import frame_refs
 from visualizer.trace import Trace
 
+pytestmark = pytest.mark.app
+
 
 def test_no_load_event_replaces_the_session_state(no_eos_model_dir):
     """The cause of the browser test below failing 4 runs in 10 under load (sessions.py): a State
@@ -44,6 +46,7 @@ def test_the_app_makes_no_session_folder_before_a_session_needs_one(no_eos_model
     assert not folder.exists()
 
 
+@pytest.mark.browser
 @pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")
 def test_a_tab_that_only_loads_a_trace_is_released_when_it_closes(no_eos_model_dir, monkeypatch):
     monkeypatch.setenv("GRADIO_HEARTBEAT_INTERVAL", "0.5")  # a closed tab is noticed in a second, not 15 s

@@ -19,6 +19,7 @@ import pytest
 
 from backends import BUILTIN_MODEL_DIR, BackendError, load_backend
 from backends.sharded import REPLICATED, TEXT_MODELS, check_fits, compile_alike, plans
+from tests.command_line import cli
 from tests.torchrun import rank_pid, single_host, worker_env, worker_module
 from visualizer.trace import Trace
 
@@ -85,6 +86,7 @@ def test_parallel_outside_torchrun_is_a_one_line_message(monkeypatch):
         load_backend(str(BUILTIN_MODEL_DIR), parallel="expert")
 
 
+@pytest.mark.model
 def test_layers_is_one_process_and_gives_the_same_run(monkeypatch):
     from visualizer.settings import GenerationSettings
     from backends import record_trace
@@ -100,12 +102,10 @@ def test_layers_is_one_process_and_gives_the_same_run(monkeypatch):
     assert spread.end.sequence.tolist() == whole.end.sequence.tolist()  # on CPU, device_map="auto" is one device
 
 
-def test_cli_refuses_parallel_outside_torchrun_without_a_traceback(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK")}
-    done = subprocess.run(
-        [sys.executable, "-m", "visualizer", "record", "--parallel", "tensor", "--prompt", "hi", "--out", str(tmp_path / "x.json")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
-    )
+def test_cli_refuses_parallel_outside_torchrun_without_a_traceback(tmp_path, monkeypatch):
+    for name in ("WORLD_SIZE", "RANK"):
+        monkeypatch.delenv(name, raising=False)
+    done = cli("record", "--parallel", "tensor", "--prompt", "hi", "--out", tmp_path / "x.json")
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].startswith("error: --parallel tensor runs one process per GPU")
     assert "Traceback" not in done.stderr

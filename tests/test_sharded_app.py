@@ -31,6 +31,9 @@ from tests.app_api import finished_run, submit_generate
 from tests.torchrun import single_host, worker_module
 from visualizer.trace import Trace
 
+pytestmark = pytest.mark.app
+
+
 ROOT = Path(__file__).resolve().parent.parent
 KNOBS = dict(max_new_tokens=64, max_denoising_steps=6, entropy_bound=0.1, t_min=0.4, t_max=0.8, seed=3)
 REQUEST = {"prompt": "Write a haiku about rain", "settings": KNOBS}

@@ -3,8 +3,9 @@ Parquet results alone: a finished run, a partial one, a --samplers run."""
 
 import re
 
+import pytest
 from PIL import Image
-from tests.test_probe import PROBES, ScriptedBackend, check
+from tests.scripted_probe import PROBES, ScriptedBackend, check
 
 from cli import main
 from cli.probe_runner import run_probe
@@ -19,6 +20,7 @@ def tips(svg: str) -> list[str]:
     return re.findall(r"<title>([^<]*)</title>", svg)
 
 
+@pytest.mark.processes
 def test_probe_report_draws_the_tables_numbers_as_svg_and_png(tmp_path, capsys):
     results = run_probe(ScriptedBackend(), PROBES, seeds=2, out=tmp_path, check=check, batch_size=3)
     assert main(["probe-report", str(tmp_path), "--bootstrap", "50"]) == 0
@@ -42,6 +44,7 @@ def test_probe_report_draws_the_tables_numbers_as_svg_and_png(tmp_path, capsys):
     assert tokens_per_step_figure(again).png().tobytes() == tokens_per_step_figure(again).png().tobytes()
 
 
+@pytest.mark.processes
 def test_probe_report_draws_a_partial_run_from_its_finished_batches(tmp_path, capsys):
     run_probe(ScriptedBackend(), PROBES, seeds=1, out=tmp_path, check=check, batch_size=3)
     (tmp_path / "results" / "generations.parquet").unlink()  # as if the run were still going
@@ -51,6 +54,7 @@ def test_probe_report_draws_a_partial_run_from_its_finished_batches(tmp_path, ca
     assert all((tmp_path / name).exists() for name in FILES)
 
 
+@pytest.mark.processes
 def test_probe_report_draws_samplers_side_by_side(tmp_path, capsys):
     for sampler in ("entropy-bound", "discrete-ddim"):
         run_probe(ScriptedBackend(), PROBES, seeds=1, out=tmp_path / sampler, check=check, batch_size=4)

@@ -37,6 +37,7 @@ print(end_group(), group() is None, end_group())
 """
 
 
+@pytest.mark.processes
 def test_end_group_frees_a_group_that_cycles_hold_while_the_interpreter_is_whole():
     """destroy_process_group alone leaves such a group to interpreter shutdown, where its C++ destructor
     aborted finished runs ("terminate called without an active exception", exit -6)."""

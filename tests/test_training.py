@@ -52,6 +52,7 @@ def test_chat_template_is_gemma4_style(tokenizer):
     assert text == "<bos><|turn>user\nHi there<turn|>\n<|turn>model\n"
 
 
+@pytest.mark.model
 def test_shipped_tokenizer_is_what_build_tokenizer_makes(tokenizer):
     """assets/tokenizer is reproducible from the repository: same vocabulary, same merges."""
     fresh = build_tokenizer(seed=0)
@@ -274,12 +275,14 @@ def tiny_run(tmp_path_factory):
     return out
 
 
+@pytest.mark.model
 def test_tiny_training_run_lowers_the_loss(tiny_run):
     log = [json.loads(line) for line in (tiny_run / "train_log.jsonl").read_text().splitlines()]
     assert [row["step"] for row in log] == list(range(5, 31, 5))
     assert log[-1]["loss"] < 0.6 * log[0]["loss"]
 
 
+@pytest.mark.model
 def test_trained_folder_loads_like_a_checkpoint(tiny_run):
     from backends.transformers_backend import TransformersBackend
     from backends import record_trace
@@ -387,6 +390,7 @@ def test_visitor_json_answers_are_counted_key_by_key():
     assert "  capacity 1/2" in report and "name 2/2" not in report
 
 
+@pytest.mark.model
 def test_training_can_continue_from_a_saved_folder(tiny_run, tmp_path):
     from safetensors.torch import load_file
 

@@ -11,6 +11,8 @@ every step, entropy 0.5 nats everywhere.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from visualizer.records import (
@@ -24,6 +26,8 @@ from visualizer.records import (
     RunStart,
     StepRecord,
     frozen_array,
+    frozen_cube,
+    frozen_matrix,
 )
 from visualizer.trace import Trace
 
@@ -166,4 +170,35 @@ def trace_from_text(blocks, commit_steps, *, n_steps: int | None = None, topk: i
         sequence.extend(committed.tolist())
     trace.append(RunEnd(finish_reason=FINISH_EOS if EOS_ID in sequence else FINISH_LENGTH,
                         sequence=frozen_array(sequence, np.int32), text="".join(p for b in blocks for p in b), wall_time_s=0.1))
+    return trace
+
+
+INSIDE_COMMITS = [[0, 1, 1, 2, 3, 3, 4, 5]]  # inside_trace's one block: 8 positions, 6 steps, no EOS
+
+
+def inside_trace(*, pins=((2, 30),), layers=(0, 3), shift=True) -> Trace:
+    """A hand-built trace with every version-5 part: pins, per-layer RMS, the shift, the blocks' lens."""
+    base = trace_from_commit_steps(INSIDE_COMMITS, n_steps=6)
+    settings = {**base.start.settings, "record_shift": shift, "layers": list(layers) if layers else None,
+                "pins": [[p, "x"] for p, _ in pins]}
+    trace = Trace(model=dataclasses.replace(base.model, layers=4), prompt=base.prompt)
+    trace.append(dataclasses.replace(base.start, settings=settings, pins=tuple(pins), sampler_rule=base.sampler_rule.to_dict()))
+    rng = np.random.default_rng(0)
+    n = len(layers or ())
+    for s in base.steps:
+        extra = {}
+        if shift and s.step > 0:
+            extra["kl_nats"] = frozen_array(rng.random(8) * (1 + s.step), np.float32)
+        if n:
+            extra["layer_rms"] = frozen_matrix(rng.random((n, 8)) * 10 + 0.5, np.float32, 8)
+        trace.append(dataclasses.replace(s, **extra))
+    block = base.blocks[0]
+    lens = {} if not n else {
+        "lens_top_ids": frozen_cube(rng.integers(10, 20, (block.steps_used, n, 8)), np.int32, (n, 8)),
+        "lens_top_probs": frozen_cube(rng.random((block.steps_used, n, 8)), np.float16, (n, 8)),
+        "lens_ranks": frozen_cube(rng.integers(0, 50, (block.steps_used, n, 8)), np.int32, (n, 8)),
+    }
+    trace.append(dataclasses.replace(block, **lens))
+    trace.append(base.end)
+    trace.pieces.update(base.pieces)
     return trace
