@@ -37,6 +37,8 @@ def length_ordered(backend, tmp_path_factory):
     return out
 
 
+@pytest.mark.model
+@pytest.mark.processes
 def test_the_useful_fraction_is_the_count_from_the_traces(length_ordered):
     """Counted from the step records alone: a row needed one pass per step record it has, and its batch
     ran one pass per (block, step) that any of its rows recorded (the slowest row is there at each)."""
@@ -74,6 +76,8 @@ def test_the_length_order_groups_each_seeds_prompts_by_regime_then_length_and_ro
     assert Plan.from_dict({"batch_size": 1, "batches": []}).order == "suite"  # a plan written before orders existed
 
 
+@pytest.mark.model
+@pytest.mark.processes
 def test_length_ordered_batches_are_stock_generate_on_each_batch(backend, length_ordered):
     """The stock reference is the one the suite order has: transformers' batched `generate` on each planned
     batch (its prompts in row order, its seed), every row's tokens and steps equal to the trace's."""

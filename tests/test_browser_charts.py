@@ -27,7 +27,8 @@ from visualizer.trace import Trace
 
 from tests.browser import CHROMIUM
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")]
 
 LIVE_VIEW_JS = "visualizer/static/live_view.js"
 # What the view drew, read back from its own elements (the view is `element.dvView`, as mount leaves it).

@@ -7,7 +7,8 @@ import pytest
 
 from tests.browser import CHROMIUM, app_in_chromium, press_generate, wait_for_run_end, wait_for_text
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")
+pytestmark = [pytest.mark.browser, pytest.mark.app,
+              pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")]
 
 
 def test_the_kl_to_final_layer_and_the_inspectors_trajectory_line(no_eos_model_dir):

@@ -227,6 +227,7 @@ def test_content_hash_is_the_files_sha256():
 
 
 # ---- the command, in-process on the built-in model -------------------------------------------------------
+@pytest.mark.model
 def test_fork_on_the_built_in_model_through_main(tmp_path, capsys):
     run, branch = tmp_path / "run.json", tmp_path / "branch.json"
     assert main(["record", "--demo", "acrostic", "--seed", "0", "--steps", "8", "--quiet", "--out", str(run)]) == 0

@@ -116,6 +116,8 @@ def test_nothing_pools_across_regimes_silently():
     assert "warning" not in alone and alone["auroc"] == 1.0 and alone["ece_bins"].startswith("10 equal-width")
 
 
+@pytest.mark.model
+@pytest.mark.processes
 def test_the_probe_on_the_builtin_model_writes_the_new_columns(tmp_path):
     from cli import main
 
