@@ -84,9 +84,16 @@ def add_knob_argument(p, knob: Knob) -> None:
 def load_model(args, settings: GenerationSettings, **options):
     """The model of `--model` on `--backend`, or without it on the backend that runs the chosen sampler,
     saying so on stderr when that is not the model's own; CliError in one line when it cannot load."""
-    from backends import BackendError, backend_for_source, default_model, load_backend
+    from backends import BackendError, backend_for_source, default_model, load_backend, model_choices
+    from backends.lookup import source_problem
 
     source = args.model or default_model()
+    # the app's check before loading (backends/lookup.py): an unknown id or an unreachable hub is answered in
+    # about a second, where from_pretrained would retry the hub for minutes. A built-in model is built here.
+    if not any(choice.builtin and choice.source == source for choice in model_choices()):
+        problem = source_problem(source)
+        if problem is not None:
+            raise CliError(problem)
     try:
         backend = load_backend(source, backend=args.backend, sampler=settings.sampler, device=args.device, **options)
     except BackendError as exc:
