@@ -21,6 +21,7 @@ from visualizer.palette import PALETTES
 
 from .common import CliError, add_generation_arguments, add_step_argument, load_model, load_trace, locate_step_arg
 from .common import refuse_problems, settings_from_args
+from .progress import RunProgress
 
 
 # ---- shared options --------------------------------------------------------------------------
@@ -151,10 +152,14 @@ def run_demos(args) -> int:
     failed = 0
     for i, name in enumerate(names, 1):
         print(f"[{i}/{len(names)}] {name}: {demo(name).prompt}", file=sys.stderr)
+        progress = None if args.quiet else RunProgress(sys.stderr, label=name)
         try:
-            trace = record_trace(backend, demo(name).prompt, settings, progress=None if args.quiet else sys.stderr)
+            trace = record_trace(backend, demo(name).prompt, settings, on_record=progress)
         except BackendError as exc:
             raise CliError(f"{name}: {exc}") from None
+        finally:
+            if progress is not None:
+                progress.close()
         trace.save(out / f"{name}.json")
         if trace.end is not None and trace.end.finish_reason == "error":
             print(f"{name}: the run failed ({trace.end.error}); its trace is saved, no animation", file=sys.stderr)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import sys
+
 import pytest
 
 from backends.lookup import forget_answers
@@ -24,3 +27,42 @@ def test_an_unknown_model_is_refused_in_one_line_before_loading(env, monkeypatch
     assert len(error_lines(err)) == 1 and "nonexistent/foo" in error_lines(err)[0], err
     assert "Retrying" not in err and not out.exists()
     forget_answers()
+
+
+def test_record_prints_the_committed_text_and_a_line_per_block_when_piped(no_eos_model_dir, capsys, tmp_path):
+    from visualizer.thinking import committed_text
+    from visualizer.trace import Trace
+
+    run = tmp_path / "run.json"
+    argv = ["record", "--prompt", "Count to ten.", "--model", str(no_eos_model_dir), "--seed", "0", "--steps", "3",
+            "--max-new-tokens", "512", "--out", str(run)]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()  # pytest's capture is no terminal: the piped form
+    trace = Trace.load(run)
+    assert len(trace.blocks) == 2 and committed_text(trace)
+    assert out == committed_text(trace) + "\n"
+    blocks = [line for line in err.splitlines() if line.startswith("block ")]
+    assert blocks == [f"block {b.block + 1}/2 committed after {b.steps_used} steps ({b.stop_reason})" for b in trace.blocks]
+    assert "\r" not in err and max(map(len, err.splitlines())) < 200
+
+    assert main([*argv, "--quiet"]) == 0
+    out, err = capsys.readouterr()
+    assert out == committed_text(trace) + "\n" and not any(line.startswith("block ") for line in err.splitlines())
+
+
+class Terminal(io.StringIO):
+    """stderr as a terminal would be: tqdm draws its bar there."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_record_draws_a_bar_per_block_on_a_terminal(no_eos_model_dir, monkeypatch, capsys, tmp_path):
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main(["record", "--prompt", "Count to ten.", "--model", str(no_eos_model_dir), "--steps", "3",
+                 "--max-new-tokens", "512", "--out", str(tmp_path / "run.json")]) == 0
+    redrawn = terminal.getvalue().split("\n")
+    bars = [line for line in redrawn if "step/s" in line]
+    assert len(bars) == 2 and all("\r" in line for line in bars)  # one bar per block, redrawn in place
+    assert "block 1/2 committed after 3 steps" in bars[0] and "3/3" in bars[0]
