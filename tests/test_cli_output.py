@@ -66,3 +66,33 @@ def test_record_draws_a_bar_per_block_on_a_terminal(no_eos_model_dir, monkeypatc
     bars = [line for line in redrawn if "step/s" in line]
     assert len(bars) == 2 and all("\r" in line for line in bars)  # one bar per block, redrawn in place
     assert "block 1/2 committed after 3 steps" in bars[0] and "3/3" in bars[0]
+
+
+def test_the_registry_names_each_backends_samplers_as_its_capabilities_do():
+    from backends.registry import BACKENDS
+
+    for entry in BACKENDS.values():
+        if entry.available():
+            assert list(entry.samplers) == [spec.name for spec in entry.capabilities.samplers], entry.name
+
+
+def sampler_help(capsys) -> str:
+    with pytest.raises(SystemExit) as end:
+        main(["record", "--help"])
+    assert end.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())  # argparse's wrapping undone
+    start = text.index("--sampler SAMPLER how")  # its entry, not the usage line
+    return text[start:text.index("--temperature", start)]
+
+
+def test_sampler_help_lists_what_the_app_offers_the_model(monkeypatch, capsys):
+    from backends import default_model, sampler_backends
+
+    shown = sampler_help(capsys).replace("- ", "-")  # a name wrapped at its hyphen
+    checkpoint = shown[:shown.index("mlx loads") if "mlx loads" in shown else None]
+    for name, backend in sampler_backends(default_model()).items():  # the app's picker for the built-in model
+        assert f"{name} ({backend}" in checkpoint
+    assert "confidence-threshold" not in checkpoint
+
+    monkeypatch.setattr("backends.registry.mlx_installed", lambda: False)
+    assert "confidence-threshold" not in sampler_help(capsys)
