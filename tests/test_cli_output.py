@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import io
 import sys
+from pathlib import Path
 
 import pytest
 
 from backends.lookup import forget_answers
 from cli.main import main
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def error_lines(text: str) -> list[str]:
@@ -96,3 +99,17 @@ def test_sampler_help_lists_what_the_app_offers_the_model(monkeypatch, capsys):
 
     monkeypatch.setattr("backends.registry.mlx_installed", lambda: False)
     assert "confidence-threshold" not in sampler_help(capsys)
+
+
+def test_export_defaults_to_the_apps_grid_layout(tmp_path, capsys):
+    from PIL import Image
+
+    from visualizer.animation import AnimationOptions, build_animation
+    from visualizer.trace import Trace
+
+    shipped = str(ROOT / "assets" / "traces" / "acrostic.json")  # a finished run: the text layout would apply to it
+    gif = tmp_path / "run.gif"
+    assert main(["export", shipped, "--gif", str(gif), "--quiet"]) == 0
+    trace = Trace.load(shipped)
+    grid, text = (build_animation(trace, AnimationOptions(layout=kind)).size for kind in ("grid", "text"))
+    assert Image.open(gif).size == grid != text
