@@ -42,6 +42,7 @@ class RunProgress:
     def _bar(self, block: int):
         from tqdm import tqdm
 
+        tqdm.monitor_interval = 0  # no monitor thread (as the probe's bar): a finished run leaves no thread behind
         return tqdm(total=self.budget, desc=f"{self.label}block {block + 1}/{self.blocks}", unit="step",
                     file=self.stream, dynamic_ncols=True, leave=True)
 
