@@ -21,6 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from visualizer.samplers import (
+    SAMPLER_BLOCK_REFINEMENT, SAMPLER_CONFIDENCE_THRESHOLD, SAMPLER_DISCRETE_DDIM, SAMPLER_ENTROPY_BOUND,
+)
+
 from .base import BackendError, BackendUnavailable, Capabilities
 
 
@@ -35,6 +39,8 @@ class BackendEntry:
     loads_unclaimed: bool  # it also loads any model no backend claims (a transformers checkpoint)
     helpers: tuple[str, ...] = ()  # modules only this backend uses (its capture); with `module`, what
     #                                the layering contract keeps out of every other package (tests/test_layering.py)
+    samplers: tuple[str, ...] = ()  # the names of its CAPABILITIES' samplers, default first, said here so that
+    #                                 naming them (--sampler's help, `backend_for`) imports no library (a test checks they agree)
 
     def backend_class(self):
         return getattr(importlib.import_module(self.module), self.class_name)
@@ -95,19 +101,20 @@ BACKENDS: dict[str, BackendEntry] = {
         BackendEntry(
             "transformers", "backends.transformers_backend", "TransformersBackend",
             available=lambda: True, install_hint="pip install -r requirements.txt", claims=lambda source: False,
-            loads_unclaimed=True,
+            loads_unclaimed=True, samplers=(SAMPLER_ENTROPY_BOUND,),
             helpers=("backends.capture", "backends.layer_capture", "backends.logit_summary", "backends.logit_summary_triton"),
         ),
         BackendEntry(
             "mlx", "backends.mlx_backend", "MLXBackend",
             available=lambda: mlx_installed(), install_hint=MLX_INSTALL_HINT, claims=is_mlx_model,  # looked up late: tests patch it
-            loads_unclaimed=False, helpers=("backends.mlx_capture",),
+            loads_unclaimed=False, helpers=("backends.mlx_capture",), samplers=(SAMPLER_ENTROPY_BOUND, SAMPLER_CONFIDENCE_THRESHOLD),
         ),
         BackendEntry(
             "diffusers", "backends.diffusers_backend", "DiffusersBackend",
             available=lambda: importlib.util.find_spec("diffusers") is not None,
             install_hint="pip install -r requirements.txt", claims=is_diffusers_source,
             loads_unclaimed=True, helpers=("backends.diffusers_capture",),
+            samplers=(SAMPLER_ENTROPY_BOUND, SAMPLER_DISCRETE_DDIM, SAMPLER_BLOCK_REFINEMENT),
         ),
     )
 }
@@ -161,4 +168,16 @@ def backend_for(source: str, sampler: str | None = None) -> str:
 
 
 def _sampler_names(entry: BackendEntry) -> list[str]:
-    return [spec.name for spec in entry.capabilities.samplers]
+    return list(entry.samplers)
+
+
+def installed_samplers(entries=None) -> dict[str, list[str]]:
+    """Every sampler the installed backends among `entries` (default: those that load any checkpoint, as the
+    built-in model) run -> those backends, in registry order; no backend's library is imported."""
+    entries = [e for e in BACKENDS.values() if e.loads_unclaimed] if entries is None else entries
+    out: dict[str, list[str]] = {}
+    for entry in entries:
+        if entry.available():
+            for name in entry.samplers:
+                out.setdefault(name, []).append(entry.name)
+    return out

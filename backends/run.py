@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 
-from visualizer.records import BlockRecord, Record, StepRecord
+from visualizer.records import Record
 from visualizer.settings import GenerationSettings
 from visualizer.trace import Trace
 
@@ -52,22 +52,11 @@ def record_trace(
     *,
     stop: threading.Event | None = None,
     on_record: Callable[[Record], None] | None = None,
-    progress=None,
 ) -> Trace:
     """Run one generation into a Trace; Ctrl-C stops it between steps and keeps what was recorded.
-    `progress` is a text stream for a one-line progress display (the CLI's stderr)."""
+    `on_record` sees each record as it arrives (the CLI's progress, `cli/progress.py`)."""
     trace = Trace(model=backend.info, prompt=prompt)
-
-    def show(record: Record) -> None:
-        if on_record is not None:
-            on_record(record)
-        if progress is not None and isinstance(record, StepRecord):
-            accepted = int(record.accepted.sum())
-            print(f"\rblock {record.block + 1} step {record.step + 1}: {accepted} accepted   ", end="", file=progress)
-        elif progress is not None and isinstance(record, BlockRecord):
-            print(f"\rblock {record.block + 1} committed after {record.steps_used} steps ({record.stop_reason})", file=progress)
-
-    for _ in run_records(backend, prompt, settings, trace=trace, stop=stop, on_record=show):
+    for _ in run_records(backend, prompt, settings, trace=trace, stop=stop, on_record=on_record):
         pass
     return trace
 

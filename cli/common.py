@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from backends.registry import backend_names
+from backends.registry import BACKENDS, backend_names, installed_samplers
 from visualizer.settings import KNOBS, GenerationSettings, Knob
 from visualizer.step_names import STEP_HELP, StepAt, StepNameError, locate_step, parse_step
 from visualizer.trace import Trace, TraceError
@@ -66,7 +66,9 @@ def add_knob_arguments(p, knobs: dict[str, Knob] = KNOBS, *, skip: tuple[str, ..
 
 def add_knob_argument(p, knob: Knob) -> None:
     """The CLI flag of one knob, from its declaration alone."""
-    if knob.kind is bool:
+    if knob.name == "sampler":
+        p.add_argument(knob.cli_flag, dest=knob.name, help=sampler_help())
+    elif knob.kind is bool:
         action, help = ("store_false", f"turns off what is on by default: {knob.help}") if knob.field_default \
             else ("store_true", knob.help)
         p.add_argument(knob.cli_flag, dest=knob.name, action=action, default=knob.field_default, help=help)
@@ -84,9 +86,16 @@ def add_knob_argument(p, knob: Knob) -> None:
 def load_model(args, settings: GenerationSettings, **options):
     """The model of `--model` on `--backend`, or without it on the backend that runs the chosen sampler,
     saying so on stderr when that is not the model's own; CliError in one line when it cannot load."""
-    from backends import BackendError, backend_for_source, default_model, load_backend
+    from backends import BackendError, backend_for_source, default_model, load_backend, model_choices
+    from backends.lookup import source_problem
 
     source = args.model or default_model()
+    # the app's check before loading (backends/lookup.py): an unknown id or an unreachable hub is answered in
+    # about a second, where from_pretrained would retry the hub for minutes. A built-in model is built here.
+    if not any(choice.builtin and choice.source == source for choice in model_choices()):
+        problem = source_problem(source)
+        if problem is not None:
+            raise CliError(problem)
     try:
         backend = load_backend(source, backend=args.backend, sampler=settings.sampler, device=args.device, **options)
     except BackendError as exc:
@@ -101,6 +110,19 @@ def load_model(args, settings: GenerationSettings, **options):
         print(f"note: the {sampler} sampler on the {backend.name} backend does not read {', '.join(unread)} "
               "(the trace records none)", file=sys.stderr)
     return backend
+
+
+def sampler_help() -> str:
+    """--sampler's help: the samplers the backends installed here run, as the app offers them for the model
+    (a checkpoint's, an MLX model's), each with the backends that run it."""
+    def listed(samplers: dict[str, list[str]]) -> str:
+        return ", ".join(f"{name} ({', '.join(kinds)})" for name, kinds in samplers.items())
+
+    own = [f"for a model only {e.name} loads: {listed(installed_samplers([e]))}"
+           for e in BACKENDS.values() if not e.loads_unclaimed and e.available()]
+    return "; ".join([f"how a step decides what it accepts; for a checkpoint such as the built-in model: "
+                      f"{listed(installed_samplers())}", *own]) + \
+        f". The sampler picks the backend (default: the model's own, else {KNOBS['sampler'].default})"
 
 
 def settings_from_args(args, cls=GenerationSettings, knobs: dict[str, Knob] = KNOBS):

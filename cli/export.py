@@ -21,10 +21,15 @@ from visualizer.palette import PALETTES
 
 from .common import CliError, add_generation_arguments, add_step_argument, load_model, load_trace, locate_step_arg
 from .common import refuse_problems, settings_from_args
+from .progress import RunProgress
 
 
 # ---- shared options --------------------------------------------------------------------------
-def add_animation_arguments(parser) -> None:
+APP_LAYOUT = "grid"  # the app's export default (its Layout radio), also frame's and compare's
+DEMO_LAYOUT = "text"  # the shipped demo GIFs (assets/demos): each demo's final text, line by line
+
+
+def add_animation_arguments(parser, *, layout: str = APP_LAYOUT) -> None:
     defaults = AnimationOptions()
     parser.add_argument("--blocks", help="blocks to show, counted from 1: e.g. 2 or 1,3 (default: all)")
     parser.add_argument("--frame-ms", type=int, default=defaults.frame_ms, help="milliseconds per step (default %(default)s)")
@@ -33,8 +38,8 @@ def add_animation_arguments(parser) -> None:
     size.add_argument("--width", type=int, help="image width in pixels (picks the font size; text is never scaled)")
     size.add_argument("--font-size", type=int, default=defaults.font_size, help="font size in pixels (default %(default)s)")
     parser.add_argument("--palette", choices=tuple(PALETTES), default=defaults.palette)
-    parser.add_argument("--layout", choices=LAYOUTS, default=defaults.layout,
-                        help="text: the final text's lines (finished runs); grid: 16 cells a row (default %(default)s)")
+    parser.add_argument("--layout", choices=LAYOUTS, default=layout,
+                        help="grid: 16 cells a row; text: the final text's lines (finished runs) (default %(default)s)")
     parser.add_argument("--no-prompt", action="store_true", help="leave the prompt out of the caption")
     parser.add_argument("--no-caption", action="store_true", help="leave out the status line (model, step, tau_b)")
     parser.add_argument("--smooth", action="store_true", help="anti-aliased text (bigger files; default: crisp pixel text)")
@@ -128,7 +133,7 @@ def add_demos_command(subparsers) -> None:
     p.add_argument("--mp4", action="store_true", help="also write NAME.mp4")
     p.add_argument("--webp", action="store_true", help="also write NAME.webp")
     add_generation_arguments(p)
-    add_animation_arguments(p)
+    add_animation_arguments(p, layout=DEMO_LAYOUT)
     p.set_defaults(run=run_demos)
 
 
@@ -151,10 +156,14 @@ def run_demos(args) -> int:
     failed = 0
     for i, name in enumerate(names, 1):
         print(f"[{i}/{len(names)}] {name}: {demo(name).prompt}", file=sys.stderr)
+        progress = None if args.quiet else RunProgress(sys.stderr, label=name)
         try:
-            trace = record_trace(backend, demo(name).prompt, settings, progress=None if args.quiet else sys.stderr)
+            trace = record_trace(backend, demo(name).prompt, settings, on_record=progress)
         except BackendError as exc:
             raise CliError(f"{name}: {exc}") from None
+        finally:
+            if progress is not None:
+                progress.close()
         trace.save(out / f"{name}.json")
         if trace.end is not None and trace.end.finish_reason == "error":
             print(f"{name}: the run failed ({trace.end.error}); its trace is saved, no animation", file=sys.stderr)
@@ -182,7 +191,7 @@ def add_compare_command(subparsers) -> None:
     p.add_argument("--hold-ms", type=int, default=defaults.hold_ms)
     p.add_argument("--font-size", type=int, default=defaults.font_size)
     p.add_argument("--palette", choices=tuple(PALETTES), default=defaults.palette)
-    p.add_argument("--layout", choices=LAYOUTS, default="grid")
+    p.add_argument("--layout", choices=LAYOUTS, default=APP_LAYOUT)
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(run=run_compare)
 

@@ -8,6 +8,9 @@
 `--layers` records chosen decoder layers per step (RMS and logit lens), `--pin POS=TEXT` places TEXT's
 tokens on the first canvas from position POS and holds them there (docs/layers-and-pins.md).
 
+`record` prints the committed text on stdout (as the app's Committed text box shows it) and its reports
+on stderr: a tqdm bar per block on a terminal, one line per committed block when piped.
+
 Every flag of `record` maps to a field of `GenerationSettings`; a knob left out takes the
 checkpoint's default.  A run that fails or is interrupted (Ctrl-C, or under torchrun the SIGTERM
 torchrun sends when another rank dies) still writes what it recorded.
@@ -23,9 +26,11 @@ import sys
 from pathlib import Path
 
 from backends.sharded import PARALLEL_KINDS
+from visualizer.thinking import committed_text
 
 from .common import CliError, add_generation_arguments, add_step_argument, load_model, load_trace, locate_step_arg
 from .common import refuse_problems, settings_from_args
+from .progress import RunProgress
 
 
 # ---- record ----------------------------------------------------------------------------------
@@ -48,7 +53,8 @@ def add_record_command(subparsers) -> None:
                    help="transformers: spread the model over several GPUs; expert/tensor/tensor+expert under "
                         f"torchrun --nproc-per-node N (default there: {TORCHRUN_DEFAULT_PARALLEL}), layers "
                         "(device_map auto) in one process (docs/sharded.md)")
-    p.add_argument("--quiet", action="store_true", help="no per-step progress on stderr")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr (a bar on a terminal, a line per block "
+                   "when piped)")
     p.set_defaults(run=run_record)
 
 
@@ -83,7 +89,12 @@ def run_record(args) -> int:
         stop = Stop()
         if under_torchrun():  # torchrun's SIGTERM (a rank died) stops the run, which then writes what it recorded
             signal.signal(signal.SIGTERM, lambda signum, frame: stop.abandon(TORCHRUN_ENDED))
-        trace = record_trace(backend, prompt, settings, stop=stop, progress=None if args.quiet else sys.stderr)
+        progress = None if args.quiet else RunProgress(sys.stderr)
+        try:
+            trace = record_trace(backend, prompt, settings, stop=stop, on_record=progress)
+        finally:
+            if progress is not None:
+                progress.close()
     except BackendError as exc:
         raise CliError(str(exc)) from None
     trace.save(out)
@@ -95,6 +106,9 @@ def run_record(args) -> int:
     )
     if stop.is_set():
         print(f"{TORCHRUN_ENDED}; the steps recorded before are kept in the trace.", file=sys.stderr)
+    text = committed_text(trace)
+    if text:  # the answer on stdout, the reports on stderr: `record ... > answer.txt` keeps only the answer
+        print(text)
     return 1 if end.finish_reason == "error" else 0
 
 

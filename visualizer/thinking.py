@@ -118,3 +118,13 @@ def thoughts_and_answer(trace: Trace) -> tuple[str, str] | None:
             continue
         (thoughts if in_thought else answer).append(trace.piece(token))
     return "".join(thoughts).strip().removeprefix(THOUGHT_CHANNEL).strip(), "".join(answer).strip()
+
+
+def committed_text(trace: Trace) -> str:
+    """The run's committed text as the app shows it: with a thinking channel, the thoughts and the
+    answer apart (the decoded text glues the channel's name and thoughts to the answer)."""
+    split = thoughts_and_answer(trace)
+    if split is None:
+        return trace.end.text if trace.end else ""
+    thoughts, answer = split
+    return f"[thinking channel]\n{thoughts}\n\n[answer]\n{answer}"
