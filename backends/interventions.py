@@ -197,7 +197,7 @@ def _ids(backend, iv: Intervention) -> tuple[int, ...]:
 
 
 def fork_trace(backend, parent: Trace, parent_hash: str, *, block: int, step: int,
-               interventions: tuple[Intervention, ...], stop=None, progress=None) -> Trace:
+               interventions: tuple[Intervention, ...], stop=None, on_record=None) -> Trace:
     """The branch of `parent` at block:step (counted from 1) with `interventions`, as a complete Trace whose
     `branch` names its parent; BackendError (one line) when it cannot be forked or its re-run left the parent
     before the fork step. Nothing is written: the caller saves the branch."""
@@ -206,7 +206,7 @@ def fork_trace(backend, parent: Trace, parent_hash: str, *, block: int, step: in
     plan = resolve_plan(backend, parent, block, step, interventions)
     backend.fork_plan = plan  # read by this one run's `_produce_batch` (runs on one backend run in order)
     try:
-        branch = record_trace(backend, parent.prompt, parent.settings, stop=stop, progress=progress)
+        branch = record_trace(backend, parent.prompt, parent.settings, stop=stop, on_record=on_record)
     finally:
         backend.fork_plan = None
     where = first_difference(parent, branch, before=(plan.block, plan.step))

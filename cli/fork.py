@@ -21,6 +21,7 @@ from visualizer.interventions import KINDS, InterventionError, parse_interventio
 from visualizer.step_names import STEP_HELP, StepNameError, locate_step, parse_step
 
 from .common import CliError
+from .progress import RunProgress
 
 
 class _Intervene(argparse.Action):
@@ -93,8 +94,13 @@ def run_fork(args) -> int:
     source = args.model or (default_model() if parent.model.builtin else parent.model.source)
     try:
         backend = load_backend(source, backend=kind, sampler=parent.settings.sampler, device=args.device)
-        branch = fork_trace(backend, parent, content_hash(data), block=block, step=step, interventions=interventions,
-                            progress=None if args.quiet else sys.stderr)
+        progress = None if args.quiet else RunProgress(sys.stderr, label="branch")
+        try:
+            branch = fork_trace(backend, parent, content_hash(data), block=block, step=step,
+                                interventions=interventions, on_record=progress)
+        finally:
+            if progress is not None:
+                progress.close()
     except BackendError as exc:
         raise CliError(str(exc)) from None
     write_atomically(out, branch.save)  # a refused or broken write leaves no branch file

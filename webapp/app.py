@@ -29,6 +29,7 @@ from visualizer.export import ExportError, export_to_folder
 from visualizer.live_stream import LiveEncoder, LiveRing, replay_value
 from visualizer.settings import KNOBS
 from visualizer.replay import example_traces, load_upload, save_download
+from visualizer.thinking import committed_text
 from visualizer.trace import Trace, TraceError
 
 from . import app_run, hosting
@@ -38,7 +39,7 @@ from .gradio_temp import own_gradio_temp_dir
 from .hosting import Hosting, generate_validator
 from .knob_widgets import APP_KNOBS, KNOB_OUTPUTS, knob_updates, knob_widget, settings_from_widgets, whole_number
 from .sessions import RunSession, SessionRegistry
-from .views import committed_text, end_message, model_info_markdown, render_view
+from .views import end_message, model_info_markdown, render_view
 from .why_views import DROP_STALE_JS, HIDDEN, PIN_HINT, WHY_VIEWS, add_pin, event_view, message_html, picked_position
 
 # At most ~6 live updates a second: each costs Gradio a few ms of server CPU whatever it carries, so at

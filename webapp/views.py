@@ -11,7 +11,6 @@ from visualizer.layout import grid_layout, text_layout
 from visualizer.palette import PALETTES, get_palette
 from visualizer.render_html import frame_caption, render_frame_html
 from visualizer.states import frame_refs, frame_state
-from visualizer.thinking import thoughts_and_answer
 from visualizer.trace import Trace
 
 
@@ -64,11 +63,3 @@ def end_message(trace: Trace) -> str:
     return ""
 
 
-def committed_text(trace: Trace) -> str:
-    """The run's text for the Committed text box: with a thinking channel, the thoughts and the
-    answer apart (the decoded text glues the channel's name and thoughts to the answer)."""
-    split = thoughts_and_answer(trace)
-    if split is None:
-        return trace.end.text if trace.end else ""
-    thoughts, answer = split
-    return f"[thinking channel]\n{thoughts}\n\n[answer]\n{answer}"
