@@ -349,7 +349,7 @@ def controls_panel(mode: Hosting, initial: ModelChoice) -> dict:
               if mode.hosted else "Pick one, or type a hub id or a local folder."),
         allow_custom_value=not mode.closed,
     )}
-    ui["model_info"] = gr.Markdown()
+    ui["model_info"] = gr.Markdown(elem_id="dv-model-info")
     # the second choice: the sampler (with its note); the backend that runs it follows
     knobs = {"sampler": knob_widget(KNOBS["sampler"], mode.limits)}
     ui["sampler_note"] = gr.Markdown(visible=False)
@@ -454,7 +454,9 @@ def wire_model_and_run(demo_app: gr.Blocks, ui: dict, handlers: Handlers, mode: 
     demo_app.load(SESSIONS.register, session, None, api_visibility="private", show_progress="hidden", concurrency_limit=None)
     demo_app.unload(SESSIONS.release)
     demo_app.load(**named(handlers.select_model, MODEL_OUTPUTS), inputs=[model_picker, current_model], api_name="load_model")
-    model_picker.change(**named(handlers.select_model, MODEL_OUTPUTS), inputs=[model_picker, current_model], api_visibility="private")
+    # `input`, not `change`: a failed load puts the previous model back in the box, which must not count as the
+    # visitor picking it (that second call cleared the failure's message at once, issue 58)
+    model_picker.input(**named(handlers.select_model, MODEL_OUTPUTS), inputs=[model_picker, current_model], api_visibility="private")
     ui["demo_picker"].change(pick_demo, ui["demo_picker"], [ui["prompt"], ui["watch_for"]], api_visibility="private")
     knobs["sampler"].input(**named(handlers.select_sampler, (*KNOB_OUTPUTS, "message")), inputs=[knobs["sampler"], current_model],
                            api_visibility="private")
