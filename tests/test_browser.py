@@ -51,18 +51,20 @@ def expected_cells(trace: Trace, index: int, palette: str = "standard", layout=N
 
 
 def show(page, index: int) -> None:
-    """Move the replay slider as a user would, and wait until that frame is on screen."""
-    page.locator("input.dv-replay").fill(str(index))
+    """Move the replay slider as a user would, and wait until that frame is on screen (the slider counts from 1, as its label)."""
+    page.locator("input.dv-replay").fill(str(index + 1))
     page.wait_for_function(f"() => window.dvLiveView.stats().shownIndex === {index}", timeout=10_000)
 
 
 def assert_slider_matches(page, trace: Trace, indexes) -> None:
     n = len(frame_refs(trace))
-    assert page.locator("input.dv-replay").get_attribute("max") == str(n - 1)
+    assert page.locator("input.dv-replay").get_attribute("max") == str(n)
     for index in indexes:
         show(page, index)
         assert page.evaluate(READ_CELLS) == expected_cells(trace, index), f"frame {index}"
         assert page.locator(".dv-status").text_content().startswith(f"Frame {index + 1}/{n} · ")
+        assert page.locator("input.dv-replay").input_value() == str(index + 1)  # one numbering: slider, label, status
+        assert page.locator(".dv-replay-label").text_content() == f"Replay: frame {index + 1}/{n}"
 
 
 def test_frames_change_during_a_run_and_the_slider_replays_them(page, tmp_path):
@@ -262,4 +264,4 @@ def test_a_new_runs_start_line_clears_the_last_runs_status_replay_and_charts(off
     page.evaluate(f"() => {VIEW}.schedule()")
     waiting = page.evaluate(f"() => {{ const v = {VIEW}; return [v.status.textContent, v.sliderLabel.textContent, "
                             "v.tauSvg.childElementCount, v.commitSvg.childElementCount, v.slider.disabled, v.slider.max]; }")
-    assert waiting == ["Waiting for the first step\u2026", "Replay: frame \u2013", 0, 0, True, "0"]
+    assert waiting == ["Waiting for the first step\u2026", "Replay: frame \u2013", 0, 0, True, "1"]
