@@ -363,7 +363,7 @@ def controls_panel(mode: Hosting, initial: ModelChoice) -> dict:
             False, label="Count thought tokens in the commit order",
             info="Off: tau_b, the panel and structure first measure the answer only.",
         )
-    with gr.Accordion("Layers and pins (docs/layers-and-pins.md)", open=False) as ui["pins_box"]:
+    with gr.Accordion("Layers and pins", open=False) as ui["pins_box"]:  # (no file path in a visitor's label)
         # the structured knobs: recorded layers (watching only) and pinned tokens (an intervention)
         knobs |= {knob.name: knob_widget(knob, mode.limits) for knob in APP_KNOBS if knob.form is not None}
     ui["knobs"] = {knob.name: knobs[knob.name] for knob in APP_KNOBS}  # the table's order: the API's parameter order
