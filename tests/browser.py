@@ -94,6 +94,6 @@ def expected_cells(trace, index: int, palette: str = "standard", layout=None) ->
 
 
 def show(page, index: int) -> None:
-    """Move the replay slider as a user would, and wait until that frame is on screen."""
-    page.locator("input.dv-replay").fill(str(index))
+    """Move the replay slider as a user would, and wait until that frame is on screen (the slider counts from 1, as its label)."""
+    page.locator("input.dv-replay").fill(str(index + 1))
     page.wait_for_function(f"() => window.dvLiveView.stats().shownIndex === {index}", timeout=10_000)

@@ -33,11 +33,13 @@ def page(no_eos_model_dir):
 
 def assert_slider_matches(page, trace: Trace, indexes) -> None:
     n = len(frame_refs(trace))
-    assert page.locator("input.dv-replay").get_attribute("max") == str(n - 1)
+    assert page.locator("input.dv-replay").get_attribute("max") == str(n)
     for index in indexes:
         show(page, index)
         assert page.evaluate(READ_CELLS) == expected_cells(trace, index), f"frame {index}"
         assert page.locator(".dv-status").text_content().startswith(f"Frame {index + 1}/{n} · ")
+        assert page.locator("input.dv-replay").input_value() == str(index + 1)  # one numbering: slider, label, status
+        assert page.locator(".dv-replay-label").text_content() == f"Replay: frame {index + 1}/{n}"
 
 
 def test_frames_change_during_a_run_and_the_slider_replays_them(page, tmp_path):
@@ -234,4 +236,4 @@ def test_a_new_runs_start_line_clears_the_last_runs_status_replay_and_charts(off
     page.evaluate(f"() => {VIEW}.schedule()")
     waiting = page.evaluate(f"() => {{ const v = {VIEW}; return [v.status.textContent, v.sliderLabel.textContent, "
                             "v.tauSvg.childElementCount, v.commitSvg.childElementCount, v.slider.disabled, v.slider.max]; }")
-    assert waiting == ["Waiting for the first step\u2026", "Replay: frame \u2013", 0, 0, True, "0"]
+    assert waiting == ["Waiting for the first step\u2026", "Replay: frame \u2013", 0, 0, True, "1"]

@@ -76,7 +76,7 @@ def drawn_at(page, trace: Trace, index: int) -> dict:
         host.replaceChildren(Object.assign(document.createElement('div'), { className: 'dv-live' }));
         window.dvLiveView.mount(host, { value, palette: 'standard' }, () => {}, () => {}); }""", replay_value(trace))
     page.wait_for_function("() => document.getElementById('host').dvView.stats.shownIndex >= 0", timeout=10_000)
-    page.locator("input.dv-replay").fill(str(index))
+    page.locator("input.dv-replay").fill(str(index + 1))  # the slider counts from 1
     page.wait_for_function(f"() => document.getElementById('host').dvView.stats.shownIndex === {index}", timeout=10_000)
     return page.evaluate(READ_DRAWN)
 

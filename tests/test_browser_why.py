@@ -66,8 +66,8 @@ def test_asks_still_on_their_way_when_generate_is_pressed_never_answer_over_the_
     generate_and_wait(page)  # a run on screen to pick a token of
     for attempt in range(3):
         page.locator('.dv-canvas span[data-i="9"]').click()
+        page.locator("input.dv-replay").fill("2")  # frame 2, then frame 1 (the slider counts from 1)
         page.locator("input.dv-replay").fill("1")
-        page.locator("input.dv-replay").fill("0")
         wait_for_run_end(page, press_generate(page) + 1)
         page.wait_for_timeout(1_000)  # room for any late answer to land (the property is that none does)
         assert "Click a token on the canvas" in text_of(page, INSPECTOR), attempt

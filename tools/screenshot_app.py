@@ -63,7 +63,7 @@ def main(argv=None) -> int:
 
     from prompts.demos import demo
 
-    with app_page(model=args.model, chromium=args.chromium, height=1450) as page:
+    with app_page(model=args.model, chromium=args.chromium, width=1400, height=1000) as page:  # the whole run in one view (issue 58)
         page.get_by_label("Demo prompt").click()
         page.get_by_role("option", name=demo(args.demo).title).click()
         page.get_by_role("button", name="Generate").click()

@@ -44,7 +44,7 @@ def main(argv=None) -> int:
         page.locator(".dv-structure svg").wait_for(timeout=30_000)
 
         def show_step(step):
-            page.locator("input.dv-replay").fill(str(step - 1))
+            page.locator("input.dv-replay").fill(str(step))  # the slider counts frames from 1
             page.wait_for_function(f"() => window.dvLiveView.stats().shownIndex === {step - 1}")
             page.wait_for_function(f"() => document.querySelector('#dv-budget').textContent.includes('step {step}:')", timeout=30_000)
 

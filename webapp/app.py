@@ -53,16 +53,24 @@ SESSION_TTL_S = 3 * 3600  # an idle session's state is dropped after this (Gradi
 # event, only on a sharded server).
 HEALTH_TICK_S = 2.0
 
+# One view holds the run (issue 58): the controls and the inspector in a narrow left column, the canvas and its
+# readout in the wide right one; the lens grid shrinks to that column; on a phone the canvas comes first.
 CSS = """
 .dv-frame { max-height: 72vh; overflow: auto; }
 #dv-message p { color: #f87171; font-weight: 600; }
+#dv-inspector svg { max-width: 100%; height: auto; }
+#dv-inspector { overflow-x: auto; }
+@media (max-width: 720px) {  /* a phone: the two columns' parts in one, the live view first, then the prompt and Generate */
+  #dv-main { flex-direction: column; }
+  #dv-main > .column { display: contents; }
+  #dv-live { order: -1; }
+}
 """
 
-INTRO = """# Watch DiffusionGemma denoise
-Each frame is one denoising step of a 256-token canvas: **gray** noise, **green** accepted this step,
-**purple** kept draft (accepted before and now), gray with an **orange bar** remasked, **white** committed.
-Hover a token for its entropy; click it for the alternatives the model weighed there. Pick a demo prompt
-and press *Generate*."""
+# one line: the live view's own legend says what each colour means
+INTRO = """## Watch DiffusionGemma denoise
+Each frame is one denoising step of a 256-token canvas. Pick a demo prompt, press *Generate*, click a token for
+the alternatives the model weighed there."""
 
 
 # ---- handlers ------------------------------------------------------------------------------------
@@ -288,7 +296,8 @@ def load_trace_file(path, session: RunSession, request: gr.Request) -> dict:
 # ---- the UI --------------------------------------------------------------------------------------
 def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = None) -> gr.Blocks:
     """The UI for a server in `hosting_mode` (default: as the environment says, see hosting.py): the
-    panels laid out (controls beside the live view, files and compare under it), then wired."""
+    panels laid out (the prompt, Generate and the token inspector beside the live view, the model and
+    knobs under them; files and compare under the live view), then wired."""
     own_gradio_temp_dir()  # before any component caches a file: no other app can delete this one's
     mode = hosting_mode or Hosting.from_environment()
     handlers = Handlers(mode)
@@ -302,10 +311,12 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
         gr.Markdown(INTRO)
         if mode.hosted:
             gr.Markdown(hosting.hosted_note(mode.limits), elem_id="dv-hosted-note")
-        with gr.Row():
+        with gr.Row(elem_id="dv-main"):
             with gr.Column(scale=1, min_width=320):
+                ui |= run_panel()
+                ui |= inspector_panel()
                 ui |= controls_panel(mode, initial)
-            with gr.Column(scale=4):
+            with gr.Column(scale=3, min_width=320):
                 ui |= live_panel()
                 with gr.Accordion("Save, load and export", open=False):
                     ui |= files_panel()
@@ -318,23 +329,33 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
 
 
 # ---- the panels: each lays out its components and returns them by name ---------------------------
+def run_panel() -> dict:
+    """What a visitor needs first, above the fold: a demo prompt, the prompt, Generate and Stop, their message."""
+    ui = {"demo_picker": gr.Dropdown(choices=[d.title for d in DEMOS], value=None, label="Demo prompt")}
+    ui["watch_for"] = gr.Markdown()
+    ui["prompt"] = gr.Textbox(label="Prompt", lines=3, value=DEMOS[0].prompt, elem_id="dv-prompt")
+    with gr.Row():
+        # side by side in the narrow column (Gradio's default min width would stack them, pushing the inspector down)
+        ui["generate_btn"] = gr.Button("Generate", variant="primary", elem_id="dv-generate", scale=2, min_width=100)
+        ui["stop_btn"] = gr.Button("Stop", variant="stop", elem_id="dv-stop", scale=1, min_width=80)
+    ui["message"] = gr.Markdown(elem_id="dv-message")
+    return ui
+
+
 def controls_panel(mode: Hosting, initial: ModelChoice) -> dict:
-    """The model and its sampler, the prompt, the knobs, the view's options, Generate and Stop."""
+    """The model and its sampler, the knobs, the view's options."""
     ui = {"model_picker": gr.Dropdown(
         choices=[c.label for c in mode.choices], value=initial.label, label="Model",
         info=("The one model this server runs." if mode.only_listed else "The models this server offers."
               if mode.hosted else "Pick one, or type a hub id or a local folder."),
         allow_custom_value=not mode.closed,
     )}
-    ui["model_info"] = gr.Markdown()
+    ui["model_info"] = gr.Markdown(elem_id="dv-model-info")
     # the second choice: the sampler (with its note); the backend that runs it follows
     knobs = {"sampler": knob_widget(KNOBS["sampler"], mode.limits)}
     ui["sampler_note"] = gr.Markdown(visible=False)
-    ui["demo_picker"] = gr.Dropdown(choices=[d.title for d in DEMOS], value=None, label="Demo prompt")
     with gr.Accordion("What the built-in model knows", open=False, elem_id="dv-builtin-guide"):
         gr.Markdown(guide_markdown())
-    ui["watch_for"] = gr.Markdown()
-    ui["prompt"] = gr.Textbox(label="Prompt", lines=4, value=DEMOS[0].prompt)
     with gr.Accordion("Knobs (defaults: the checkpoint's generation config)", open=False):
         # one widget per knob of the table, shown where the model's sampler reads it (`knob_updates`)
         knobs |= {knob.name: knob_widget(knob, mode.limits) for knob in APP_KNOBS
@@ -343,7 +364,7 @@ def controls_panel(mode: Hosting, initial: ModelChoice) -> dict:
             False, label="Count thought tokens in the commit order",
             info="Off: tau_b, the panel and structure first measure the answer only.",
         )
-    with gr.Accordion("Layers and pins (docs/layers-and-pins.md)", open=False) as ui["pins_box"]:
+    with gr.Accordion("Layers and pins", open=False) as ui["pins_box"]:  # (no file path in a visitor's label)
         # the structured knobs: recorded layers (watching only) and pinned tokens (an intervention)
         knobs |= {knob.name: knob_widget(knob, mode.limits) for knob in APP_KNOBS if knob.form is not None}
     ui["knobs"] = {knob.name: knobs[knob.name] for knob in APP_KNOBS}  # the table's order: the API's parameter order
@@ -351,15 +372,29 @@ def controls_panel(mode: Hosting, initial: ModelChoice) -> dict:
     with gr.Row():
         ui["palette"] = gr.Radio(["standard", "colorblind"], value="standard", label="Palette")
         ui["layout_kind"] = gr.Radio([("Grid", "grid"), ("Text (after the run)", "text")], value="grid", label="Layout")
-    with gr.Row():
-        ui["generate_btn"] = gr.Button("Generate", variant="primary")
-        ui["stop_btn"] = gr.Button("Stop", variant="stop")
-    ui["message"] = gr.Markdown(elem_id="dv-message")
+    return ui
+
+
+def why_panel(why) -> gr.HTML:
+    """A why-view's panel: its hint until there is an answer, or hidden until then (`hide_empty`)."""
+    return gr.HTML("" if why.hide_empty else message_html(why.hint), label=why.label, elem_id=f"dv-{why.panel}",
+                   padding=True, visible=HIDDEN if why.hide_empty else True)
+
+
+def inspector_panel() -> dict:
+    """A clicked token's inspector, beside the canvas; its position goes to the pin row, to pin a text there for the next run."""
+    ui = {"inspector": why_panel(next(why for why in WHY_VIEWS if why.panel == "inspector"))}
+    with gr.Row(elem_id="dv-pin-row"):
+        ui["pin_position"] = gr.Number(None, precision=0, minimum=0, label="Position to pin (first block)",
+                                       scale=1, min_width=140)
+        ui["pin_text"] = gr.Textbox(label="Text to pin there", placeholder="e.g. moon", scale=2, min_width=140, elem_id="dv-pin-text")
+    ui["pin_btn"] = gr.Button("Pin text here", size="sm")
+    ui["pin_note"] = gr.Markdown(PIN_HINT, elem_id="dv-pin-note")
     return ui
 
 
 def live_panel() -> dict:
-    """The live view, the why-views' panels under it, the committed text."""
+    """The live view, the why-views' panels under it (the inspector's is beside it: `inspector_panel`), the committed text."""
     # The live view: canvas, replay slider and commit-order panel, drawn in the browser by
     # visualizer/static/live_view.js from the live log.  gr.HTML runs that code as its `js_on_load` (it
     # defines window.dvLiveView once, then mounts on this element); the template never depends on the
@@ -368,18 +403,8 @@ def live_panel() -> dict:
         [], html_template='<div class="dv-live"></div>', elem_id="dv-live", palette="standard",
         js_on_load=LIVE_VIEW_JS + "\nwindow.dvLiveView.mount(element, props, watch, trigger);",
     )}
-    # the "why" views the live view asks for (full width: the chart's text stays legible)
-    for why in WHY_VIEWS:
-        if why.panel:
-            ui[why.panel] = gr.HTML("" if why.hide_empty else message_html(why.hint), label=why.label,
-                                    elem_id=f"dv-{why.panel}", padding=True, visible=HIDDEN if why.hide_empty else True)
-        if why.panel == "inspector":  # a clicked token's position, to pin a text there for the next run
-            with gr.Row(elem_id="dv-pin-row"):
-                ui["pin_position"] = gr.Number(None, precision=0, minimum=0, label="Position to pin (first block)",
-                                               scale=1, min_width=160)
-                ui["pin_text"] = gr.Textbox(label="Text to pin there", placeholder="e.g. moon", scale=2, elem_id="dv-pin-text")
-                ui["pin_btn"] = gr.Button("Pin text here", scale=1, min_width=140)
-            ui["pin_note"] = gr.Markdown(PIN_HINT, elem_id="dv-pin-note")
+    # the other "why" views the live view asks for (full width: the chart's text stays legible)
+    ui |= {why.panel: why_panel(why) for why in WHY_VIEWS if why.panel and why.panel != "inspector"}
     ui["final_text"] = gr.Textbox(label="Committed text", lines=6, interactive=False, elem_id="dv-final-text")
     return ui
 
@@ -430,7 +455,9 @@ def wire_model_and_run(demo_app: gr.Blocks, ui: dict, handlers: Handlers, mode: 
     demo_app.load(SESSIONS.register, session, None, api_visibility="private", show_progress="hidden", concurrency_limit=None)
     demo_app.unload(SESSIONS.release)
     demo_app.load(**named(handlers.select_model, MODEL_OUTPUTS), inputs=[model_picker, current_model], api_name="load_model")
-    model_picker.change(**named(handlers.select_model, MODEL_OUTPUTS), inputs=[model_picker, current_model], api_visibility="private")
+    # `input`, not `change`: a failed load puts the previous model back in the box, which must not count as the
+    # visitor picking it (that second call cleared the failure's message at once, issue 58)
+    model_picker.input(**named(handlers.select_model, MODEL_OUTPUTS), inputs=[model_picker, current_model], api_visibility="private")
     ui["demo_picker"].change(pick_demo, ui["demo_picker"], [ui["prompt"], ui["watch_for"]], api_visibility="private")
     knobs["sampler"].input(**named(handlers.select_sampler, (*KNOB_OUTPUTS, "message")), inputs=[knobs["sampler"], current_model],
                            api_visibility="private")

@@ -111,11 +111,12 @@
 
       const bar = el("div", "display:flex;align-items:center;gap:10px;margin:8px 0");
       this.slider = el("input", "flex:1");
-      Object.assign(this.slider, { type: "range", min: 0, max: 0, step: 1, value: 0, disabled: true });
+      // counted from 1, as its label, the status line and the captions count frames (issue 58)
+      Object.assign(this.slider, { type: "range", min: 1, max: 1, step: 1, value: 1, disabled: true });
       this.slider.className = "dv-replay";
       this.slider.setAttribute("aria-label", "Replay: frame");
       this.slider.addEventListener("input", () => {
-        const index = Number(this.slider.value);
+        const index = Number(this.slider.value) - 1;
         this.following = index >= this.frames.length - 1;  // back at the end: follow the run again
         this.pace = null;
         this.target = index;
@@ -305,7 +306,7 @@
           kl: m.kl ? decodeEntropy(m.kl) : null, klf: m.klf ? decodeEntropy(m.klf) : null,
         };
         delete m.cells; delete m.argmax; delete m.entropy; delete m.kl; delete m.klf; delete m.tokens;  // kept decoded above
-        this.slider.max = Math.max(this.frames.length - 1, 0);
+        this.slider.max = Math.max(this.frames.length, 1);
         this.slider.disabled = false;
         if (m.kind === "commit" && this.start.layers && !this.end) this.askLater();  // a live run's layer panel, once a block
         if (m.kind === "step" && this.start.layers && !this.end) this.askLayersLive(m.block);
@@ -328,7 +329,7 @@
     // frame to show yet, so nothing of the run before may stay on screen, its status, replay label or charts.
     showWaiting() {
       this.status.textContent = "Waiting for the first step\u2026";
-      this.slider.max = 0; this.slider.value = 0; this.slider.disabled = true;
+      this.slider.max = 1; this.slider.value = 1; this.slider.disabled = true;
       this.sliderLabel.textContent = "Replay: frame \u2013";
       this.tauSvg.replaceChildren(); this.commitSvg.replaceChildren();
       this.heat.getContext("2d").clearRect(0, 0, this.heat.width, this.heat.height);
@@ -353,7 +354,7 @@
       if (m.kind === "step") status += ` · this step took ${Math.round(m.ms)} ms`;
       this.status.textContent = status;
       if (this.end && this.end.error) this.status.textContent += ` · ${this.end.error}`;
-      if (this.following) this.slider.value = index;
+      if (this.following) this.slider.value = index + 1;
       this.sliderLabel.textContent = `Replay: frame ${index + 1}/${this.frames.length}`;
       this.drawPanel(index);
       this.stats.framesShown++;
