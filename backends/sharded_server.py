@@ -31,6 +31,7 @@ from visualizer.records import FINISH_ERROR, RunEnd
 from . import run
 from .base import BackendError, model_error, start_thread
 from .bridge import GenerationCancelled, Stop
+from .known import first_line
 from .process_group import abandon_process
 from .sharded import local_rank, rank
 from .vote_errors import RANKS_DISAGREE, FailedInStep, RanksDisagree
@@ -427,5 +428,6 @@ def _leave(signum, frame) -> None:
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0][:200]}" if text else type(exc).__name__
+    """The exception's type and its first line (`known.first_line`), for a rank's one-line farewell."""
+    text = first_line(exc)[:200]
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

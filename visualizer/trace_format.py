@@ -95,6 +95,7 @@ from .records import (
     frozen_matrix,
 )
 from .interventions import parse_branch
+from .knobs import is_int
 from .samplers import SAMPLER_ENTROPY_BOUND, AcceptRule
 from .settings import GenerationSettings
 from .trace_upgrade import upgrade
@@ -253,7 +254,7 @@ def parse_trace(data) -> TraceParts:
     if data.get("format") != TRACE_FORMAT:
         raise TraceError(f'not a trace file: "format" must be "{TRACE_FORMAT}"')
     version = data.get("version")
-    if not _is_int(version):
+    if not is_int(version):
         raise TraceError('"version" must be an integer')
     if version > TRACE_VERSION:
         raise TraceError(f"trace version {version} was written by a newer tool; this one reads up to {TRACE_VERSION}")
@@ -345,7 +346,7 @@ def _parse_pins(raw, canvas: int, vocab: int) -> tuple:
         raise TraceError(f'"pins" must be a list of at most {canvas} [position, id] pairs')
     pairs = []
     for pair in raw:
-        if not (isinstance(pair, list) and len(pair) == 2 and all(_is_int(v) for v in pair)):
+        if not (isinstance(pair, list) and len(pair) == 2 and all(is_int(v) for v in pair)):
             raise TraceError('"pins" must hold [position, id] pairs of integers')
         if not 0 <= pair[0] < canvas or not 0 <= pair[1] < vocab:
             raise TraceError(f"pin {pair} must have a position from 0 to {canvas - 1} and an id below {vocab}")
@@ -454,14 +455,14 @@ def _parse_model(raw: dict) -> ModelInfo:
             continue
         values[name] = _get(raw, name, kind, "model")
     pad = raw.get("pad_token_id")
-    if pad is not None and not _is_int(pad):
+    if pad is not None and not is_int(pad):
         raise TraceError("model.pad_token_id must be an integer or null")
     if not 1 <= values["canvas_length"] <= MAX_CANVAS_LENGTH:
         raise TraceError(f"model.canvas_length must be from 1 to {MAX_CANVAS_LENGTH}")
     if not 1 <= values["vocab_size"] <= MAX_VOCAB_SIZE:
         raise TraceError(f"model.vocab_size must be from 1 to {MAX_VOCAB_SIZE}")
     eos = values["eos_token_ids"]
-    if len(eos) > 64 or not all(_is_int(t) and 0 <= t < values["vocab_size"] for t in eos):
+    if len(eos) > 64 or not all(is_int(t) and 0 <= t < values["vocab_size"] for t in eos):
         raise TraceError("model.eos_token_ids must be token ids inside the vocabulary")
     if pad is not None and not 0 <= pad < values["vocab_size"]:
         raise TraceError("model.pad_token_id must be inside the vocabulary")
@@ -536,7 +537,7 @@ def _parse_candidates(raw: dict, where: str, canvas: int, vocab: int, topk: int)
         if len(rows) != canvas or not all(isinstance(row, list) and len(row) == topk for row in rows):
             raise TraceError(f"{where}.{name} must be {canvas} lists of {topk} values")
     flat_ids = [v for row in ids for v in row]
-    if not all(_is_int(v) and 0 <= v < vocab for v in flat_ids):
+    if not all(is_int(v) and 0 <= v < vocab for v in flat_ids):
         raise TraceError(f"{where}.topk_ids must hold token ids from 0 to {vocab - 1}")
     flat_probs = [v for row in probs for v in row]
     if not all(_is_number(v) for v in flat_probs):
@@ -587,7 +588,7 @@ def _parse_lens(raw: dict, where: str, steps_used: int, layers: int, canvas: int
             if parts[name].size and not (np.all(np.isfinite(parts[name])) and 0 <= parts[name].min() <= parts[name].max() <= 1):
                 raise TraceError(f"{where}.lens_top_probs must be probabilities from 0 to 1")
         else:  # a token id, or a rank among the vocabulary's ids
-            if not all(_is_int(v) and 0 <= v < vocab for v in flat):
+            if not all(is_int(v) and 0 <= v < vocab for v in flat):
                 raise TraceError(f"{where}.{name} must hold values from 0 to {vocab - 1}")
             parts[name] = frozen_cube(flat, LENS_DTYPES[name], (layers, canvas))
     return parts
@@ -600,7 +601,7 @@ def _parse_block(raw, i: int, canvas: int, vocab: int, model: ModelInfo, layers:
     _no_unknown(raw, BLOCK_FIELDS, where)
     tokens = _id_array(_get(raw, "tokens", list, where), vocab, f"{where}.tokens", BLOCK_DTYPES["tokens"], exact_len=canvas)
     eos = raw.get("eos_position")
-    if eos is not None and not (_is_int(eos) and 0 <= eos < canvas):
+    if eos is not None and not (is_int(eos) and 0 <= eos < canvas):
         raise TraceError(f"{where}.eos_position must be null or a position in 0..{canvas - 1}")
     is_eos = np.isin(tokens, model.eos_token_ids)
     first = int(np.argmax(is_eos)) if is_eos.any() else None
@@ -676,10 +677,6 @@ def _check_order(trace: TraceParts) -> None:
 
 
 # ---- small parsing helpers ----------------------------------------------------------------
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
 def _is_number(v) -> bool:
     """An int or float that converts to a float (a JSON integer of hundreds of digits does not)."""
     if not isinstance(v, (int, float)) or isinstance(v, bool):
@@ -714,6 +711,6 @@ def _id_array(values: list, vocab: int, where: str, dtype, exact_len: int | None
         raise TraceError(f"{where} must hold {exact_len} token ids (got {len(values)})")
     if max_len is not None and len(values) > max_len:
         raise TraceError(f"{where} holds more than {max_len} ids")
-    if not all(_is_int(v) and 0 <= v < vocab for v in values):
+    if not all(is_int(v) and 0 <= v < vocab for v in values):
         raise TraceError(f"{where} must hold token ids from 0 to {vocab - 1}")
     return frozen_array(values, dtype)
