@@ -308,11 +308,30 @@ def test_block_position_details_before_the_block_starts():
 # ---- command line --------------------------------------------------------------------------------
 def test_metrics_command_prints_json_through_the_entry_point(tmp_path):
     path = remask_trace().save(tmp_path / "run.json")
-    out = cli("metrics", path)
+    out = cli("metrics", path, "--json")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["blocks"][0]["commit_step"] == [0, 1, 1, 2, 3, 4]
     assert data["blocks"][0]["bin_tau_b"]["8"] is None
+
+
+def test_metrics_command_prints_a_summary_counting_blocks_and_steps_from_1(tmp_path, capsys):
+    trace = remask_trace()
+    path = trace.save(tmp_path / "run.json")
+    assert main(["metrics", str(path)]) == 0
+    out = capsys.readouterr().out
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(out)  # a person's lines, not JSON
+    data = json.loads(_metrics_json(path, capsys))
+    block = data["blocks"][0]
+    assert f"block 1: {block['steps_used']} of {block['step_budget']} steps" in out and "block 0" not in out
+    assert f"tau_b {block['tau_b']:.3g}" in out and f"{data['remask_events']} re-masks" in out
+    assert out.rstrip().endswith("--json")
+
+
+def _metrics_json(path, capsys) -> str:
+    assert main(["metrics", str(path), "--json"]) == 0
+    return capsys.readouterr().out
 
 
 def test_metrics_command_can_leave_out_positions(tmp_path, capsys):
