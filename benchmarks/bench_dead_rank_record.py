@@ -15,12 +15,18 @@ SIGTERM lost the trace (docs/sharded.md).
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
+import pty
+import re
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
+import threading
 import time
 from pathlib import Path
 
@@ -50,6 +56,18 @@ def _descends(pid: int, ancestor: int) -> bool:
     return False
 
 
+def _read_all(fd: int, chunks: list) -> None:
+    """Everything written to the pty's other side, until it closes."""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # the command's side closed (EIO)
+            return
+        if not chunk:
+            return
+        chunks.append(chunk)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--device", default=None, help="cuda or cpu (default: cuda when available)")
@@ -60,31 +78,41 @@ def main(argv=None) -> int:
     device = ["--device", args.device] if args.device else []
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     env = dict(os.environ, PYTHONPATH=path, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
-    with log_path.open("w") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "visualizer",
-             "record", "--parallel", "expert", "--demo", "story", "--seed", "1", "--max-new-tokens", "1024",
-             "--steps", "64", "--entropy-bound", "0.0001", *device, "--out", str(out)],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            while f"step {args.kill_at}:" not in log_path.read_text(errors="replace"):
-                if proc.poll() is not None:
-                    print(log_path.read_text()[-3000:], file=sys.stderr)
-                    return 1
-                time.sleep(0.02)
-            killed = time.monotonic()
-            os.kill(rank_pid(proc.pid, 1), signal.SIGKILL)
-            written = None
-            while proc.poll() is None:
-                if written is None and out.exists():
-                    written = time.monotonic()
-                time.sleep(0.02)
-            ended = time.monotonic()
+    # The command writes to a terminal (a pty), so its progress is the per-step bar ("5/64"); piped, it says only
+    # each block's end. What it writes is read on a thread and kept in the log file.
+    screen, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))  # a width for the bar
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "visualizer",
+         "record", "--parallel", "expert", "--demo", "story", "--seed", "1", "--max-new-tokens", "1024",
+         "--steps", "64", "--entropy-bound", "0.0001", *device, "--out", str(out)],
+        cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=terminal, stderr=terminal)
+    os.close(terminal)
+    chunks: list[bytes] = []
+    reader = threading.Thread(target=_read_all, args=(screen, chunks), daemon=True)
+    reader.start()
+    try:
+        while not any(int(n) >= args.kill_at for n in re.findall(rb"\b(\d+)/64\b", b"".join(chunks))):
+            if proc.poll() is not None:
+                print(b"".join(chunks).decode(errors="replace")[-3000:], file=sys.stderr)
+                return 1
+            time.sleep(0.02)
+        killed = time.monotonic()
+        os.kill(rank_pid(proc.pid, 1), signal.SIGKILL)
+        written = None
+        while proc.poll() is None:
             if written is None and out.exists():
-                written = ended
-        finally:
-            if proc.poll() is None:
-                proc.kill()
+                written = time.monotonic()
+            time.sleep(0.02)
+        ended = time.monotonic()
+        if written is None and out.exists():
+            written = ended
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        reader.join(timeout=10)
+        os.close(screen)
+        log_path.write_bytes(b"".join(chunks))
     said = log_path.read_text(errors="replace")
     row = {"device": args.device or "default", "kill_after_step": args.kill_at, "torchrun_status": proc.returncode,
            "trace_written_after_kill_s": None if written is None else round(written - killed, 2),

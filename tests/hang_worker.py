@@ -11,6 +11,7 @@ The test then sends rank 0 torchrun's SIGTERM.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -27,7 +28,10 @@ if rank() == 1:
         steps.append(1)
         if len(steps) == 4:
             time.sleep(3600)
-        return real_step(self, *args, **kwargs)
+        out = real_step(self, *args, **kwargs)
+        # the test's cue (the record's own progress says only each block's end when piped)
+        print(f"step {len(steps)}: done on rank {os.environ.get('RANK')}", file=sys.stderr, flush=True)
+        return out
 
     DiffusionGemmaForBlockDiffusion._denoising_step = silent_from_the_fourth_step
 

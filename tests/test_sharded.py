@@ -20,7 +20,7 @@ import pytest
 from backends import BUILTIN_MODEL_DIR, BackendError, load_backend
 from backends.sharded import REPLICATED, TEXT_MODELS, check_fits, compile_alike, plans
 from tests.command_line import cli
-from tests.torchrun import rank_pid, single_host, worker_env, worker_module
+from tests.torchrun import MID_RUN_BAR, Screen, rank_pid, single_host, terminal_pair, worker_env, worker_module
 from visualizer.trace import Trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -164,26 +164,30 @@ def test_followers_serve_requests_in_lockstep_through_a_stop_a_recording_error_a
 def test_record_takes_torchruns_sigterm_as_a_stop_and_keeps_its_steps(tmp_path):
     """torchrun answers a dead rank with SIGTERM to the others. Rank 0's record takes it as a stop and
     writes what it recorded (it used to die of the signal with nothing written). Sent here to rank 0
-    while rank 1 lives, so the order is fixed: when a rank really dies, gloo may end the run first."""
+    while rank 1 lives, so the order is fixed: when a rank really dies, gloo may end the run first.
+    The command's output is a terminal (a pty), so its progress is the per-step bar, which says when
+    the third step is in (piped, it says only each block's end, and the story's one block is the run)."""
     out = tmp_path / "run.json"
-    log = (tmp_path / "stderr").open("w")
+    screen, terminal = terminal_pair()
     proc = subprocess.Popen(
         [*single_host(2), "-m", "visualizer", "record", "--parallel", "expert", "--model", str(BUILTIN_MODEL_DIR), "--demo", "story",
          "--seed", "3", "--max-new-tokens", "768", "--steps", "48", "--out", str(out)],
-        cwd=ROOT, env=worker_env(), stdout=log, stderr=subprocess.STDOUT,
+        cwd=ROOT, env=worker_env(), stdin=subprocess.DEVNULL, stdout=terminal, stderr=terminal,
     )
+    os.close(terminal)
+    said = Screen(screen)
     try:
         deadline = time.monotonic() + 120
-        while "step 3:" not in (tmp_path / "stderr").read_text():
-            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "stderr").read_text()[-3000:]
+        while not MID_RUN_BAR.search(said.text()):
+            assert proc.poll() is None and time.monotonic() < deadline, said.text()[-3000:]
             time.sleep(0.05)
         os.kill(rank_pid(proc.pid, 0), signal.SIGTERM)
         proc.wait(timeout=60)  # no rank hangs
     finally:
         if proc.poll() is None:
             proc.kill()
-        log.close()
-    said = (tmp_path / "stderr").read_text()
-    assert "torchrun ended the job" in said and "wrote " in said
+        said.close()
+    assert "torchrun ended the job" in said.text() and "wrote " in said.text()
     recorded = Trace.load(out)
     assert 3 <= len(recorded.steps) < 48 and recorded.end.finish_reason == "cancelled"
+

@@ -20,7 +20,7 @@ import pytest
 
 from backends import BUILTIN_MODEL_DIR, Stop, process_group
 from backends.bridge import ABANDON_GRACE_S
-from tests.torchrun import ROOT, rank_pid, single_host, worker_env, worker_module
+from tests.torchrun import MID_RUN_BAR, rank_pid, ROOT, Screen, single_host, terminal_pair, worker_env, worker_module
 from visualizer.trace import Trace
 
 GROUP_IN_A_CYCLE = """
@@ -103,25 +103,29 @@ def test_a_stop_that_is_not_abandoned_waits_for_the_model(monkeypatch):
 def test_a_finished_record_exits_0_after_a_restart_with_no_thread_left(tmp_path):
     """rank 1 killed mid-run: torchrun restarts both workers, the second attempt records the whole run,
     and both ranks end with nothing running but their main thread."""
-    out, reports, log_path = tmp_path / "run.json", tmp_path / "exit", tmp_path / "torchrun.log"
+    out, reports = tmp_path / "run.json", tmp_path / "exit"
     reports.mkdir()
-    with log_path.open("w") as log:
-        proc = subprocess.Popen(
-            [*single_host(2, "--max-restarts", "1"), "-m", "visualizer", "record", "--parallel", "expert",
-             "--model", str(BUILTIN_MODEL_DIR), "--demo", "story", "--seed", "3", "--max-new-tokens", "256",
-             "--steps", "48", "--out", str(out)],
-            cwd=ROOT, env=worker_env(VISUALIZER_TEST_EXIT_REPORT=str(reports)), stdout=log, stderr=subprocess.STDOUT)
-        try:
-            deadline = time.monotonic() + 180
-            while "step 3:" not in log_path.read_text():
-                assert proc.poll() is None and time.monotonic() < deadline, log_path.read_text()[-3000:]
-                time.sleep(0.05)
-            os.kill(rank_pid(proc.pid, 1), signal.SIGKILL)
-            assert proc.wait(timeout=300) == 0, log_path.read_text()[-3000:]
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-    said = log_path.read_text()
+    screen, terminal = terminal_pair()  # a terminal: the record's progress is the per-step bar
+    proc = subprocess.Popen(
+        [*single_host(2, "--max-restarts", "1"), "-m", "visualizer", "record", "--parallel", "expert",
+         "--model", str(BUILTIN_MODEL_DIR), "--demo", "story", "--seed", "3", "--max-new-tokens", "256",
+         "--steps", "48", "--out", str(out)],
+        cwd=ROOT, env=worker_env(VISUALIZER_TEST_EXIT_REPORT=str(reports)), stdin=subprocess.DEVNULL,
+        stdout=terminal, stderr=terminal)
+    os.close(terminal)
+    log = Screen(screen)
+    try:
+        deadline = time.monotonic() + 180
+        while not MID_RUN_BAR.search(log.text()):
+            assert proc.poll() is None and time.monotonic() < deadline, log.text()[-3000:]
+            time.sleep(0.05)
+        os.kill(rank_pid(proc.pid, 1), signal.SIGKILL)
+        assert proc.wait(timeout=300) == 0, log.text()[-3000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        log.close()
+    said = log.text()
     assert "terminate called" not in said and "local_rank: 1" in said  # torchrun saw rank 1 killed, and restarted
     recorded = Trace.load(out)
     assert recorded.end.finish_reason in ("eos", "length") and len(recorded.steps) > 3

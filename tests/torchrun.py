@@ -11,8 +11,10 @@ test of several "hosts" needs a port named in advance (`free_port`, its own rend
 from __future__ import annotations
 
 import os
+import re
 import socket
 import sys
+import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,3 +61,46 @@ def rank_pid(launcher_pid: int, rank: int) -> int | None:
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     return None
+
+
+# ---- a command's terminal: its progress is then the per-step bar (piped, it is a line per block) ----
+# The bar of a 48-step block at step 3 to 47 ("3/48"): a run is under way and its block not yet over.
+MID_RUN_BAR = re.compile(r"\b([3-9]|[1-3]\d|4[0-7])/48\b")
+
+
+def terminal_pair() -> tuple[int, int]:
+    """A pseudo-terminal 160 columns wide: (the side the test reads, the side the command writes to)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    screen, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))
+    return screen, terminal
+
+
+class Screen:
+    """What a command wrote to its terminal, read on a thread so the command never blocks on a full pty."""
+
+    def __init__(self, fd: int):
+        self.fd, self.chunks = fd, []
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.fd, 65536)
+            except OSError:  # the command's side closed (EIO)
+                return
+            if not chunk:
+                return
+            self.chunks.append(chunk)
+
+    def text(self) -> str:
+        return b"".join(self.chunks).decode("utf-8", "replace")
+
+    def close(self) -> None:
+        self.thread.join(timeout=10)
+        os.close(self.fd)
