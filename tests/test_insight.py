@@ -12,7 +12,6 @@ import pytest
 from PIL import Image
 from scipy.stats import kendalltau
 
-from webapp import views
 from tests.trace_factory import trace_from_masks, trace_from_text
 from visualizer.accept_budget import BudgetError, ConfidenceBudget, EntropyBudget, accept_budget, budget_sentence
 from visualizer.alternatives import AlternativesError, alternatives_html, alternatives_text, position_alternatives
@@ -27,7 +26,8 @@ from visualizer.render_image import render_frame_image
 from visualizer.settings import CONFIDENCE_THRESHOLD
 from visualizer.states import frame_refs, frame_state
 from visualizer.readout import readout_rows
-from visualizer.thinking import CHANNEL_CLOSE, CHANNEL_OPEN, block_thought_row, run_thought_mask, thought_mask, thoughts_and_answer
+from visualizer.thinking import (CHANNEL_CLOSE, CHANNEL_OPEN, block_thought_row, committed_text, run_thought_mask, thought_mask,
+                                 thoughts_and_answer)
 from visualizer.trace import Trace
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -168,9 +168,9 @@ def test_thought_tokens_are_found_from_the_channel_markers():
 def test_the_committed_text_is_split_into_thoughts_and_answer():
     trace = trace_from_text([THINKING[:7], THINKING[7:]], [[0, 0, 0, 0, 1, 0, 1], [0, 0, 1, 1]])  # answer across blocks
     assert thoughts_and_answer(trace) == ("plan it", "Ocean\nCalm")
-    assert views.committed_text(trace) == "[thinking channel]\nplan it\n\n[answer]\nOcean\nCalm"
+    assert committed_text(trace) == "[thinking channel]\nplan it\n\n[answer]\nOcean\nCalm"
     plain = trace_from_text([["O", "cean"]], [[0, 1]])
-    assert thoughts_and_answer(plain) is None and views.committed_text(plain) == plain.end.text
+    assert thoughts_and_answer(plain) is None and committed_text(plain) == plain.end.text
 
 
 @pytest.mark.parametrize("palette", [STANDARD, COLORBLIND], ids=["standard", "colorblind"])

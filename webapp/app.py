@@ -59,7 +59,7 @@ CSS = """
 .dv-frame { max-height: 72vh; overflow: auto; }
 #dv-message p { color: #f87171; font-weight: 600; }
 #dv-inspector svg { max-width: 100%; height: auto; }
-#dv-inspector { overflow-x: auto; }
+#dv-inspector { overflow: auto; max-height: 40vh; }  /* a long answer (lens grid, trajectory) scrolls in place, beside the canvas */
 @media (max-width: 720px) {  /* a phone: the two columns' parts in one, the live view first, then the prompt and Generate */
   #dv-main { flex-direction: column; }
   #dv-main > .column { display: contents; }
