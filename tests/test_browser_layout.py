@@ -8,7 +8,8 @@ import pytest
 
 from tests.browser import CHROMIUM, app_in_chromium, press_generate, wait_for_run_end
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")
+pytestmark = [pytest.mark.browser, pytest.mark.app,
+              pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")]
 
 SIZES = ((1400, 1000), (1280, 800))
 # each part's box on screen, [left, top, right, bottom] in CSS pixels; None where the page has no such part

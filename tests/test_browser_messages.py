@@ -7,7 +7,8 @@ import pytest
 
 from tests.browser import CHROMIUM, app_in_chromium, wait_for_text
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")
+pytestmark = [pytest.mark.browser, pytest.mark.app,
+              pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")]
 
 
 def test_a_failed_model_load_keeps_its_message_until_the_visitor_acts(no_eos_model_dir):
