@@ -36,6 +36,18 @@ from .base import BackendError
 
 TEXT_KINDS = ("set", "forbid", "nudge")  # the kinds whose text the tokenizer turns into ids
 ONE_TOKEN_KINDS = ("forbid", "nudge")  # a token's probability: the text must be one token
+# Why a backend that declares no interventions has none, for its one-line refusal. Diffusers' samplers
+# could be forked (its capture already holds pins through the scheduler's step and the callback's canvas),
+# but only from step 0 of the first block: no fork path is built there yet.
+NOT_FORKED = {
+    "diffusers": "its capture holds pins from the first step only; interventions from a later step are not built there yet",
+    "mlx": "its capture applies no edits to a run, not even pins",
+}
+
+
+def no_fork_reason(name: str) -> str:
+    """Why the backend `name` cannot fork, for its one-line refusal."""
+    return NOT_FORKED.get(name, "it declares no interventions")
 
 
 @dataclass(frozen=True)
@@ -161,7 +173,7 @@ def resolve_plan(backend, parent: Trace, block: int, step: int, interventions: t
     """The plan of a fork, every check done before anything runs (BackendError with one line)."""
     kinds = backend.capabilities.interventions
     if not kinds:
-        raise BackendError(f"the {backend.name} backend cannot fork a run: it declares no interventions")
+        raise BackendError(f"the {backend.name} backend cannot fork a run: {no_fork_reason(backend.name)}")
     missing = [iv.kind for iv in interventions if iv.kind not in kinds]
     if missing:
         raise BackendError(f"the {backend.name} backend cannot apply {missing[0]}: it applies {', '.join(sorted(kinds))}")

@@ -81,7 +81,9 @@ def run_fork(args) -> int:
         raise CliError(f"unknown backend {kind!r}: use one of {', '.join(BACKENDS)}")
     if not _forks(entry):
         forks = [name for name, e in BACKENDS.items() if _forks(e)]
-        raise CliError(f"the {kind} backend cannot fork a run; forks run on: {', '.join(forks)}")
+        from backends.interventions import no_fork_reason
+
+        raise CliError(f"the {kind} backend cannot fork a run ({no_fork_reason(kind)}); forks run on: {', '.join(forks)}")
     try:
         at = locate_step(parent, name)
     except StepNameError as exc:
