@@ -55,7 +55,7 @@ from visualizer.records import LENS_FIELDS
 from .base import BackendError
 from .bridge import GenerationCancelled
 from .captured import CapturedBlock, CapturedStep
-from .interventions import Editor
+from .interventions import Editor, PinTable
 from .layer_capture import LayerTaps, block_lens, guard_hooks, layer_rms, no_taps
 from .logit_summary import LogitSummary, shift_nats, summarize_logits
 from .vote_errors import FailedInStep
@@ -101,22 +101,13 @@ class _PinProcessor:
     logits pass unchanged; a run without pins never installs it."""
 
     def __init__(self, pins: tuple[tuple[int, int], ...], state: dict):
-        self.positions = [p for p, _ in pins]
-        self.ids = [t for _, t in pins]
+        self.table = PinTable(pins)  # shared with a fork's `set`
         self.state = state
-        self._rows = None  # (pins, vocab): 0 at the pinned token, -inf elsewhere
 
     def __call__(self, input_ids, scores, cur_step):
         if self.state["block"] != 0:
             return scores
-        if self._rows is None or self._rows.device != scores.device or self._rows.dtype != scores.dtype:
-            rows = torch.full((len(self.ids), scores.shape[-1]), float("-inf"), dtype=scores.dtype, device=scores.device)
-            rows[torch.arange(len(self.ids)), torch.tensor(self.ids)] = 0.0
-            self._rows = rows
-            self._where = torch.tensor(self.positions, device=scores.device)
-        pinned = scores.clone()  # out of place: the model's own tensor is never written
-        pinned[:, self._where] = self._rows
-        return pinned
+        return self.table.apply(scores)
 
 
 def _accepting_sampler(sampler):
@@ -214,9 +205,9 @@ class _StepRecorder:
         canvas, *rest = self.originals["_prepare_denoiser_inputs"](*args, **kwargs)
         pinner = self.pinner
         if pinner is not None and state["block"] == 0:  # on the canvas before the first step (after its random draw)
-            where = torch.tensor(pinner.positions, device=canvas.device)
+            where = torch.tensor(pinner.table.positions, device=canvas.device)
             canvas = canvas.clone()
-            canvas[:, where] = torch.tensor(pinner.ids, device=canvas.device, dtype=canvas.dtype)
+            canvas[:, where] = torch.tensor(pinner.table.ids, device=canvas.device, dtype=canvas.dtype)
         return (canvas, *rest)
 
     def _denoising_step(self, *args, **kwargs):

@@ -50,6 +50,27 @@ def no_fork_reason(name: str) -> str:
     return NOT_FORKED.get(name, "it declares no interventions")
 
 
+class PinTable:
+    """Tokens held at positions, as one table: at each position every logit but its token's becomes -inf, so the
+    stock sampler samples it (probability 1), takes it as the argmax and accepts it. The pins (`capture._PinProcessor`)
+    and a fork's `set` share it; built once for the scores' device and dtype, applied out of place."""
+
+    def __init__(self, held):
+        self.positions = [p for p, _ in held]
+        self.ids = [t for _, t in held]
+        self._rows = None  # (held, vocab): 0 at the held token, -inf elsewhere
+
+    def apply(self, scores):
+        if self._rows is None or self._rows.device != scores.device or self._rows.dtype != scores.dtype:
+            rows = torch.full((len(self.ids), scores.shape[-1]), float("-inf"), dtype=scores.dtype, device=scores.device)
+            rows[torch.arange(len(self.ids)), torch.tensor(self.ids)] = 0.0
+            self._rows = rows
+            self._where = torch.tensor(self.positions, device=scores.device)
+        held = scores.clone()  # out of place: the model's own tensor is never written
+        held[:, self._where] = self._rows
+        return held
+
+
 @dataclass(frozen=True)
 class ForkPlan:
     """A fork as the capture applies it: the fork point counted from 0, the interventions and their ids."""
@@ -72,6 +93,8 @@ class Editor:
         self.knobs_applied = False
         self.held = [(iv.position + i, t) for iv, ids in zip(plan.interventions, plan.ids) if iv.kind == "set"
                      for i, t in enumerate(ids)]
+        # one token a position, the last set's where two overlap (as applying them in the order given does)
+        self.held_table = PinTable(dict(self.held).items()) if self.held else None
         self.forbidden = [(iv.position, ids[0]) for iv, ids in zip(plan.interventions, plan.ids) if iv.kind == "forbid"]
         self.nudges = [(iv.position, ids[0], iv.amount) for iv, ids in zip(plan.interventions, plan.ids) if iv.kind == "nudge"]
         self.topk = min((iv.k for iv in plan.interventions if iv.kind == "topk"), default=None)
@@ -102,10 +125,7 @@ class Editor:
         """set and forbid, on the processed logits every later part of the step reads; out of place."""
         if not self.in_fork_block() or not (self.held or self.forbidden):
             return scores
-        edited = scores.clone()
-        for position, token in self.held:
-            edited[:, position, :] = float("-inf")
-            edited[:, position, token] = 0.0
+        edited = self.held_table.apply(scores) if self.held_table else scores.clone()
         for position, token in self.forbidden:
             edited[:, position, token] = float("-inf")
         return edited
