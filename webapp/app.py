@@ -469,6 +469,9 @@ def wire_model_and_run(demo_app: gr.Blocks, ui: dict, handlers: Handlers, mode: 
     # (first the live view stops asking about the run on screen: an ask sent after the click would answer over a hint)
     hints = f"() => {{ window.dvLiveView && window.dvLiveView.runComing(); return {json.dumps([message_html(why.hint) for why in panels])}; }}"
     hidden = [ui[why.panel] for why in WHY_VIEWS if why.hide_empty]  # shown again once the new run has something
+    # a message belongs to the action that caused it: the next run, upload or prompt edit clears it (in the browser)
+    for clears in (ui["generate_btn"].click, ui["trace_upload"].change, ui["prompt"].input):
+        clears(None, None, ui["message"], js="() => ''", api_visibility="private")
     for starts in (ui["generate_btn"].click, ui["trace_upload"].change):
         starts(None, None, [ui[why.panel] for why in panels], js=hints)
         starts(lambda: {panel: gr.HTML(visible=HIDDEN) for panel in hidden}, None, hidden, api_visibility="private",

@@ -106,7 +106,8 @@ class Limits:
 
     def prompt_problem(self, prompt) -> str | None:
         if self.max_prompt_chars is not None and isinstance(prompt, str) and len(prompt) > self.max_prompt_chars:
-            return f"This server takes prompts of up to {self.max_prompt_chars:,} characters (this one has {len(prompt):,})."
+            return (f"This server takes prompts of up to {self.max_prompt_chars:,} characters (this one has {len(prompt):,}); "
+                    "a prompt must also fit the model's context in tokens.")
         return None
 
     def export_problem(self, trace: Trace, blocks: tuple[int, ...] | None) -> str | None:
