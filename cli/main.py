@@ -64,8 +64,12 @@ def main(argv=None) -> int:
                            f"(under torchrun, {said})")
         return args.run(args)
     except CliError as exc:
-        if not is_follower():  # under torchrun every rank meets the same error: rank 0 alone says it
-            print(f"error: {exc}", file=sys.stderr)
+        # Under torchrun every rank meets the same error: rank 0 alone says it and carries the status. A follower
+        # leaves with 0: torchrun's agent ends every sibling as soon as one rank fails, so a follower failing first
+        # (it has nothing to print) could end rank 0 before its line is written (seen under load).
+        if is_follower():
+            return 0
+        print(f"error: {exc}", file=sys.stderr, flush=True)
         return 2
 
 
