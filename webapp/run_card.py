@@ -23,7 +23,7 @@ def changed_knobs(settings: dict) -> dict:
     changed = {}
     for name, value in settings.items():
         knob = KNOBS.get(name)
-        if knob is None or value is None or value in ((), []) or value == knob.field_default:
+        if knob is None or not knob.in_app or value is None or value in ((), []) or value == knob.field_default:
             continue
         if knob.shown_default is not None and value == knob.shown_default:
             continue
@@ -44,7 +44,7 @@ def run_card_html(prompt: str, model: str, settings: dict, *, steps: int | None 
     knobs = ", ".join(f"{KNOBS[name].label} {_plain(value)}" for name, value in changed_knobs(settings).items()
                       if name not in SHOWN_APART)
     rows = [f'<div class="dv-card-prompt" title="{esc(prompt, quote=True)}"><b>{esc(short)}</b></div>',
-            f"<div>model {esc(model)} · sampler {esc(str(sampler))} · seed {esc(str(settings.get('seed', 0)))}</div>"]
+            f"<div>model {esc(model)} · sampler {esc(str(sampler))} · seed {esc(str(settings.get('seed') or 0))}</div>"]
     if knobs:
         rows.append(f"<div>knobs changed: {esc(knobs)}</div>")
     if steps is not None:
