@@ -38,6 +38,7 @@ from .compare_runs import PIN_OUTPUTS, export_compare, pin_run, show_compare
 from .gradio_temp import own_gradio_temp_dir
 from .hosting import Hosting, generate_validator
 from .knob_widgets import APP_KNOBS, KNOB_OUTPUTS, knob_updates, knob_widget, settings_from_widgets, whole_number
+from .run_card import cli_line, client_call, run_card_html, trace_card
 from .sessions import RunSession, SessionRegistry
 from .views import end_message, model_info_markdown, render_view
 from .why_views import DROP_STALE_JS, HIDDEN, PIN_HINT, WHY_VIEWS, add_pin, event_view, message_html, picked_position
@@ -293,6 +294,33 @@ def load_trace_file(path, session: RunSession, request: gr.Request) -> dict:
     return {"live": replay_value(trace, run=session.run_id), "final_text": committed_text(trace), "message": "", "session": session}
 
 
+AFTER_LOAD_OUTPUTS = ("run_card", "reproduce", "prompt", "demo_picker", "watch_for", "preview", "downloads",
+                      "pin_note", "compare_canvas", "compare_note")
+
+
+def after_load(session: RunSession) -> dict:
+    """What belonged to the last run goes (preview, downloads, panes, pin note); the loaded run's card,
+    its reproduce lines and its prompt come in its place (issue 58)."""
+    trace = session.trace
+    if trace is None or session.running:
+        return {}
+    settings = trace.settings.to_dict()
+    reproduce = f"{cli_line(trace.prompt, trace.model.source, settings)}\n\n{client_call(trace.prompt, trace.model.name, settings)}"
+    return {"run_card": trace_card(trace), "reproduce": reproduce, "prompt": trace.prompt, "demo_picker": None,
+            "watch_for": "", "preview": None, "downloads": None, "pin_note": PIN_HINT, "compare_canvas": "", "compare_note": ""}
+
+
+def asked_card(prompt, model, *values) -> str:
+    """The live run's card when Generate is pressed, from what was asked (the widgets, in the knob table's order)."""
+    settings = {}
+    for knob, value in zip(APP_KNOBS, values):
+        try:
+            settings[knob.name] = knob.form.parse(value or "") if knob.form is not None else value
+        except ValueError:
+            settings[knob.name] = None  # the run itself says what is wrong with it
+    return run_card_html(prompt or "", model or "", settings)
+
+
 # ---- the UI --------------------------------------------------------------------------------------
 def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = None) -> gr.Blocks:
     """The UI for a server in `hosting_mode` (default: as the environment says, see hosting.py): the
@@ -399,13 +427,17 @@ def live_panel() -> dict:
     # visualizer/static/live_view.js from the live log.  gr.HTML runs that code as its `js_on_load` (it
     # defines window.dvLiveView once, then mounts on this element); the template never depends on the
     # value, so Gradio never re-renders it and the script owns the DOM inside.
-    ui = {"live": gr.HTML(
+    ui = {"run_card": gr.HTML("", elem_id="dv-run-card")}
+    ui["live"] = gr.HTML(
         [], html_template='<div class="dv-live"></div>', elem_id="dv-live", palette="standard",
         js_on_load=LIVE_VIEW_JS + "\nwindow.dvLiveView.mount(element, props, watch, trigger);",
-    )}
+    )
     # the other "why" views the live view asks for (full width: the chart's text stays legible)
     ui |= {why.panel: why_panel(why) for why in WHY_VIEWS if why.panel and why.panel != "inspector"}
-    ui["final_text"] = gr.Textbox(label="Committed text", lines=6, interactive=False, elem_id="dv-final-text")
+    ui["final_text"] = gr.Textbox(label="Committed text", lines=6, interactive=False, elem_id="dv-final-text",
+                                  buttons=["copy"])
+    with gr.Accordion("Reproduce this run", open=False, elem_id="dv-reproduce-box"):
+        ui["reproduce"] = gr.Code(language="python", label="The CLI line and the gradio_client call", elem_id="dv-reproduce")
     return ui
 
 
@@ -476,6 +508,8 @@ def wire_model_and_run(demo_app: gr.Blocks, ui: dict, handlers: Handlers, mode: 
         starts(None, None, [ui[why.panel] for why in panels], js=hints)
         starts(lambda: {panel: gr.HTML(visible=HIDDEN) for panel in hidden}, None, hidden, api_visibility="private",
                concurrency_limit=None, show_progress="hidden")  # {component: update}: one output takes a list as its value
+    ui["generate_btn"].click(asked_card, [ui["prompt"], model_picker, *knobs.values()], ui["run_card"], api_visibility="private",
+                             concurrency_limit=None, show_progress="hidden")
     ui["generate_btn"].click(
         _naming_knobs(handlers.generate),
         [ui["prompt"], model_picker, session],
@@ -535,7 +569,8 @@ def wire_files_and_compare(ui: dict, handlers: Handlers) -> None:
     """Load, save and export; pin two runs and step them together."""
     named = functools.partial(_by_name, ui)
     session, palette, layout_kind = ui["session"], ui["palette"], ui["layout_kind"]
-    ui["trace_upload"].change(**named(load_trace_file, LOAD_OUTPUTS), inputs=[ui["trace_upload"], session], api_name="load_trace")
+    ui["trace_upload"].change(**named(load_trace_file, LOAD_OUTPUTS), inputs=[ui["trace_upload"], session], api_name="load_trace").then(
+        **named(after_load, AFTER_LOAD_OUTPUTS), inputs=[session], api_visibility="private", show_progress="hidden")
     ui["save_btn"].click(save_trace, session, [ui["downloads"], ui["message"]], api_name="save_trace")
     ui["export_btn"].click(
         handlers.export_run, [session, *ui["export_options"], palette, layout_kind],
