@@ -11,7 +11,7 @@ from PIL import Image, ImageSequence
 from tests.command_line import cli
 from tests.fake_records import fake_trace
 from visualizer.animation import AnimationError, AnimationOptions, animation_layout
-from visualizer.compare import GAP, align, build_compare_animation, compare_html, compare_image, run_labels, side_captions
+from visualizer.compare import GAP, align, build_compare_animation, compare_html, compare_image, run_labels, run_title, side_captions
 from visualizer.export import save_gif
 from visualizer.palette import STANDARD
 from visualizer.render_image import render_frame_image
@@ -47,8 +47,9 @@ def test_labels_say_what_differs(short, long):
     label_a, label_b = run_labels(short, long)
     assert "seed 0" in label_a and "seed 1" in label_b
     assert "max new tokens 8" in label_a and "max new tokens 4" in label_b
-    same = run_labels(long, long)
-    assert same == ("A: same settings", "B: same settings")
+    same_a, same_b = run_labels(long, long)  # titled by the run (prompt, seed, sampler), nothing else differs
+    assert same_a == "A: " + run_title(long) and same_b == "B: " + run_title(long)
+    assert repr(" ".join(long.prompt.split())[:20])[:15] in run_title(long) and "seed 1" in run_title(long)
 
 
 def test_image_is_both_reference_frames_side_by_side(short, long):

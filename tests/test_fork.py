@@ -293,7 +293,7 @@ def test_compiled_forks_equal_their_parent_and_hold(no_eos_model_dir):
 
 
 def test_compare_marks_the_fork_point_and_what_changed(random_backend, parent):
-    from visualizer.compare import align, branch_changes, run_labels, side_captions
+    from visualizer.compare import align, branch_changes, run_labels, run_title, side_captions
 
     branch = fork(random_backend, parent, (1, 3), "set 20=ocean waves")
     changes = branch_changes(parent, branch)
@@ -302,6 +302,6 @@ def test_compare_marks_the_fork_point_and_what_changed(random_backend, parent):
     assert changes.fork_step == 2 and {20 + i for i, t in enumerate(ids) if parent.blocks[0].tokens[20 + i] != t} <= changed
     assert changes.commit_steps  # the set tokens are accepted at the fork step, not when the parent accepted them
     assert branch_changes(branch, parent) is None  # the parent is no branch
-    assert run_labels(parent, branch)[1] == "B: branch at 1:3 (set 20=ocean waves)"
+    assert run_labels(parent, branch)[1] == f"B: {run_title(branch)}; branch at 1:3 (set 20=ocean waves)"
     captions = [side_captions(parent, branch, at)[1][1] for at in align(parent, branch)]
     assert [i for i, line in enumerate(captions) if line.endswith("(fork point)")] == [2]

@@ -61,10 +61,25 @@ def align(trace_a: Trace, trace_b: Trace) -> list[AlignedStep]:
     return out
 
 
+TITLE_PROMPT_CHARS = 40  # a pane's title keeps the prompt's start: two titles fit side by side
+
+
+def run_title(trace: Trace) -> str:
+    """What a run is, in one short line: its prompt (shortened), seed and sampler.
+
+    The comparison panes and GIF are titled with it (a run card can replace it when one exists)."""
+    prompt = " ".join(trace.prompt.split())
+    if len(prompt) > TITLE_PROMPT_CHARS:
+        prompt = prompt[: TITLE_PROMPT_CHARS - 1].rstrip() + "…"
+    settings = trace.settings
+    return f"{prompt!r}, seed {settings.seed}, sampler {settings.sampler or 'default'}"
+
+
 def run_labels(trace_a: Trace, trace_b: Trace) -> tuple[str, str]:
-    """Short labels saying what differs between two runs (knobs, then model and backend)."""
+    """Each run's title, then what else differs between the two runs (knobs, then model and backend)."""
     sa, sb = trace_a.start.settings if trace_a.start else {}, trace_b.start.settings if trace_b.start else {}
-    differ = [name for name in sorted(set(sa) | set(sb)) if sa.get(name) != sb.get(name)]
+    in_title = {"seed", "sampler"}
+    differ = [name for name in sorted(set(sa) | set(sb)) if sa.get(name) != sb.get(name) and name not in in_title]
     parts_a = [f"{name.replace('_', ' ')} {_shown(sa.get(name))}" for name in differ]
     parts_b = [f"{name.replace('_', ' ')} {_shown(sb.get(name))}" for name in differ]
     for field in ("name", "backend", "device", "dtype"):
@@ -72,12 +87,9 @@ def run_labels(trace_a: Trace, trace_b: Trace) -> tuple[str, str]:
         if va != vb:
             parts_a.append(str(va))
             parts_b.append(str(vb))
-    if trace_a.prompt != trace_b.prompt:
-        parts_a.append("prompt A")
-        parts_b.append("prompt B")
     parts_a, parts_b = [*_branch_label(trace_a), *parts_a], [*_branch_label(trace_b), *parts_b]
-    label_a = "A: " + (", ".join(parts_a) if parts_a else "same settings")
-    label_b = "B: " + (", ".join(parts_b) if parts_b else "same settings")
+    label_a = "A: " + run_title(trace_a) + "".join(f"; {part}" for part in parts_a)
+    label_b = "B: " + run_title(trace_b) + "".join(f"; {part}" for part in parts_b)
     return label_a, label_b
 
 
@@ -144,10 +156,15 @@ def compare_html(trace_a: Trace, trace_b: Trace, step: int, *, palette: str = "s
             trace, frame_state(trace, frame), animation_layout(trace, layout), colors, caption=lines[1]
         )
         sides.append(
-            f'<div class="dv-compare-side" style="flex:1 1 0;min-width:0">'
+            f'<div class="dv-compare-side" style="flex:1 1 auto;min-width:0">'
             f'<div class="dv-compare-label" style="font-weight:600;margin:0 0 4px 0">{escape(lines[0])}</div>{body}</div>'
         )
-    return f'<div class="dv-compare" style="display:flex;gap:{GAP}px;align-items:flex-start">{"".join(sides)}</div>'
+    # each side's basis is its canvas's natural width: when both do not fit in one row the second wraps under the
+    # first, and each then takes the whole width (no sideways scroll at desktop widths)
+    return (
+        f'<div class="dv-compare" style="display:flex;flex-wrap:wrap;gap:{GAP}px;align-items:flex-start">'
+        f'{"".join(sides)}</div>'
+    )
 
 
 def compare_image(

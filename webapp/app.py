@@ -473,7 +473,13 @@ def compare_panel() -> dict:
     ui["compare_note"] = gr.Markdown()
     ui["compare_canvas"] = gr.HTML()
     ui["compare_slider"] = gr.Slider(0, 1, value=0, step=1, label="Both runs at step", interactive=False)
-    ui["compare_btn"] = gr.Button("Export comparison GIF")
+    with gr.Row(equal_height=False):  # the exported file right beside its button, not in "Downloads"
+        with gr.Column(scale=1, min_width=200):
+            ui["compare_btn"] = gr.Button("Export comparison GIF")
+            ui["compare_message"] = gr.Markdown()
+        ui["compare_file"] = gr.File(label="Comparison GIF", interactive=False, scale=1, elem_id="dv-compare-file")
+        ui["compare_preview"] = gr.Image(label="Comparison preview", type="filepath", interactive=False, scale=2,
+                                         elem_id="dv-compare-preview")
     return ui
 
 
@@ -581,7 +587,8 @@ def wire_files_and_compare(ui: dict, handlers: Handlers) -> None:
         button.click(**named(pin, PIN_OUTPUTS), inputs=[palette, layout_kind, session], api_name=f"pin_{'ab'[which]}")
     ui["compare_slider"].input(show_compare, [ui["compare_slider"], palette, layout_kind, session],
                                [ui["compare_canvas"], ui["compare_slider"]], api_name="compare_step", show_progress="hidden")
-    ui["compare_btn"].click(export_compare, [palette, layout_kind, session], [ui["downloads"], ui["message"]], api_name="export_compare")
+    ui["compare_btn"].click(export_compare, [palette, layout_kind, session],
+                            [ui["compare_file"], ui["compare_preview"], ui["compare_message"]], api_name="export_compare")
 
 
 def _naming_knobs(handler):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import gradio as gr
 
 from visualizer.animation import AnimationError, AnimationOptions
-from visualizer.compare import align, build_compare_animation, compare_html
+from visualizer.compare import align, build_compare_animation, compare_html, run_title
 from visualizer.export import save_gif
 
 from .sessions import RunSession
@@ -25,10 +25,14 @@ def pin_run(which: int, palette, layout_kind, session: RunSession) -> dict:
     if session.trace is None or not session.trace.steps or session.running:
         return {"compare_note": "No finished run to compare yet.", "session": session}
     session.compare[which] = session.trace
-    settings = session.trace.settings
-    note = f"Run {'AB'[which]}: {session.trace.prompt[:60]!r}, seed {settings.seed}, sampler {settings.sampler or 'default'}"
     html, slider = show_compare(0, palette, layout_kind, session)
-    return {"compare_note": note, "compare_canvas": html, "compare_slider": slider, "session": session}
+    return {"compare_note": compare_note(session), "compare_canvas": html, "compare_slider": slider, "session": session}
+
+
+def compare_note(session: RunSession) -> str:
+    """One line per side, so pinning B keeps A's description (and the other way round)."""
+    lines = [f"**Run {side}:** {run_title(trace) if trace else 'not chosen yet'}" for side, trace in zip("AB", session.compare)]
+    return "  \n".join(lines)
 
 
 def show_compare(step, palette, layout_kind, session: RunSession):
@@ -43,9 +47,10 @@ def show_compare(step, palette, layout_kind, session: RunSession):
 
 
 def export_compare(palette, layout_kind, session: RunSession, progress=gr.Progress()):
+    """The comparison GIF for the file and preview beside the button: (path, path, message); None for each path on failure."""
     a, b = session.compare
     if a is None or b is None:
-        return None, "Pin two runs first."
+        return None, None, "Pin two runs first."
     try:
         animation = build_compare_animation(
             a, b, AnimationOptions(palette=palette, layout=layout_kind),
@@ -53,5 +58,5 @@ def export_compare(palette, layout_kind, session: RunSession, progress=gr.Progre
         )
         path = save_gif(animation, f"{session.files.name}/compare.gif")
     except (AnimationError, OSError) as exc:
-        return None, str(exc)
-    return [str(path)], ""
+        return None, None, str(exc)
+    return str(path), str(path), ""
