@@ -68,7 +68,11 @@ def generate_and_wait(page, timeout_ms: int = 120_000) -> None:
 
 
 def load_trace_file(page, path, frames: int) -> None:
-    """Load a saved trace through the app's file input; wait until its `frames` frames are shown and its run ended."""
+    """Load a saved trace through the app's file input; wait until its `frames` frames are shown and its run ended.
+
+    Opens "Save, load and export" first when it is folded, so a test never depends on what an earlier one opened."""
+    if page.locator("input[type=file]").count() == 0:
+        page.get_by_text("Save, load and export").click()
     page.locator("input[type=file]").first.set_input_files(str(path))
     page.wait_for_function(f"() => window.dvLiveView.stats().shownFrames === {frames} && window.dvLiveView.stats().ended",
                            timeout=30_000)

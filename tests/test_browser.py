@@ -59,7 +59,7 @@ def test_frames_change_during_a_run_and_the_slider_replays_them(page, tmp_path):
 
     page.wait_for_function("() => window.dvLiveView.stats().ended", timeout=120_000)
     page.wait_for_function("() => document.querySelectorAll('.dv-canvas .dv-committed').length === 256")
-    committed = page.get_by_role("textbox", name="Committed text")
+    committed = page.locator("#dv-final-text textarea")  # its label holds the copy button too: no accessible name
     page.wait_for_function("() => document.querySelector('#dv-final-text textarea').value.trim().length > 0")
     assert committed.input_value().strip()
 
