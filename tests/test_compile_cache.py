@@ -2,6 +2,7 @@
 folder keyed by the torch build, and the host lock that lets one process compile a shape first."""
 
 import fcntl
+import json
 import os
 import subprocess
 import sys
@@ -150,25 +151,28 @@ def test_processes_that_find_the_shape_compiled_load_it_side_by_side(tmp_path):
         thread.join(10)
 
 
-ROTARY_ORDER = """
+# What transformers' text models iterate: a set of the config's layer types. Its order needs only Python (no
+# transformers import, a process costs milliseconds), so the seeds' sweep reads the layer types from config.json.
+PLAIN_ORDER = "import sys; print(list(set(sys.argv[1:])))"
+# The decoder the backend loads.
+BACKEND_ORDER = """
 import sys
-from transformers import AutoConfig
-config = AutoConfig.from_pretrained(sys.argv[1]).text_config
-if sys.argv[2] == "plain":  # what transformers' text models iterate: a set of the layer types
-    print(list(set(config.layer_types)))
-else:  # the decoder the backend loads
-    from backends.transformers_backend import TransformersBackend
-    backend = TransformersBackend(sys.argv[1], device="cpu")
-    print([list(m.unique_layer_types) for m in backend.model.modules() if hasattr(m, "unique_layer_types")])
+from backends.transformers_backend import TransformersBackend
+backend = TransformersBackend(sys.argv[1], device="cpu")
+print([list(m.unique_layer_types) for m in backend.model.modules() if hasattr(m, "unique_layer_types")])
 """
 
 
 def _rotary_order(seed: int, which: str) -> str:
     from backends import BUILTIN_MODEL_DIR as BUILTIN
 
-    done = subprocess.run([sys.executable, "-c", ROTARY_ORDER, str(BUILTIN), which], capture_output=True, text=True,
-                          cwd=Path(__file__).resolve().parent.parent, env=os.environ | {"PYTHONHASHSEED": str(seed)},
-                          timeout=300)
+    if which == "plain":
+        layer_types = json.loads((Path(BUILTIN) / "config.json").read_text())["text_config"]["layer_types"]
+        command = [sys.executable, "-c", PLAIN_ORDER, *layer_types]
+    else:
+        command = [sys.executable, "-c", BACKEND_ORDER, str(BUILTIN)]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent,
+                          env=os.environ | {"PYTHONHASHSEED": str(seed)}, timeout=300)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 

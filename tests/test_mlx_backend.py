@@ -11,7 +11,6 @@ import math
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,10 +23,11 @@ from visualizer.settings import GenerationSettings
 from visualizer.states import State, frame_refs, frame_state
 from visualizer.trace import Trace
 
+from tests.command_line import cli
+
 pytestmark = pytest.mark.model
 
 
-ROOT = Path(__file__).resolve().parent.parent
 PROMPT = "Write a six-line poem about the ocean."
 FAST = GenerationSettings(seed=0, max_denoising_steps=6, max_new_tokens=256)
 
@@ -282,9 +282,8 @@ def test_registry_recognises_converted_folders(mlx_models):
 
 def test_cli_records_an_mlx_trace(mlx_models, tmp_path):
     run = tmp_path / "run.json"
-    command = [sys.executable, "-m", "visualizer", "record", "--backend", "mlx", "--model", str(mlx_models["4-bit"]),
-               "--demo", "acrostic", "--seed", "0", "--steps", "4", "--out", str(run)]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    done = cli("record", "--backend", "mlx", "--model", mlx_models["4-bit"], "--demo", "acrostic", "--seed", "0",
+               "--steps", "4", "--out", run)
     assert done.returncode == 0, done.stderr
     trace = Trace.load(run)
     assert trace.model.backend == "mlx" and trace.model.dtype == "4-bit"
@@ -389,11 +388,8 @@ def test_explicit_nulls_in_the_generation_config_mean_the_defaults(mlx_models, t
     config_path.write_text(json.dumps(config))
 
     out_file = tmp_path / "run.json"
-    out = subprocess.run(
-        [sys.executable, "-m", "visualizer", "record", "--backend", "mlx", "--model", str(folder), "--prompt", "hi",
-         "--steps", "3", "--out", str(out_file), "--quiet"],
-        capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parent.parent,
-    )
+    out = cli("record", "--backend", "mlx", "--model", folder, "--prompt", "hi", "--steps", "3", "--out", out_file,
+              "--quiet")
     assert out.returncode == 0, out.stderr
     settings = Trace.load(out_file).settings
     assert (settings.t_min, settings.t_max, settings.entropy_bound, settings.max_new_tokens) == (0.4, 0.8, 0.1, 256)

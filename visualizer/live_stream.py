@@ -41,7 +41,8 @@ import math
 
 import numpy as np
 
-from .readout import READOUT_CONTROL_TIP, READOUT_TAU_TIP, fmt, readout_heading, readout_rows
+from .readout import (READOUT_CONTROL_TIP, READOUT_TAU_TIP, SENTENCE_CONTROL, SENTENCE_TAU, SENTENCE_UNDEFINED, fmt,
+                      order_words, readout_heading, readout_rows)
 from .layout import PAD_GLYPH, EOS_GLYPH, Layout, display_text, grid_layout, pinned_positions, text_layout, text_slot_text
 from .metrics import live_readouts
 from .metrics.commits import step_budget
@@ -141,7 +142,8 @@ class LiveEncoder:
             "shift": bool(settings.get("record_shift")),  # the frames carry the step-to-step KL ("kl")
             "to_final": bool(settings.get("kl_to_final")),  # the frames carry the KL to the final step ("klf")
             "layers": bool(settings.get("layers")),  # the run recorded layers: the view asks for their panel once a block commits
-            "readout": dict(zip(("names", "tips"), _readout_labels()), tau_tip=READOUT_TAU_TIP, control_tip=READOUT_CONTROL_TIP),
+            "readout": dict(zip(("names", "tips"), _readout_labels()), tau_tip=READOUT_TAU_TIP, control_tip=READOUT_CONTROL_TIP,
+                            sentence=[SENTENCE_TAU, SENTENCE_UNDEFINED, SENTENCE_CONTROL]),
         })
 
     def frame_lines(self) -> str:
@@ -239,6 +241,7 @@ def _panel_values(r) -> dict:
     return {
         "readout": {"where": where, "status": status, "tau": fmt(r.tau_b), "control": fmt(r.control_tau_b),
                     "reason": r.tau_b.reason if isinstance(r.tau_b, Undefined) else "",
+                    "order": "" if isinstance(r.tau_b, Undefined) else order_words(r.tau_b),
                     "values": [value for _, value, _ in readout_rows(r)]},
         "point": point, "final": int(r.final), "pending": r.pending,
     }

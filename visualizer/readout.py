@@ -44,14 +44,16 @@ def readout_rows(readout: Readout) -> list[tuple[str, str, str]]:
          + (" The thinking channel's tokens are not the answer: measured only when asked (--include-thought)."
             if r.thought_tokens and r.measured_length < r.content_length else "")
          + ("" if r.final else " Live: read from the current argmax.")),
-        ("raw tau_b (uncut)", fmt(r.tau_b_raw),
+        ("tau_b with EOS and pad", fmt(r.tau_b_raw),
          "tau_b over every position, EOS and pad included: they commit first and drag it negative. Not a finding."),
-        ("committed / pending", f"{r.committed} / {r.pending}" + (f" (+{r.new_commits} this step)" if r.step is not None else ""),
-         "Content positions accepted at least once / never accepted"
-         + (" (committed at finalization from the last argmax)." if r.final else " yet.")),
+        ("committed", _committed(r),
+         "Content positions accepted at least once"
+         + (", and those never accepted that finalization committed from the last argmax." if r.final else "; pending: not accepted yet.")),
         ("tokens per accept step", fmt(r.tokens_per_accept_step, 1), "Content positions first accepted, per step that first-accepted any."),
         ("same-step pairs", fmt(r.same_step_fraction, 3, percent=True), "Share of content position pairs committed on the same step: their order is not observable."),
-        ("steps used", f"{r.steps_seen} / {r.step_budget}", "Denoising steps of this block against the budget."),
+        ("denoising steps", f"{r.steps_seen} of a budget of {r.step_budget}",
+         "Denoising steps this block has taken, against the sampler's budget (an upper bound: a block may stop early). "
+         "The replay's frames are one per step plus one per block commit."),
         ("re-masks", f"{r.remask_events}" + (f" (+{r.remasked_now} now)" if r.remasked_now else "") + (f" · position(s) {remasked}" if remasked else ""),
          "A position accepted at one step and noise at the next (commits are not frozen)."),
         ("monotone run", "yes" if r.monotone else "no", "No re-mask event in the run so far."),
@@ -60,6 +62,38 @@ def readout_rows(readout: Readout) -> list[tuple[str, str, str]]:
          "Mean of the per-block values of the committed blocks: never pooled across blocks."),
     ]
     return rows
+
+
+def _committed(r: Readout) -> str:
+    """Accepted content positions; a final block has none pending (finalization committed the rest)."""
+    if r.final:
+        return f"{r.committed + r.pending}" + (f" ({r.pending} only at finalization)" if r.pending else "")
+    return f"{r.committed} · {r.pending} pending" + (f" (+{r.new_commits} this step)" if r.step is not None else "")
+
+
+# The sentence under tau_b, as templates: the live view fills them in the browser from each frame's numbers.
+SENTENCE_TAU = "tau_b {tau}: commits {order} (+1 = strictly left to right, 0 = no order, -1 = right to left)."
+SENTENCE_UNDEFINED = "tau_b undefined: {reason}."
+SENTENCE_CONTROL = " The control ({control}) is what strict left-to-right decoding in 16-token blocks would score at this length."
+
+
+def readout_sentence(readout: Readout) -> str:
+    """tau_b and its control in words, for a reader who does not know Kendall's tau (docs/metrics.md)."""
+    r = readout
+    if isinstance(r.tau_b, Undefined):
+        head = SENTENCE_UNDEFINED.format(reason=r.tau_b.reason)
+    else:
+        head = SENTENCE_TAU.format(tau=fmt(r.tau_b), order=order_words(r.tau_b))
+    return head + ("" if isinstance(r.control_tau_b, Undefined) else SENTENCE_CONTROL.format(control=fmt(r.control_tau_b)))
+
+
+def order_words(tau: float) -> str:
+    """tau_b in words: how far the commits run in reading order."""
+    for bound, words in ((0.7, "run left to right"), (0.3, "mostly run left to right"), (0.1, "lean left to right"),
+                         (-0.1, "follow no clear order"), (-0.3, "lean right to left"), (-0.7, "mostly run right to left")):
+        if tau >= bound:
+            return words
+    return "run right to left"
 
 
 def render_readout_html(readout: Readout) -> str:
@@ -80,7 +114,7 @@ def render_readout_html(readout: Readout) -> str:
         f"tau_b {escape(fmt(r.tau_b))}</span>"
         f'<span title="{escape(control_tip)}" style="margin-left:14px;font-size:16px;color:{CONTROL_COLOR}">'
         f"control {escape(fmt(r.control_tau_b))}</span>"
-        + (f'<div style="font-size:11px;opacity:.7">{escape(r.tau_b.reason)}</div>' if isinstance(r.tau_b, Undefined) else "")
+        + f'<div class="dv-readout-sentence" style="font-size:12px;opacity:.85;margin-top:2px">{escape(readout_sentence(r))}</div>'
         + f'</div><table style="border-collapse:collapse;border:none;color:inherit;font-size:inherit;width:auto">{body}</table></div>'
     )
 

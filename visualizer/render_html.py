@@ -29,9 +29,15 @@ def frame_caption(trace: Trace, frame: FrameState) -> str:
         return f"{where} · committed ({committed} positions)"
     c = frame.counts
     return (
-        f"{where} · step {frame.step + 1} · {frame.steps_remaining - 1} steps left · accepted {c['accepted']} "
+        f"{where} · step {frame.step + 1} · {_budget(frame)} · accepted {c['accepted']} "
         f"(new {c['new']}, kept {c['kept']}) · remasked {c['remasked']}"
     )
+
+
+def _budget(frame: FrameState) -> str:
+    """The sampler's step budget after this step: an upper bound, not a forecast (a block may stop early)."""
+    left = frame.steps_remaining - 1
+    return f"budget: {left} more step{'' if left == 1 else 's'} at most"
 
 
 def _cell_span(cell: PaintedCell, palette: Palette) -> str:

@@ -629,7 +629,7 @@
       this.rTau.title = r.tau_tip;
       this.rControl = el("span", `margin-left:14px;font-size:16px;color:${CONTROL_COLOR}`);
       this.rControl.title = r.control_tip;
-      this.rReason = el("div", "font-size:11px;opacity:.7");
+      this.rReason = el("div", "font-size:12px;opacity:.85;margin-top:2px");  // readout.readout_sentence, filled here
       head.append(this.rTau, this.rControl, this.rReason);
       const table = el("table", "border-collapse:collapse;border:none;color:inherit;font-size:inherit;width:auto");
       this.rValues = r.names.map((name, k) => {
@@ -643,12 +643,19 @@
       this.readoutBox.append(this.rWhere, head, table);
     }
 
+    readoutSentence(r) {  // readout.readout_sentence from the frame's numbers and the templates sent once
+      const [tau, undefinedTau, control] = this.start.readout.sentence;
+      const fill = (template, values) => template.replace(/\{(\w+)\}/g, (_, key) => values[key]);
+      const head = r.order ? fill(tau, { tau: r.tau, order: r.order }) : fill(undefinedTau, { reason: r.reason });
+      return head + (r.control === "undefined" ? "" : fill(control, { control: r.control }));
+    }
+
     drawPanel(index) {
       const m = this.frames[index].m, r = this.panelOf(m).readout;
       this.rWhere.textContent = `${r.where} · ${r.status}`;
       this.rTau.textContent = `tau_b ${r.tau}`;
       this.rControl.textContent = `control ${r.control}`;
-      this.rReason.textContent = r.reason;
+      this.rReason.textContent = this.readoutSentence(r);
       r.values.forEach((v, k) => { this.rValues[k].textContent = v; });
       const frames = this.blockFrames(m.block, index);
       const steps = frames.filter((f) => f.m.kind === "step");
