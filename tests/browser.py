@@ -14,6 +14,14 @@ READ_CELLS = """() => Array.from(document.querySelectorAll('.dv-canvas span[data
   .sort((a, b) => a.dataset.i - b.dataset.i)
   .map(s => [s.className, s.textContent, getComputedStyle(s).color, getComputedStyle(s).backgroundColor])"""
 VIEW = "window.dvLiveView.views.find((v) => v.root.isConnected)"  # the live view on screen, in page scripts
+FAKE_CLOCK = """() => { const real = performance.now.bind(performance); window.dvFakeNow = real();
+    performance.now = () => window.dvFakeNow; }"""  # the view's pacing and playing read this clock: the test moves it
+REAL_CLOCK = "() => { delete performance.now; }"
+
+
+def advance(page, ms: float) -> None:
+    """Move the view's clock on by `ms` and let it draw: no real time passes, so no test waits on speed."""
+    page.evaluate(f"() => {{ window.dvFakeNow += {ms}; {VIEW}.schedule(); }}")
 
 
 @contextmanager
@@ -70,10 +78,15 @@ def generate_and_wait(page, timeout_ms: int = 120_000) -> None:
 def load_trace_file(page, path, frames: int) -> None:
     """Load a saved trace through the app's file input; wait until its `frames` frames are shown and its run ended.
 
-    Opens "Save, load and export" first when it is folded, so a test never depends on what an earlier one opened."""
-    if page.locator("input[type=file]").count() == 0:
+    Opens "Save, load and export" first when it is folded, so a test never depends on what an earlier one opened;
+    a file loaded before and still shown in the box is cleared first (the box takes a new one only then)."""
+    box = page.locator("#dv-trace-upload")
+    if not box.is_visible():
         page.get_by_text("Save, load and export").click()
-    page.locator("input[type=file]").first.set_input_files(str(path))
+    clear = box.get_by_label("Clear")
+    if clear.count():
+        clear.click()
+    box.locator("input[type=file]").set_input_files(str(path))
     page.wait_for_function(f"() => window.dvLiveView.stats().shownFrames === {frames} && window.dvLiveView.stats().ended",
                            timeout=30_000)
 

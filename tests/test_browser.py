@@ -17,7 +17,8 @@ from visualizer.replay import example_traces
 from visualizer.states import frame_refs
 from visualizer.trace import Trace
 
-from tests.browser import READ_CELLS, VIEW, CHROMIUM, app_in_chromium, expected_cells, load_trace_file, show
+from tests.browser import (FAKE_CLOCK, READ_CELLS, REAL_CLOCK, VIEW, CHROMIUM, advance, app_in_chromium, expected_cells,
+                           load_trace_file, show)
 
 pytestmark = [pytest.mark.browser, pytest.mark.app,
               pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")]
@@ -93,16 +94,6 @@ def test_a_saved_run_replays_in_the_same_browser_view(page):
     page.wait_for_function("() => document.querySelector('.dv-canvas').textContent.includes('\u220e')")  # EOS glyph
     assert page.evaluate(READ_CELLS) == expected_cells(trace, n - 1, layout=text_layout(trace))
     page.get_by_label("Grid").check()
-
-
-FAKE_CLOCK = """() => { const real = performance.now.bind(performance); window.dvFakeNow = real();
-    performance.now = () => window.dvFakeNow; }"""  # the view's pacing reads this clock: the test moves it
-REAL_CLOCK = "() => { delete performance.now; }"
-
-
-def advance(page, ms: float) -> None:
-    """Move the view's clock on by `ms` and let it draw: no real time passes, so no test waits on speed."""
-    page.evaluate(f"() => {{ window.dvFakeNow += {ms}; {VIEW}.schedule(); }}")
 
 
 def receive_in(page, value) -> dict:

@@ -445,7 +445,7 @@ def files_panel() -> dict:
     """Load a trace (or an example), save the run, export animations."""
     ui = {}
     with gr.Row():
-        ui["trace_upload"] = gr.File(label="Load a trace (.json)", file_types=[".json"], type="filepath")
+        ui["trace_upload"] = gr.File(label="Load a trace (.json)", file_types=[".json"], type="filepath", elem_id="dv-trace-upload")
         ui["downloads"] = gr.File(label="Downloads", file_count="multiple", interactive=False)
     examples = [[str(p)] for p in example_traces()]
     if examples:
@@ -505,13 +505,16 @@ def wire_model_and_run(demo_app: gr.Blocks, ui: dict, handlers: Handlers, mode: 
     # a hint registered after `generate` would land when the run ends, over the new answers.
     panels = [why for why in WHY_VIEWS if why.panel and not why.hide_empty]
     # (first the live view stops asking about the run on screen: an ask sent after the click would answer over a hint)
-    hints = f"() => {{ window.dvLiveView && window.dvLiveView.runComing(); return {json.dumps([message_html(why.hint) for why in panels])}; }}"
+    # (and a trace file opens at its first frame, where a run follows to its last: `runComing(replay)`)
+    hint_html = json.dumps([message_html(why.hint) for why in panels])
+    def hints(replay: str) -> str:
+        return f"() => {{ window.dvLiveView && window.dvLiveView.runComing({replay}); return {hint_html}; }}"
     hidden = [ui[why.panel] for why in WHY_VIEWS if why.hide_empty]  # shown again once the new run has something
     # a message belongs to the action that caused it: the next run, upload or prompt edit clears it (in the browser)
     for clears in (ui["generate_btn"].click, ui["trace_upload"].change, ui["prompt"].input):
         clears(None, None, ui["message"], js="() => ''", api_visibility="private")
-    for starts in (ui["generate_btn"].click, ui["trace_upload"].change):
-        starts(None, None, [ui[why.panel] for why in panels], js=hints)
+    for starts, replay in ((ui["generate_btn"].click, "false"), (ui["trace_upload"].change, "true")):
+        starts(None, None, [ui[why.panel] for why in panels], js=hints(replay))
         starts(lambda: {panel: gr.HTML(visible=HIDDEN) for panel in hidden}, None, hidden, api_visibility="private",
                concurrency_limit=None, show_progress="hidden")  # {component: update}: one output takes a list as its value
     ui["generate_btn"].click(asked_card, [ui["prompt"], model_picker, *knobs.values()], ui["run_card"], api_visibility="private",

@@ -24,7 +24,9 @@
   const CHANGED_FLAG = 1, THOUGHT_FLAG = 2;  // a cell's flags (live_stream.cell_flags)
   const ASK_DELAY_MS = 250;  // the server is asked for a step's "why" views once the slider rests this long
   const MAX_PACE_MS = 250;  // an update's frames are played out over at most this long (see follow())
-  const LIVE_LAYERS_MS = 1000;  // a live run's layer panel is asked for at most this often while its block denoises
+  const LIVE_LAYERS_MS = 1000;
+  const PLAY_FRAME_MS = 125;  // Play shows a frame this long at 1x (8 frames a second); the speed choice divides it
+  const SPEEDS = [0.5, 1, 2, 4];  // a live run's layer panel is asked for at most this often while its block denoises
   const FONT_STACK = "'DejaVu Sans Mono', Menlo, Consolas, 'Liberation Mono', monospace";
   const TAU_COLOR = "#7c3aed", CONTROL_COLOR = "#9ca3af", CURSOR_COLOR = "#f59e0b";
   const COMMIT_COLOR = "#16a34a", REMASK_COLOR = "#9ca3af", MARK_COLOR = "#ef4444";
@@ -115,17 +117,10 @@
       Object.assign(this.slider, { type: "range", min: 1, max: 1, step: 1, value: 1, disabled: true });
       this.slider.className = "dv-replay";
       this.slider.setAttribute("aria-label", "Replay: frame");
-      this.slider.addEventListener("input", () => {
-        const index = Number(this.slider.value) - 1;
-        this.following = index >= this.frames.length - 1;  // back at the end: follow the run again
-        this.pace = null;
-        this.target = index;
-        this.schedule();
-        this.askLater();  // the step's accept budget (and the picked token's alternatives), once it rests
-      });
+      this.slider.addEventListener("input", () => { this.pause(false); this.moveTo(Number(this.slider.value) - 1); });
       this.sliderLabel = el("span", "font-variant-numeric:tabular-nums;min-width:9em", "Replay: frame –");
       this.sliderLabel.className = "dv-replay-label";
-      bar.append(el("span", "opacity:.7", "Replay"), this.slider, this.sliderLabel);
+      bar.append(el("span", "opacity:.7", "Replay"), ...this.buildPlayer(), this.slider, this.sliderLabel);
 
       const details = el("details", "margin-top:6px");
       details.open = true;
@@ -166,8 +161,102 @@
       this.root.replaceChildren(this.frameBox, bar, details);
     }
 
+    // Play/pause, step and speed for a finished run or a loaded trace: the view holds every frame, so playing asks
+    // the server for nothing.  Real buttons (keyboard and screen readers), enabled only once the run has ended.
+    buildPlayer() {
+      const style = "font:inherit;font-size:12px;padding:2px 8px;border:1px solid currentColor;border-radius:4px;"
+        + "background:transparent;color:inherit;cursor:pointer;flex:none;width:auto;white-space:nowrap";
+      const button = (text, action) => {
+        const b = el("button", style, text);
+        b.type = "button";
+        b.className = "dv-replay-button";
+        b.addEventListener("click", action);
+        return b;
+      };
+      this.backButton = button("Step back", () => this.stepBy(-1));
+      this.playButton = button("Play", () => (this.playing ? this.pause() : this.play()));
+      this.playButton.style.minWidth = "4.5em";  // "Play" and "Pause" take the same room: the bar does not shift
+      this.forwardButton = button("Step forward", () => this.stepBy(1));
+      this.speedPick = el("select", style.replace("cursor:pointer;", "") + ";padding:1px 4px;height:auto;margin:0");
+      this.speedPick.className = "dv-replay-speed";
+      this.speedPick.setAttribute("aria-label", "Replay speed");
+      for (const speed of SPEEDS) {
+        const option = el("option", "", `${speed}x`);
+        option.value = String(speed);
+        this.speedPick.append(option);
+      }
+      this.speed = 1;
+      this.speedPick.value = "1";
+      this.speedPick.addEventListener("change", () => {
+        if (this.playing) this.playing = { from: this.shownIndex(), at: performance.now() };  // on from the frame shown
+        this.speed = Number(this.speedPick.value);
+        this.schedule();
+      });
+      return [this.backButton, this.playButton, this.forwardButton, this.speedPick];
+    }
+
+    replayReady() { return !!(this.start && this.end && this.frames.length); }  // a live run still streaming: not yet
+
+    shownIndex() { return Math.max(0, Math.min(this.target, this.frames.length - 1)); }
+
+    updatePlayer() {
+      const ready = this.replayReady();
+      for (const control of [this.backButton, this.playButton, this.forwardButton, this.speedPick]) control.disabled = !ready;
+      this.playButton.textContent = this.playing ? "Pause" : "Play";
+    }
+
+    play() {
+      if (!this.replayReady()) return;
+      let from = this.shownIndex();
+      if (from >= this.frames.length - 1) from = 0;  // at the end: play the run again from its first frame
+      this.following = false;
+      this.pace = null;
+      this.target = from;
+      this.playing = { from, at: performance.now() };
+      this.updatePlayer();
+      this.schedule();
+    }
+
+    pause(ask = true) {
+      if (!this.playing) return;
+      this.playing = null;
+      clearTimeout(this.playTimer);
+      this.updatePlayer();
+      if (ask) this.askLater();  // the frame it stopped on: its accept budget, as after moving the slider
+    }
+
+    stepBy(delta) {
+      this.pause(false);
+      this.moveTo(Math.max(0, Math.min(this.shownIndex() + delta, this.frames.length - 1)));
+    }
+
+    moveTo(index) {  // the slider moved or a step pressed: show that frame
+      this.following = index >= this.frames.length - 1;  // back at the end: follow the run again
+      this.pace = null;
+      this.target = index;
+      this.slider.value = index + 1;
+      this.schedule();
+      this.askLater();  // the step's accept budget (and the picked token's alternatives), once it rests
+    }
+
+    playTarget() {  // the frame due now while playing; stops at the last frame, else schedules the next
+      const p = this.playing, last = this.frames.length - 1;
+      const due = p.from + Math.floor((performance.now() - p.at) * this.speed / PLAY_FRAME_MS);
+      this.target = Math.min(due, last);
+      if (due >= last) {
+        this.following = true;
+        this.pause();
+        return;
+      }
+      clearTimeout(this.playTimer);
+      const next = p.at + (due + 1 - p.from) * PLAY_FRAME_MS / this.speed;
+      this.playTimer = setTimeout(() => this.schedule(), Math.max(next - performance.now(), 0) + 1);
+    }
+
     reset() {
-      this.forgetAsks();  // asks still waiting for the slider or the pointer to rest were about the run now replaced
+      this.forgetAsks();
+      this.playing = null;  // a new run or trace: whatever was playing stops
+      clearTimeout(this.playTimer);  // asks still waiting for the slider or the pointer to rest were about the run now replaced
       this.startLine = null;
       this.askedAll = false;
       this.pinned = new Set();  // the first block's pinned positions (the start line says which)
@@ -186,6 +275,7 @@
       this.picked = -1;  // the cell clicked for its alternatives
       this.hasThought = false;
       if (this.structure) this.structure.replaceChildren();
+      this.updatePlayer();
     }
 
     // ---- reading the log ------------------------------------------------------------------
@@ -203,8 +293,11 @@
     // before; apply frames in order from the next one, or restart at a key frame after a gap.
     read(value) {
       if (!Array.isArray(value) || !value.length) return;
+      let atFirst = false;  // a trace loaded from a file (`runComing(true)`) opens at its first frame
       if (value[0] !== this.startLine || (this.askedAll && value[1] && value.length > 2 && value[2])) {
         // a new run, or every frame of this one after we asked for them: read it from the start
+        atFirst = this.replayComing && value[0] !== this.startLine;
+        if (value[0] !== this.startLine) this.replayComing = false;
         this.reset();
         this.apply(JSON.parse(value[0]));
         this.startLine = value[0];
@@ -227,7 +320,13 @@
         this.askedAll = true;  // fell too far behind during the run: ask the server for every frame
         this.trigger("need_frames");
       }
+      if (atFirst && this.end && this.frames.length) {
+        this.following = false;
+        this.target = 0;
+        this.slider.value = 1;
+      }
       if (this.following) this.follow();
+      this.updatePlayer();
       if (this.askWhenFrames && this.frames.length) { this.askWhenFrames = false; this.askLater(0); }
       this.schedule();
     }
@@ -331,6 +430,7 @@
       this.status.textContent = "Waiting for the first step\u2026";
       this.slider.max = 1; this.slider.value = 1; this.slider.disabled = true;
       this.sliderLabel.textContent = "Replay: frame \u2013";
+      this.updatePlayer();
       this.tauSvg.replaceChildren(); this.commitSvg.replaceChildren();
       this.heat.getContext("2d").clearRect(0, 0, this.heat.width, this.heat.height);
       this.heat.title = "";
@@ -343,7 +443,8 @@
     }
 
     drawFrame() {
-      if (this.pace && this.following) this.paceTarget();
+      if (this.playing) this.playTarget();
+      else if (this.pace && this.following) this.paceTarget();
       let index = Math.max(0, Math.min(this.target, this.frames.length - 1));
       while (index > 0 && !this.frames[index]) index--;  // a frame skipped after a long stall: the one before
       const frame = this.frames[index];
@@ -354,7 +455,7 @@
       if (m.kind === "step") status += ` · this step took ${Math.round(m.ms)} ms`;
       this.status.textContent = status;
       if (this.end && this.end.error) this.status.textContent += ` · ${this.end.error}`;
-      if (this.following) this.slider.value = index + 1;
+      if (this.following || this.playing) this.slider.value = index + 1;
       this.sliderLabel.textContent = `Replay: frame ${index + 1}/${this.frames.length}`;
       this.drawPanel(index);
       this.stats.framesShown++;
@@ -860,7 +961,8 @@
       watch("value", () => view.receive(props.value));
       return view;
     },
-    runComing() { newEpoch(); for (const v of views) if (v.root.isConnected) v.forgetAsks(); },
+    // Generate pressed (replay false) or a trace file chosen (true): a loaded trace opens at its first frame
+    runComing(replay = false) { newEpoch(); for (const v of views) if (v.root.isConnected) { v.forgetAsks(); v.replayComing = replay; } },
     dropStale,
     epoch: () => askEpoch,
     setPalette(name) { for (const v of views) if (v.root.isConnected) v.setPalette(name); },
