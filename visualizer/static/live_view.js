@@ -111,8 +111,9 @@
       this.pre.addEventListener("mouseleave", () => clearTimeout(this.hoverTimer));  // gone before it rested: no ask
       this.frameBox.append(this.status, this.legend, this.pre);
 
-      const bar = el("div", "display:flex;align-items:center;gap:10px;margin:8px 0");
-      this.slider = el("input", "flex:1");
+      const bar = el("div", "display:flex;flex-wrap:wrap;align-items:center;gap:8px 10px;margin:8px 0");  // wraps on a phone
+      bar.className = "dv-replay-bar";
+      this.slider = el("input", "flex:1 1 160px");
       // counted from 1, as its label, the status line and the captions count frames (issue 58)
       Object.assign(this.slider, { type: "range", min: 1, max: 1, step: 1, value: 1, disabled: true });
       this.slider.className = "dv-replay";
@@ -177,7 +178,7 @@
       this.playButton = button("Play", () => (this.playing ? this.pause() : this.play()));
       this.playButton.style.minWidth = "4.5em";  // "Play" and "Pause" take the same room: the bar does not shift
       this.forwardButton = button("Step forward", () => this.stepBy(1));
-      this.speedPick = el("select", style.replace("cursor:pointer;", "") + ";padding:1px 4px;height:auto;margin:0");
+      this.speedPick = el("select", style + ";padding:2px 6px;height:auto;margin:0");
       this.speedPick.className = "dv-replay-speed";
       this.speedPick.setAttribute("aria-label", "Replay speed");
       for (const speed of SPEEDS) {
@@ -201,7 +202,11 @@
 
     updatePlayer() {
       const ready = this.replayReady();
-      for (const control of [this.backButton, this.playButton, this.forwardButton, this.speedPick]) control.disabled = !ready;
+      for (const control of [this.backButton, this.playButton, this.forwardButton, this.speedPick]) {
+        control.disabled = !ready;
+        control.style.opacity = ready ? "" : "0.45";  // greyed while a run streams (inline style: no :disabled rule)
+        control.style.cursor = ready ? "pointer" : "default";
+      }
       this.playButton.textContent = this.playing ? "Pause" : "Play";
     }
 
