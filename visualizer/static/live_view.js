@@ -24,9 +24,9 @@
   const CHANGED_FLAG = 1, THOUGHT_FLAG = 2;  // a cell's flags (live_stream.cell_flags)
   const ASK_DELAY_MS = 250;  // the server is asked for a step's "why" views once the slider rests this long
   const MAX_PACE_MS = 250;  // an update's frames are played out over at most this long (see follow())
-  const LIVE_LAYERS_MS = 1000;
+  const LIVE_LAYERS_MS = 1000;  // a live run's layer panel is asked for at most this often while its block denoises
   const PLAY_FRAME_MS = 125;  // Play shows a frame this long at 1x (8 frames a second); the speed choice divides it
-  const SPEEDS = [0.5, 1, 2, 4];  // a live run's layer panel is asked for at most this often while its block denoises
+  const SPEEDS = [0.5, 1, 2, 4];
   const FONT_STACK = "'DejaVu Sans Mono', Menlo, Consolas, 'Liberation Mono', monospace";
   const TAU_COLOR = "#7c3aed", CONTROL_COLOR = "#9ca3af", CURSOR_COLOR = "#f59e0b";
   const COMMIT_COLOR = "#16a34a", REMASK_COLOR = "#9ca3af", MARK_COLOR = "#ef4444";
@@ -259,9 +259,9 @@
     }
 
     reset() {
-      this.forgetAsks();
+      this.forgetAsks();  // asks still waiting for the slider or the pointer to rest were about the run now replaced
       this.playing = null;  // a new run or trace: whatever was playing stops
-      clearTimeout(this.playTimer);  // asks still waiting for the slider or the pointer to rest were about the run now replaced
+      clearTimeout(this.playTimer);
       this.startLine = null;
       this.askedAll = false;
       this.pinned = new Set();  // the first block's pinned positions (the start line says which)
