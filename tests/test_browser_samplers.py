@@ -28,7 +28,8 @@ def test_the_picker_offers_every_sampler_with_its_note_and_runs_the_picked_one(p
     assert not page.get_by_label("Refine threshold").is_visible()
     assert page.get_by_text("lowest-entropy positions").first.is_visible()  # the default's note
     page.get_by_label("Sampler").click()
-    offered = [o.text_content().replace("✓", "").strip() for o in page.get_by_role("option").all()]
+    # the open dropdown's options (the live view's own selects, the replay speed, hold options too)
+    offered = [o.text_content().replace("✓", "").strip() for o in page.get_by_role("listbox").get_by_role("option").all()]
     assert offered == ["entropy-bound", "discrete-ddim", "block-refinement"]
     page.get_by_role("option", name="block-refinement").click()
     page.get_by_text("commits accumulate").first.wait_for(timeout=10_000)  # its note replaces the default's
