@@ -27,7 +27,7 @@ GUIDE: tuple[Family, ...] = (
     Family("JSON", "an object with the keys and types you name",
            ('Return a JSON object describing a book with the keys "title" (string) and "year" (integer).',)),
     Family("Python functions", "small functions, with docstrings and doctests",
-           ("Write a Python function is_palindrome(s) with a docstring and three doctest examples.",)),
+           ("Write a Python function is_palindrome(s) with a docstring and 1 doctest example.",)),
     Family("Facts and lists", "capitals, chemical symbols, animals, planets, continents",
            ("What is the capital of Peru?", "List the eight planets of the solar system, one per line, each with a fun fact.")),
     Family("Shaped writing", "exactly N sentences, stories that end where they begin, haiku",

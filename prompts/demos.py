@@ -2,7 +2,7 @@
 
 Each one has structure that shows up early as scaffolding while the model denoises: the
 acrostic's line-start letters, the three sentence boundaries, the def/docstring/doctest skeleton,
-one line per planet, a story's two identical ends, the haiku's three lines.
+one line per planet, a story's first sentence and sentence ends, the haiku's three lines.
 
     from prompts.demos import DEMOS, demo_prompt
     demo_prompt("acrostic")
@@ -36,8 +36,10 @@ DEMOS: tuple[Demo, ...] = (
     ),
     Demo(
         "palindrome",
-        "is_palindrome(s) with docstring + doctests",
-        "Write a Python function is_palindrome(s) with a docstring and three doctest examples.",
+        "is_palindrome(s) with a docstring + a doctest",
+        # one doctest, not three: the built-in model writes a doctest's expected value without running the
+        # code, and of three at least one came out wrong on seeds 0-3; one passes on seeds 0, 1, 2 and 6 of 0-7
+        "Write a Python function is_palindrome(s) with a docstring and 1 doctest example.",
         "def / docstring / >>> skeleton before the bodies",
     ),
     Demo(
@@ -48,9 +50,11 @@ DEMOS: tuple[Demo, ...] = (
     ),
     Demo(
         "story",
-        "100-word story that begins and ends with the same sentence",
+        "100-word story asked to begin and end with the same sentence",
         "Write a 100-word story that begins and ends with the same sentence.",
-        "Both fixed endpoints, before the middle exists",
+        # the built-in model starts and ends the story but does not copy its first sentence to the end (0 of
+        # 13 seeds, 0 of 12 runs of 3 rephrasings), so the caption promises the order, not the copy
+        "The first sentence and the sentence ends, before the middle (the built-in model's two ends differ)",
     ),
     Demo(
         "haiku",

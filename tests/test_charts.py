@@ -101,7 +101,7 @@ def test_tooltips_escape_token_text():
 
 def test_readout_panel_shows_values_and_undefined_reasons(trace):
     html = render_readout_html(live_readout(trace, 3))
-    assert "tau_b 0." in html and "control" in html and "block 1 · after step 4" in html and "4 / 6" in html
+    assert "tau_b 0." in html and "control" in html and "block 1 · after step 4" in html and "4 of a budget of 6" in html
     assert "10 (excluded: 1 EOS, 1 pad)" in html
     one_step = trace_from_commit_steps([[0, 0, 0, 0]], content_lengths=[3])
     html = render_readout_html(live_readout(one_step, -1))

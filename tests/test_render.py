@@ -11,7 +11,7 @@ from tests.fake_records import fake_trace
 from visualizer.layout import NEWLINE_GLYPH, NOISE_GLYPH, SPACE_GLYPH, display_text, grid_layout, paint, text_layout
 from visualizer.palette import COLORBLIND, STANDARD
 from visualizer.render_html import render_frame_html
-from visualizer.render_image import MARGIN, _metrics, frame_size, render_frame_image
+from visualizer.render_image import LEGEND_LINES, MARGIN, _metrics, frame_size, render_frame_image
 from visualizer.states import State, frame_refs, frame_state
 
 
@@ -41,7 +41,7 @@ def test_html_shows_each_state_with_its_colour_and_hides_noise_tokens(trace):
     assert cells[3][3] == NOISE_GLYPH * 5 and cells[0][3] == NOISE_GLYPH * 5
     assert "noise&gt;" not in html and "<noise>" not in html  # the random token is never shown
     assert cells[1][3].strip() == "c60"
-    assert "entropy 0.5000 nats" in cells[2][2]
+    assert "entropy 0.5 nats" in cells[2][2]
     for label in ("noise", "new this step", "kept draft", "remasked", "committed"):
         assert label in html  # the legend
     assert "block 1" in html and "block 2" in html
@@ -69,7 +69,7 @@ def test_grid_frames_never_reflow(trace):
 def pixel(image, layout, trace, block, position, font_size=13):
     cw, lh = _metrics(font_size)
     cell = layout.cell(block, position)
-    top = MARGIN + 2 * lh + lh // 2  # caption line, legend line, half a line of air
+    top = MARGIN + (1 + LEGEND_LINES) * lh + lh // 2  # caption line, the legend's lines, half a line of air
     x = MARGIN + (cell.col + cell.width - 0.3) * cw
     y = top + cell.row * lh + lh // 2
     return image.getpixel((int(x), int(y)))

@@ -13,9 +13,11 @@ The commit step is the commit-order study's: the first step at which the sampler
 position (`metrics.commits`); a position never accepted is committed from the last step's argmax
 when the block ends, and its "commit step" here is that last step. The token it took at the
 commit step is the sample the sampler accepted there (the canvas token), or the argmax for a
-position committed at finalization. "The token it almost chose" is the most probable candidate
-at the commit step other than the one it took: the runner-up when it took the favourite, the
-favourite when the sample was an outsider. Steps are 0-based here and shown from 1.
+position committed at finalization. `almost` is the most probable candidate at the commit step
+other than the one it took: the runner-up when it took the favourite ("the token it almost
+chose"), the favourite when it sampled a less likely token (then the sentence says that the
+favourite was more likely). Steps are 0-based here and shown from 1; numbers are written as
+`numbers.number` writes them.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from html import escape
 import numpy as np
 
 from .metrics import block_commits
+from .numbers import number
 from .states import frame_refs
 from .trace import Trace
 
@@ -140,14 +143,14 @@ def alternatives_text(alt: PositionAlternatives) -> str:
     """Plain lines for the CLI."""
     lines = [
         f"block {alt.block + 1}, position {alt.position}, step {alt.step + 1}: "
-        f"{'accepted' if alt.accepted_now else 'not accepted'}, entropy {alt.entropy_now:.3g} nats",
+        f"{'accepted' if alt.accepted_now else 'not accepted'}, entropy {number(alt.entropy_now)} nats",
         *(f"  {rank}. {_show(c.piece)!r:<20} p = {_p(c.probability)}" for rank, c in enumerate(alt.now, 1)),
     ]
     if alt.commit_step is None:
         lines.append("not committed yet")
         return "\n".join(lines)
     how = "never accepted: committed from the last argmax" if alt.committed_at_finalize else "first accepted"
-    lines.append(f"commit step {alt.commit_step + 1} ({how}), entropy {alt.entropy_at_commit:.3g} nats")
+    lines.append(f"commit step {alt.commit_step + 1} ({how}), entropy {number(alt.entropy_at_commit)} nats")
     lines += [f"  {rank}. {_show(c.piece)!r:<20} p = {_p(c.probability)}" + ("   <- taken" if c == alt.taken else "")
               for rank, c in enumerate(alt.at_commit, 1)]
     lines.append(_almost_sentence(alt))
@@ -163,7 +166,7 @@ def alternatives_html(trace: Trace, frame: int, position: int) -> str:
         alt = position_alternatives(trace, block, position, step)
     except AlternativesError as exc:
         return f'<div class="dv-alternatives" style="font-size:13px;opacity:.8">{escape(str(exc))}</div>'
-    now_title = f"step {alt.step + 1} · entropy {alt.entropy_now:.3g} nats" + (" · accepted" if alt.accepted_now else "")
+    now_title = f"step {alt.step + 1} · entropy {number(alt.entropy_now)} nats" + (" · accepted" if alt.accepted_now else "")
     parts = [
         '<div class="dv-alternatives" style="font-size:13px;line-height:1.35;display:flex;flex-wrap:wrap;gap:6px 24px">',
         f'<div style="flex:1 1 100%;font-weight:600">position {alt.position} of block {alt.block + 1}</div>',
@@ -173,7 +176,7 @@ def alternatives_html(trace: Trace, frame: int, position: int) -> str:
         parts.append('<div style="opacity:.7">not committed yet</div>')
     else:
         how = " (never accepted: last argmax)" if alt.committed_at_finalize else ""
-        commit_title = f"commit step {alt.commit_step + 1}{how} · entropy {alt.entropy_at_commit:.3g} nats"
+        commit_title = f"commit step {alt.commit_step + 1}{how} · entropy {number(alt.entropy_at_commit)} nats"
         parts.append(_table_html(commit_title, alt.at_commit, alt.taken))
         parts.append(f'<div style="flex:1 1 100%">{escape(_almost_sentence(alt))}</div>')
     return "".join(parts) + "</div>"
@@ -194,21 +197,22 @@ def _table_html(title: str, cands: tuple[Candidate, ...], taken: Candidate | Non
 
 
 def _almost_sentence(alt: PositionAlternatives) -> str:
+    """What it took at the commit step, in words: the favourite and the runner-up it almost chose, or a sample
+    that was not the favourite and the favourite that was more likely."""
     if alt.taken is None:
         return ""
-    taken = f"took {_show(alt.taken.piece)!r}" + (" (outside the recorded candidates)" if np.isnan(alt.taken.probability) else f" (p = {_p(alt.taken.probability)})")
+    outside = np.isnan(alt.taken.probability)  # sampled from beyond the recorded top k
+    token = f"{_show(alt.taken.piece)!r}" + (" (outside the recorded candidates)" if outside else f" (p = {_p(alt.taken.probability)})")
     if alt.almost is None:
-        return f"It {taken}; no other candidate was recorded."
-    return (
-        f"It {taken}; the token it almost chose: {_show(alt.almost.piece)!r} (p = {_p(alt.almost.probability)}"
-        + ("" if alt.margin is None or np.isnan(alt.margin) else f", {_p(abs(alt.margin))} {'behind' if alt.margin >= 0 else 'ahead'}")
-        + ")."
-    )
+        return f"It took {token}; no other candidate was recorded."
+    other = f"{_show(alt.almost.piece)!r} (p = {_p(alt.almost.probability)})"
+    if outside or alt.margin < 0:
+        return f"It sampled {token}, not its most likely candidate: {other} was more likely."
+    return f"It took {token}, its most likely candidate; the token it almost chose: {other}."
 
 
 def _p(probability: float) -> str:
-    """A probability with four significant digits: 1, 0.9873, 2.3e-05."""
-    return f"{probability:.4g}"
+    return number(probability)
 
 
 def _show(piece: str) -> str:

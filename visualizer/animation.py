@@ -15,6 +15,7 @@ Block numbers are 0-based here and 1-based wherever a person types them (CLI, ap
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -34,6 +35,7 @@ MIN_FONT_SIZE, MAX_FONT_SIZE = 6, 48
 MIN_FRAME_MS, MAX_FRAME_MS = 20, 10_000  # browsers show GIF frames shorter than 20 ms at 100 ms
 MAX_HOLD_MS = 60_000
 MAX_WIDTH = 4096
+PROMPT_LINES = 3  # a caption's prompt wraps onto at most this many lines
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,8 @@ def build_animation(trace: Trace, options: AnimationOptions = AnimationOptions()
     chosen = [i for i, ref in enumerate(refs) if ref.block in blocks]
     layout = select_blocks(animation_layout(trace, options.layout), blocks)
     palette = get_palette(options.palette)
-    caption_lines = int(options.prompt) + int(options.caption)
+    captions = {index: wrap_caption(caption(trace, refs, index, options), layout.columns) for index in chosen}
+    caption_lines = max(len(lines) for lines in captions.values())
     font_size = _font_size(layout, options, caption_lines)
     colors = IndexedColors(palette)
     renderer = FrameRenderer(
@@ -126,7 +129,8 @@ def build_animation(trace: Trace, options: AnimationOptions = AnimationOptions()
     def images():
         for done, index in enumerate(chosen, 1):
             frame = frame_state(trace, index, refs)
-            yield index, _pad(renderer.render(frame, caption(trace, refs, index, options)), width, colors)
+            lines = captions[index]
+            yield index, _pad(renderer.render(frame, lines + [""] * (caption_lines - len(lines))), width, colors)
             if progress is not None:
                 progress(done, len(chosen))
 
@@ -155,13 +159,37 @@ def caption(trace: Trace, refs: list[FrameRef], index: int, options: AnimationOp
     return ([prompt_line(trace)] if options.prompt else []) + ([status_line(trace, refs, index)] if options.caption else [])
 
 
+def wrap_caption(lines: list[str], columns: int) -> list[str]:
+    """Caption lines wrapped at the frame's width, so none is cut off on the right: the prompt at spaces, up to
+    PROMPT_LINES lines (then an ellipsis; the trace holds all of it), the status line between its " · " parts."""
+    out = []
+    for line in lines:
+        if line.startswith("Prompt: "):
+            wrapped = textwrap.wrap(line, columns) or [""]
+            if len(wrapped) > PROMPT_LINES:
+                wrapped = wrapped[:PROMPT_LINES]
+                wrapped[-1] = wrapped[-1][: columns - 1] + "…"
+            out += wrapped
+            continue
+        current = ""
+        for part in line.split(" · "):
+            joined = f"{current} · {part}" if current else part
+            if len(joined) <= columns or not current:
+                current = joined
+            else:
+                out.append(current)
+                current = part
+        out += textwrap.wrap(current, columns) or [""]  # a part wider than the frame wraps at its spaces
+    return out
+
+
 def prompt_line(trace: Trace) -> str:
     return "Prompt: " + " ".join(trace.prompt.split())
 
 
 def status_line(trace: Trace, refs: list[FrameRef], index: int) -> str:
-    """Block, step, accepted count, tau_b and model at frame `index`, in one line (the model
-    last: a long name is what gets cut when the line is wider than the frame)."""
+    """Block, step, accepted count, tau_b and model at frame `index`, in one line (the model last: a long
+    name is what wraps onto the next line when the line is wider than the frame)."""
     ref = refs[index]
     parts = [f"block {ref.block + 1}/{max(trace.max_blocks, ref.block + 1)}"]
     if ref.kind == "commit":

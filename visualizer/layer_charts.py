@@ -131,8 +131,9 @@ def layer_rms_svg(trace: Trace, block: int, *, width: int = 780, panel_height: i
 
 # ---- the lens rank grid ----------------------------------------------------------------------------
 def lens_rank_svg(trace: Trace, block: int, position: int, *, width: int = 560, height: int = 220) -> str:
-    """For one position: each recorded layer (rows) at each step (columns), the rank of the token the block
-    committed there under that layer's logit lens (0: the lens already puts it first), log colour scale."""
+    """For one position: each recorded layer (rows, the first on top as in `layer_rms_svg`) at each step
+    (columns), the rank of the token the block committed there under that layer's logit lens (0: the lens
+    already puts it first), log colour scale."""
     layers = recorded_layers(trace)
     label = f"lens rank, block {block + 1}, position {position}"
     plot = Plot(width, height, left=48, right=12, top=22, bottom=44)
@@ -148,10 +149,10 @@ def lens_rank_svg(trace: Trace, block: int, position: int, *, width: int = 560, 
     n_layers, n_steps = ranks.shape
     cell_w, cell_h = plot.w / n_steps, plot.h / n_layers
     level = 1 - np.log10(1 + np.minimum(ranks, RANK_CAP)) / math.log10(1 + RANK_CAP)  # rank 0: bright
-    parts = [title_text(plot, title), _image(plot.x0, plot.y0, plot.w, plot.h, viridis(level[::-1]))]
+    parts = [title_text(plot, title), _image(plot.x0, plot.y0, plot.w, plot.h, viridis(level))]
     token = int(record.tokens[position])
     for i, layer in enumerate(layers):
-        row = n_layers - 1 - i  # the last layer on top
+        row = i  # the first recorded layer on top, as in the RMS panel (layer_rms_svg)
         parts.append(svg_text(plot.x0 - 4, plot.y0 + (row + 0.7) * cell_h, f"L{layer}", anchor="end", size=9))
         for t in range(n_steps):
             top_id, top_prob = int(record.lens_top_ids[t, i, position]), float(record.lens_top_probs[t, i, position])

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .numbers import number
 from .palette import Palette
 from .states import FrameState, State
 from .trace import Trace
@@ -30,7 +31,8 @@ TAB_GLYPH = "→"
 SPACE_GLYPH = "·"
 ELLIPSIS = "…"
 EOS_GLYPH = "∎"  # one-character EOS for the text layout, where trailing EOS fill the canvas
-PAD_GLYPH = "∙"
+PAD_GLYPH = "▫"  # a pad token: an empty box, never taken for a space's dot (SPACE_GLYPH)
+EMPTY_GLYPH = "∙"  # a cell of a block the run has not reached (grid layout)
 
 
 @dataclass(frozen=True)
@@ -165,7 +167,7 @@ def paint(frame: FrameState, layout: Layout, trace: Trace, palette: Palette, det
         if state in (State.NOISE, State.REMASKED):
             text, label = NOISE_GLYPH * cell.width, state.name.lower()
         elif state == State.EMPTY:
-            text, label = PAD_GLYPH.ljust(cell.width) if layout.kind == "grid" else " " * cell.width, "not reached"
+            text, label = EMPTY_GLYPH.ljust(cell.width) if layout.kind == "grid" else " " * cell.width, "not reached"
         else:
             piece = trace.piece(token)
             special = _is_special(token, trace)
@@ -219,7 +221,7 @@ def _tooltip(frame: FrameState, cell: Cell, state: State, token: int, label: str
     if token >= 0:
         parts.append(f"token {token} {trace.piece(token)!r}")
     if frame.kind == "step" and cell.block == frame.block:
-        parts.append(f"entropy {float(frame.entropy_nats[cell.position]):.4f} nats")
+        parts.append(f"entropy {number(frame.entropy_nats[cell.position])} nats")
         if state in (State.NOISE, State.REMASKED):
             draft = int(frame.argmax[cell.position])
             parts.append(f"argmax draft {trace.piece(draft)!r}")

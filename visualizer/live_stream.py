@@ -48,7 +48,7 @@ from .metrics import live_readouts
 from .metrics.commits import step_budget
 from .metrics.order import Undefined
 from .insight_charts import structure_first_svg
-from .palette import LEGEND, PALETTES, THOUGHT_BAND_PX, THOUGHT_LABEL
+from .palette import LEGEND, PAD_LABEL, PALETTES, RESAMPLED_LABEL, THOUGHT_BAND_PX, THOUGHT_LABEL
 from .render_html import frame_caption
 from .states import FrameRef, State, frame_refs, frame_state
 from .trace import Trace
@@ -136,6 +136,7 @@ class LiveEncoder:
             "log_max": math.log10(max(math.log(trace.model.vocab_size), 1e-2)),
             "layout": layout_message(grid_layout(trace.max_blocks, trace.canvas_length)),
             "palettes": palettes_message(), "legend": [[int(s), label] for s, label in LEGEND],
+            "resampled_label": RESAMPLED_LABEL, "pad_glyph": PAD_GLYPH, "pad_label": PAD_LABEL,
             "thought_label": THOUGHT_LABEL, "thought_band": THOUGHT_BAND_PX, "thinking": bool(settings.get("thinking")),
             "states": [s.name.lower() for s in State],
             "pins": sorted(pinned_positions(trace)),  # the first block's pinned positions: a bar left of the cell

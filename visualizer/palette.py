@@ -84,6 +84,8 @@ COLORBLIND = Palette(
 PALETTES = {p.name: p for p in (STANDARD, COLORBLIND)}
 THOUGHT_LABEL = "thought"  # legend entry, shown when a frame holds thinking-channel tokens
 PIN_LABEL = "pinned"  # legend entry, shown when the run pinned tokens (record --pin)
+RESAMPLED_LABEL = "resampled to a new token"  # legend entry for the mark under a kept draft whose sample changed
+PAD_LABEL = "padding"  # legend entry for the pad token's glyph (layout.PAD_GLYPH), apart from a space's dot
 PIN_BAR_PX = 3  # width of the bar left of a pinned cell
 THOUGHT_BAND_PX = 4  # height of the band under a thought cell (the resampled mark's 2 px sit on top of it)
 

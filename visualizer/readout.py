@@ -16,6 +16,7 @@ from html import escape
 from .alternatives import AlternativesError, frame_position
 from .metrics import Readout, Undefined, block_position_details
 from .metrics.trajectory import block_trajectory
+from .numbers import number
 from .svg import CONTROL_COLOR, TAU_COLOR
 from .trace import Trace
 
@@ -57,7 +58,7 @@ def readout_rows(readout: Readout) -> list[tuple[str, str, str]]:
         ("re-masks", f"{r.remask_events}" + (f" (+{r.remasked_now} now)" if r.remasked_now else "") + (f" · position(s) {remasked}" if remasked else ""),
          "A position accepted at one step and noise at the next (commits are not frozen)."),
         ("monotone run", "yes" if r.monotone else "no", "No re-mask event in the run so far."),
-        ("entropy at commit", fmt(r.mean_commit_entropy_nats, 4, unit=" nats"), "Mean entropy at the step each content position was first accepted."),
+        ("entropy at commit", _nats(r.mean_commit_entropy_nats), "Mean entropy at the step each content position was first accepted."),
         ("mean tau_b, blocks", f"{fmt(r.run_tau_b_mean)} over {r.run_blocks} block(s)" if r.run_blocks else "no block committed yet",
          "Mean of the per-block values of the committed blocks: never pooled across blocks."),
     ]
@@ -124,7 +125,7 @@ def position_tooltip(d: dict) -> str:
     if not d.get("started", True):
         return f"position {d['position']}: block not started"
     head = f"position {d['position']}" + (f" {d['piece']!r}" if d["piece"] is not None else " (noise)")
-    return f"{head} · {commit_story(d)} · entropy now {d['entropy_nats_now']:.3g} nats"
+    return f"{head} · {commit_story(d)} · entropy now {number(d['entropy_nats_now'])} nats"
 
 
 def commit_story(d: dict) -> str:
@@ -136,9 +137,9 @@ def commit_story(d: dict) -> str:
     if d["pending"]:
         commit = "not accepted yet"
     elif d["committed_at_finalize"]:
-        commit = f"never accepted: committed at finalization ({d['commit_entropy_nats']:.3g} nats)"
+        commit = f"never accepted: committed at finalization ({number(d['commit_entropy_nats'])} nats)"
     else:
-        commit = f"commit step {d['commit_step'] + 1} ({d['commit_entropy_nats']:.3g} nats)"
+        commit = f"commit step {d['commit_step'] + 1} ({number(d['commit_entropy_nats'])} nats)"
     settle = f"{'settled' if d['settled'] else 'argmax unchanged since'} step {d['settle_step'] + 1}"
     remask = f"re-masked at step {', '.join(str(t + 1) for t in d['remask_steps'])}" if d["remask_steps"] else "never re-masked"
     excluded = f"excluded from tau_b ({d['excluded']}) · " if not d["content"] else ""
@@ -159,6 +160,10 @@ def token_details(trace: Trace, frame: int, *, refs=None) -> Callable[[int, int]
         return commit_story(d) if d["started"] else ""
 
     return details
+
+
+def _nats(value) -> str:
+    return "undefined" if isinstance(value, Undefined) else f"{number(value)} nats"
 
 
 def fmt(value, digits: int = 3, *, percent: bool = False, unit: str = "") -> str:
@@ -184,9 +189,9 @@ def trajectory_line(trace: Trace, block: int, step: int, position: int) -> str:
         parts.append(f"accepted {lag} step(s) after it was decided" if lag >= 0 else f"accepted {-lag} step(s) before it was decided")
     steps = trace.block_steps(block)
     if not isinstance(t.top2_margin, Undefined):
-        parts.append(f"top-2 margin at step {step + 1}: {float(t.top2_margin[step, position]):.3g}")
+        parts.append(f"top-2 margin at step {step + 1}: {number(t.top2_margin[step, position])}")
     if steps[step].kl_to_final_nats is not None:
-        parts.append(f"KL to final at step {step + 1}: {float(steps[step].kl_to_final_nats[position]):.3g} nats")
+        parts.append(f"KL to final at step {step + 1}: {number(steps[step].kl_to_final_nats[position])} nats")
     return " · ".join(parts)
 
 

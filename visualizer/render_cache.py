@@ -39,7 +39,7 @@ from PIL import Image, ImageChops, ImageColor
 
 from .layout import Cell, Layout, PaintedCell, paint, pinned_positions
 from .palette import Palette
-from .render_image import MARGIN, _metrics, frame_size, render_frame_image
+from .render_image import LEGEND_LINES, MARGIN, _metrics, frame_size, render_frame_image
 from .states import FrameState, State
 from .thinking import has_channel
 from .trace import Trace
@@ -129,7 +129,7 @@ class FrameRenderer:
         self.font_size, self.caption_lines, self.legend, self.antialias = font_size, caption_lines, legend, antialias
         self.size = frame_size(layout, font_size=font_size, caption_lines=caption_lines, legend=legend)
         self.char_width, self.line_height = _metrics(font_size)
-        header = (caption_lines + (1 if legend else 0)) * self.line_height
+        header = (caption_lines + (LEGEND_LINES if legend else 0)) * self.line_height
         self.top = MARGIN + header + (self.line_height // 2 if caption_lines or legend else 0)
         self.headers = {row: block for block, row in layout.headers}
         self._row_index = _row_index(layout)
@@ -147,7 +147,7 @@ class FrameRenderer:
         self._legend_thought = has_channel(self.trace)
         self._base = self.colors.blank(self.size) if self.colors else Image.new("RGB", self.size, self.palette.background)
         legend_line = (
-            self._line(("legend", self._legend_thought), lambda: self._crop_line(self._draw(None, self._empty, [], legend=True)))
+            self._line(("legend", self._legend_thought), lambda: self._crop_line(self._draw(None, self._empty, [], legend=True), LEGEND_LINES))
             if self.legend
             else None
         )
@@ -311,10 +311,10 @@ class FrameRenderer:
             self._lines.popitem(last=False)
         return line
 
-    def _crop_line(self, drawn: Image.Image) -> Image.Image | None:
-        """The line at y = MARGIN of a frame drawn by `render_frame_image` (in the output mode), or
-        None when any ink lies outside it."""
-        box = (0, MARGIN, drawn.width, MARGIN + self.line_height)
+    def _crop_line(self, drawn: Image.Image, lines: int = 1) -> Image.Image | None:
+        """The line (or `lines` lines) at y = MARGIN of a frame drawn by `render_frame_image` (in the output
+        mode), or None when any ink lies outside it."""
+        box = (0, MARGIN, drawn.width, MARGIN + lines * self.line_height)
         if not _only_inside(drawn, box, self.palette.background):
             return None
         line = drawn.crop(box)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from html import escape
 
-from .layout import Layout, PaintedCell, paint
-from .palette import LEGEND, PIN_BAR_PX, PIN_LABEL, THOUGHT_BAND_PX, THOUGHT_LABEL, Palette
+from .layout import PAD_GLYPH, Layout, PaintedCell, paint
+from .palette import LEGEND, PAD_LABEL, PIN_BAR_PX, PIN_LABEL, RESAMPLED_LABEL, THOUGHT_BAND_PX, THOUGHT_LABEL, Palette
 from .states import FrameState
 from .thinking import has_channel
 from .trace import Trace
@@ -68,7 +68,11 @@ def legend_html(palette: Palette, *, thought: bool = False, pins: bool = False) 
         )
     items.append(
         f'<span class="dv-legend-item" style="color:{palette.foreground}"><span style="color:{palette.kept[0]};background:{palette.kept[1]};'
-        f'padding:0 4px;box-shadow:inset 0 -2px 0 0 {palette.mark}">ab</span> resampled to a new token</span>'
+        f'padding:0 4px;box-shadow:inset 0 -2px 0 0 {palette.mark}">ab</span> {RESAMPLED_LABEL}</span>'
+    )
+    items.append(
+        f'<span class="dv-legend-item" style="color:{palette.foreground}"><span style="color:{palette.special};'
+        f'padding:0 4px">{PAD_GLYPH}</span> {PAD_LABEL}</span>'
     )
     if thought:
         items.append(

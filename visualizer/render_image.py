@@ -15,8 +15,8 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
-from .layout import Layout, paint
-from .palette import LEGEND, PIN_BAR_PX, PIN_LABEL, THOUGHT_BAND_PX, THOUGHT_LABEL, Palette
+from .layout import PAD_GLYPH, Layout, paint
+from .palette import LEGEND, PAD_LABEL, PIN_BAR_PX, PIN_LABEL, RESAMPLED_LABEL, THOUGHT_BAND_PX, THOUGHT_LABEL, Palette
 from .render_html import frame_caption
 from .states import FrameState, State
 from .thinking import has_channel
@@ -24,6 +24,7 @@ from .trace import Trace
 
 FONT_DIR = Path(__file__).resolve().parent.parent / "assets" / "fonts"
 MARGIN = 12
+LEGEND_LINES = 2  # the states, then the marks (resampled, padding, thought, pinned): one line would overflow 96 columns
 
 
 @lru_cache(maxsize=8)
@@ -40,7 +41,7 @@ def _metrics(font_size: int) -> tuple[float, int]:
 
 def frame_size(layout: Layout, *, font_size: int = 13, caption_lines: int = 1, legend: bool = True) -> tuple[int, int]:
     cw, lh = _metrics(font_size)
-    header = (caption_lines + (1 if legend else 0)) * lh + (lh // 2 if caption_lines or legend else 0)
+    header = (caption_lines + (LEGEND_LINES if legend else 0)) * lh + (lh // 2 if caption_lines or legend else 0)
     return int(2 * MARGIN + layout.columns * cw), int(2 * MARGIN + header + layout.rows * lh)
 
 
@@ -69,7 +70,7 @@ def render_frame_image(
         y += lh
     if legend:
         _draw_legend(draw, palette, font, MARGIN, y, cw, lh, thought=has_channel(trace), pins=bool(trace.start and trace.start.pins))
-        y += lh
+        y += LEGEND_LINES * lh
     if lines or legend:
         y += lh // 2
     top = y
@@ -98,6 +99,8 @@ def render_frame_image(
 
 def _draw_legend(draw, palette: Palette, font, x: float, y: int, cw: float, lh: int, *, thought: bool = False,
                  pins: bool = False) -> None:
+    """The states on one line; under them the marks, as the app's legend names them (legend_html)."""
+    left = x
     for state, label in LEGEND:
         fg, bg = palette.colors(state)
         glyph = "░░" if label in ("noise", "remasked") else "ab"
@@ -107,6 +110,19 @@ def _draw_legend(draw, palette: Palette, font, x: float, y: int, cw: float, lh: 
             draw.rectangle((round(x), y, round(x + 2 * cw), y + 2), fill=palette.mark)
         draw.text((x + 3 * cw, y + 1), label, font=font, fill=palette.foreground)
         x += (len(label) + 6) * cw
+    x, y = left, y + lh
+
+    def mark(glyph: str, label: str, fg: str) -> float:
+        draw.text((x, y + 1), glyph, font=font, fill=fg)
+        draw.text((x + 3 * cw, y + 1), label, font=font, fill=palette.foreground)
+        return x + (len(label) + 6) * cw
+
+    kfg, kbg = palette.colors(State.KEPT)
+    box = (round(x), y, round(x + 2 * cw), y + lh - 2)
+    draw.rectangle(box, fill=kbg)
+    draw.rectangle((box[0], box[3] - 1, box[2], box[3]), fill=palette.mark)  # the mark under a cell, as on the canvas
+    x = mark("ab", RESAMPLED_LABEL, kfg)
+    x = mark(PAD_GLYPH, PAD_LABEL, palette.special)
     if thought:
         draw.text((x, y + 1), "ab", font=font, fill=palette.thought[0])
         draw.rectangle((round(x), y + lh - 1 - THOUGHT_BAND_PX, round(x + 2 * cw), y + lh - 2), fill=palette.thought[1])

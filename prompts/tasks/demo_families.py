@@ -177,7 +177,7 @@ GENERATORS = {
 DEMO_ANSWERS = {
     "acrostic": ("acrostic", "OCEANS"),
     "sky": ("sentences", 3),
-    "palindrome": ("doctest_function", {"name": "is_palindrome", "count": 3}),
+    "palindrome": ("doctest_function", {"name": "is_palindrome", "count": 1}),
     "planets": ("fact_list", {"category": "planets of the solar system", "count": 8}),
     "story": ("story", None),
     "haiku": ("haiku", None),

@@ -19,7 +19,7 @@
   "use strict";
   if (window.dvLiveView) return;
 
-  const NOISE_GLYPH = "░", PAD_GLYPH = "∙", ELLIPSIS = "…";
+  const NOISE_GLYPH = "░", EMPTY_GLYPH = "∙", ELLIPSIS = "…";  // layout.NOISE_GLYPH, EMPTY_GLYPH
   const EMPTY = 0, NOISE = 1, NEW = 2, KEPT = 3, REMASKED = 4, COMMITTED = 5;
   const CHANGED_FLAG = 1, THOUGHT_FLAG = 2;  // a cell's flags (live_stream.cell_flags)
   const ASK_DELAY_MS = 250;  // the server is asked for a step's "why" views once the slider rests this long
@@ -47,6 +47,14 @@
     const node = document.createElementNS(SVG, tag);
     for (const key in attrs) node.setAttribute(key, attrs[key]);
     return node;
+  }
+
+  function number(value) {  // numbers.number: three significant digits, never an exponent, "< 0.001" near zero
+    if (!Number.isFinite(value)) return "n/a";
+    if (value === 0) return "0";
+    if (Math.abs(value) < 0.001) return value > 0 ? "< 0.001" : "> -0.001";
+    if (Math.abs(value) >= 999.5) return value.toFixed(0);
+    return String(Number(value.toPrecision(3)));
   }
 
   function chars(text) { return Array.from(text); }  // code points, as Python counts them
@@ -487,7 +495,7 @@
       const span = this.spans[i], width = this.widths[i], pal = this.palette();
       let [fg, bg] = pal.states[state], text;
       if (state === NOISE || state === REMASKED) text = NOISE_GLYPH.repeat(width);
-      else if (state === EMPTY) text = this.layoutKind === "grid" ? fit(PAD_GLYPH, width) : " ".repeat(width);
+      else if (state === EMPTY) text = this.layoutKind === "grid" ? fit(EMPTY_GLYPH, width) : " ".repeat(width);
       else {
         const entry = this.tokens.get(token) || { p: `<${token}>` };
         const shown = this.layoutKind === "text" ? (entry.x ?? entry.g ?? entry.p) : (entry.g ?? entry.p);
@@ -603,7 +611,8 @@
         item(fg, bg, noise ? "░░" : "ab", label, label === "remasked" ? `inset 0 3px 0 0 ${pal.mark}` : "");
       }
       const [kfg, kbg] = pal.states[KEPT];
-      item(kfg, kbg, "ab", "resampled to a new token", `inset 0 -2px 0 0 ${pal.mark}`);
+      item(kfg, kbg, "ab", this.start.resampled_label, `inset 0 -2px 0 0 ${pal.mark}`);
+      item(pal.special, "transparent", this.start.pad_glyph, this.start.pad_label);
       if (this.hasThought) item(pal.thought[0], "transparent", "ab", this.start.thought_label, `inset 0 -${this.start.thought_band}px 0 0 ${pal.thought[1]}`);
       if (this.pinned.size) item(pal.states[COMMITTED][0], "transparent", "ab", "pinned", `inset ${PIN_BAR_PX}px 0 0 0 ${pal.pin}`);
       this.legend.replaceChildren(...items);
@@ -619,7 +628,7 @@
       const parts = [`block ${block + 1} · position ${position} · ${label}`];
       if (token >= 0) parts.push(`token ${token} ${pyRepr(this.piece(token))}`);
       if (f.m.kind === "step" && block === f.m.block) {
-        parts.push(`entropy ${f.entropy[position].toFixed(4)} nats`);
+        parts.push(`entropy ${number(f.entropy[position])} nats`);
         if (state === NOISE || state === REMASKED) parts.push(`argmax draft ${pyRepr(this.piece(f.argmax[position]))}`);
         if (f.flags[i] & CHANGED_FLAG) parts.push("resampled to a different token this step");
       }
@@ -721,7 +730,7 @@
         if (first < 0 && (s === NEW || s === KEPT)) first = t;
         if (s === REMASKED) remasks.push(t + 1);
       });
-      const commit = first >= 0 ? `commit step ${first + 1} (${frames[first].entropy[position].toPrecision(3)} nats)` : "not accepted yet";
+      const commit = first >= 0 ? `commit step ${first + 1} (${number(frames[first].entropy[position])} nats)` : "not accepted yet";
       return `${commit} · ${remasks.length ? "re-masked at step " + remasks.join(", ") : "never re-masked"}`;
     }
 
@@ -919,9 +928,9 @@
       const t = Math.floor((event.clientY - box.top) / box.height * g.rows);
       const f = this.heatSteps[t];
       if (!f || p < 0 || p >= this.start.canvas) { this.heat.title = ""; return; }
-      const shift = f.kl ? `KL ${f.kl[p].toPrecision(3)} nats` : "no KL (no step before it)";
-      this.heat.title = `step ${t + 1} · position ${p} · entropy ${f.entropy[p].toPrecision(3)} nats` + (this.start.shift ? ` · ${shift}` : "")
-        + (f.klf ? ` · KL to final ${f.klf[p].toPrecision(3)} nats` : "");
+      const shift = f.kl ? `KL ${number(f.kl[p])} nats` : "no KL (no step before it)";
+      this.heat.title = `step ${t + 1} · position ${p} · entropy ${number(f.entropy[p])} nats` + (this.start.shift ? ` · ${shift}` : "")
+        + (f.klf ? ` · KL to final ${number(f.klf[p])} nats` : "");
     }
   }
 

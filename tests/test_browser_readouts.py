@@ -1,0 +1,41 @@
+"""The readouts in a real headless browser: the inspector's sentence when the sampler took a token that was not the
+most likely, the legend's padding and resampled entries, and a tooltip's numbers written as Python writes them."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tests.browser import CHROMIUM, app_in_chromium, load_trace_file, show, wait_for_text
+from tests.trace_factory import trace_from_text
+from visualizer.layout import PAD_GLYPH
+from visualizer.palette import PAD_LABEL, RESAMPLED_LABEL
+from visualizer.states import frame_refs
+from visualizer.trace import Trace
+
+pytestmark = [pytest.mark.browser, pytest.mark.app,
+              pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")]
+
+
+def test_the_inspector_legend_and_tooltips_read_in_words(no_eos_model_dir, tmp_path):
+    data = json.loads(trace_from_text([["a", "b"]], [[0, 0]], topk=3).to_json())
+    data["steps"][0]["canvas"][0] = data["steps"][0]["topk_ids"][0][2]  # position 0 took its third candidate
+    data["steps"][0]["entropy_nats"][1] = 2e-06  # near zero: "< 0.001", never 2e-06
+    trace = Trace.from_dict(data)
+    path = tmp_path / "outsider.json"
+    trace.save(path)
+    with app_in_chromium(no_eos_model_dir) as page:
+        load_trace_file(page, path, len(frame_refs(trace)))
+        legend = page.locator(".dv-legend").text_content()
+        assert f"{PAD_GLYPH} {PAD_LABEL}" in legend and RESAMPLED_LABEL in legend
+        show(page, 0)
+        page.locator('.dv-canvas span[data-i="1"]').hover()
+        page.wait_for_function("() => (document.querySelector('.dv-canvas span[data-i=\"1\"]').title || '').includes('entropy')")
+        title = page.locator('.dv-canvas span[data-i="1"]').get_attribute("title")
+        assert "entropy < 0.001 nats" in title and not re.search(r"\de-\d", title)
+        page.locator('.dv-canvas span[data-i="0"]').click()
+        wait_for_text(page, "#dv-inspector", "was more likely")
+        inspector = page.locator("#dv-inspector").text_content()
+        assert "It sampled" in inspector and "not its most likely candidate" in inspector and "almost chose" not in inspector
