@@ -80,6 +80,7 @@ class ForkPlan:
     interventions: tuple[Intervention, ...]
     ids: tuple[tuple[int, ...], ...]  # each intervention's token ids (() for remask, topk, knob)
     seed: int  # the run's seed: remask's noise comes from a generator seeded with it
+    placed: tuple[tuple[int, int], ...] = ()  # a warm start's (position, id) on the canvas the fork step denoises
 
 
 class Editor:
@@ -134,9 +135,12 @@ class Editor:
         """The canvas the fork step denoises (remask, set), and the knobs from the fork step on."""
         if self.after_fork() and self.knobs and not self.knobs_applied:
             self._change_knobs(sampler)
-        if not self.at_fork() or not (self.remasked or self.held):
+        placed = self.plan.placed
+        if not self.at_fork() or not (self.remasked or self.held or placed):
             return kwargs
         canvas = kwargs["current_canvas"].clone()
+        if placed:  # a warm start's tokens, on the run's own first canvas (its random draw already made)
+            canvas[:, [p for p, _ in placed]] = torch.tensor([t for _, t in placed], device=canvas.device, dtype=canvas.dtype)
         if self.remasked:
             noise = torch.Generator(device="cpu").manual_seed(self.plan.seed)
             drawn = torch.randint(0, sampler.vocab_size, (canvas.shape[0], len(self.remasked)), generator=noise)
@@ -217,14 +221,21 @@ def resolve_plan(backend, parent: Trace, block: int, step: int, interventions: t
 def _ids(backend, iv: Intervention) -> tuple[int, ...]:
     if iv.kind not in TEXT_KINDS:
         return ()
-    ids = tuple(int(t) for t in backend.tokenizer.encode(iv.text, add_special_tokens=False))
-    canvas = backend.info.canvas_length
-    if not ids:
-        raise BackendError(f"{iv.spec()}: the text tokenizes to nothing")
+    ids = text_ids(backend, iv.position, iv.text, iv.spec())
     if iv.kind in ONE_TOKEN_KINDS and len(ids) != 1:
         raise BackendError(f"{iv.spec()}: {iv.kind} takes one token, and {iv.text!r} is {len(ids)} tokens")
-    if iv.position + len(ids) > canvas:
-        raise BackendError(f"{iv.spec()}: {len(ids)} tokens from position {iv.position} run past the canvas of {canvas}")
+    return ids
+
+
+def text_ids(backend, position: int, text: str, said: str) -> tuple[int, ...]:
+    """`text`'s token ids, to be placed from `position`; BackendError (one line, starting with `said`) when it
+    tokenizes to nothing or runs past the canvas."""
+    ids = tuple(int(t) for t in backend.tokenizer.encode(text, add_special_tokens=False))
+    canvas = backend.info.canvas_length
+    if not ids:
+        raise BackendError(f"{said}: the text tokenizes to nothing")
+    if position + len(ids) > canvas:
+        raise BackendError(f"{said}: {len(ids)} tokens from position {position} run past the canvas of {canvas}")
     return ids
 
 
@@ -262,3 +273,34 @@ def first_difference(parent: Trace, branch: Trace, *, before: tuple[int, int]) -
         if step is None or any((getattr(step, f) != getattr(theirs, f)).any() for f in ("canvas", "accepted", "argmax")):
             return key
     return None
+
+
+# ---- the warm start -----------------------------------------------------------------------------------------
+def warm_starts(capabilities) -> bool:
+    """A backend warm-starts a run where it forks one with canvas edits: the start's tokens are placed by the same
+    `Editor`, on the canvas the first step denoises, as `set` and `remask` place theirs at the fork step."""
+    return "set" in capabilities.interventions
+
+
+def warm_start_trace(backend, prompt: str, settings, placed: tuple[tuple[int, int], ...], *, stop=None,
+                     on_record=None) -> tuple[Trace, tuple[tuple[int, int], ...]]:
+    """A run of `prompt` whose first canvas holds `placed` ((position, id), ...) instead of its own noise there,
+    not held: the stock sampler decides from the first step on. Pinned positions keep their pins. Returns the
+    trace and what was placed (BackendError in one line when the backend cannot or the tokens do not fit)."""
+    from .run import record_trace
+
+    if not warm_starts(backend.capabilities):
+        raise BackendError(f"the {backend.name} backend cannot warm-start a run: {no_fork_reason(backend.name)}")
+    canvas, vocab = backend.info.canvas_length, backend.info.vocab_size
+    bad = next(((p, t) for p, t in placed if not (0 <= p < canvas and 0 <= t < vocab)), None)
+    if bad is not None:
+        raise BackendError(f"the start's token {bad[1]} at position {bad[0]} is outside this model's canvas of "
+                           f"{canvas} or vocabulary of {vocab}")
+    pinned = {p for p, _ in backend.pinned_ids(backend.resolve(settings))}
+    placed = tuple(sorted((p, t) for p, t in dict(placed).items() if p not in pinned))
+    backend.fork_plan = ForkPlan(0, 0, (), (), seed=int(settings.seed), placed=placed) if placed else None
+    try:
+        trace = record_trace(backend, prompt, settings, stop=stop, on_record=on_record)
+    finally:
+        backend.fork_plan = None
+    return trace, placed

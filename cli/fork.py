@@ -49,9 +49,6 @@ def add_fork_command(subparsers) -> None:
 
 def run_fork(args) -> int:
     from backends import BACKENDS, BackendError, default_model, load_backend
-    from backends.interventions import fork_trace
-    from visualizer.interventions import content_hash
-    from visualizer.trace import Trace, TraceError
 
     try:
         name = parse_step(args.at)
@@ -66,13 +63,7 @@ def run_fork(args) -> int:
         raise CliError(f"folder {out.parent} does not exist")
     if out.exists() and parent_path.exists() and out.resolve() == parent_path.resolve():
         raise CliError("--out is the parent trace: write the branch to another file, the parent stays as recorded")
-    try:
-        data = parent_path.read_bytes()
-        parent = Trace.from_json(data)
-    except OSError as exc:
-        raise CliError(f"cannot read {parent_path}: {exc.strerror or exc}") from None
-    except TraceError as exc:
-        raise CliError(f"{parent_path}: {exc}") from None
+    data, parent = read_parent(parent_path)
 
     # everything the trace alone can refuse, before a model loads
     kind = args.backend or parent.model.backend
@@ -98,19 +89,43 @@ def run_fork(args) -> int:
         backend = load_backend(source, backend=kind, sampler=parent.settings.sampler, device=args.device)
         progress = None if args.quiet else RunProgress(sys.stderr, label="branch")
         try:
-            branch = fork_trace(backend, parent, content_hash(data), block=block, step=step,
-                                interventions=interventions, on_record=progress)
+            branch = write_branch(backend, parent, data, out, block=block, step=step, interventions=interventions,
+                                  on_record=progress)
         finally:
             if progress is not None:
                 progress.close()
     except BackendError as exc:
         raise CliError(str(exc)) from None
-    write_atomically(out, branch.save)  # a refused or broken write leaves no branch file
     said = ", ".join(iv.spec() for iv in interventions) or "no intervention"
     end = branch.end
     print(f"wrote {out}: branch of {parent_path} at {block}:{step} ({said}); {len(branch.steps)} steps, "
           f"finished: {end.finish_reason}" + (f" ({end.error})" if end.error else ""), file=sys.stderr)
     return 1 if end.finish_reason == "error" else 0
+
+
+def read_parent(path: Path):
+    """(the file's bytes, its Trace): the parent of a fork, only read; CliError in one line."""
+    from visualizer.trace import Trace, TraceError
+
+    try:
+        data = path.read_bytes()
+        return data, Trace.from_json(data)
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except TraceError as exc:
+        raise CliError(f"{path}: {exc}") from None
+
+
+def write_branch(backend, parent, data: bytes, out: Path, *, block: int, step: int, interventions, on_record=None):
+    """The branch of `parent` (whose file held `data`) at block:step, from 1, written to `out` whole or not at all;
+    BackendError in one line when the fork is refused (then nothing is written). `probe --intervene` forks here too."""
+    from backends.interventions import fork_trace
+    from visualizer.interventions import content_hash
+
+    branch = fork_trace(backend, parent, content_hash(data), block=block, step=step, interventions=interventions,
+                        on_record=on_record)
+    write_atomically(out, branch.save)  # a refused or broken write leaves no branch file
+    return branch
 
 
 def _forks(entry) -> bool:

@@ -28,6 +28,7 @@ from visualizer.probe import SPLIT_CONFIRMATORY, ProbeError, regime_tables, samp
 from visualizer.study_figures import write_figures
 
 from .common import CliError, add_knob_arguments, refuse_problems, settings_from_args
+from .probe_intervene import add_intervene_arguments, read_intervene, run_pairs, write_pairs
 from .report import SIDE_BY_SIDE, draw_figures
 from .probe_runner import finish_results, item_of, prepare_out, probe_items, progress_bar, prompt_lengths, run_batches
 
@@ -73,6 +74,7 @@ def add_probe_command(subparsers) -> None:
     parser.add_argument("--bootstrap", type=int, default=N_RESAMPLES, help=f"bootstrap resamples (default {N_RESAMPLES})")
     # --samplers and --seeds above say those; a probe is of stock runs: no pins, and its tables read no layers
     add_knob_arguments(parser, skip=("sampler", "seed", "pins", "layers"))
+    add_intervene_arguments(parser)
     parser.set_defaults(run=probe_command)
 
 
@@ -81,6 +83,7 @@ def probe_command(args) -> int:
 
     try:
         probes, regimes, batch_size, settings = _probes_from_args(args)
+        intervene = read_intervene(args)
     except CliError:
         if distributed.is_first_process():
             raise
@@ -145,6 +148,7 @@ def probe_command(args) -> int:
                 write_figures(Path(args.out), by_sampler, prefix=SIDE_BY_SIDE, split=split)
             return 0
         results = run(args.out, settings)
+        pairs = run_pairs(backend, args.out, results, by_item, intervene, check_answer) if intervene else None
     except (BackendError, ProbeError, distributed.RunFailed) as exc:
         if cluster.is_writer:
             raise CliError(str(exc)) from None
@@ -158,6 +162,8 @@ def probe_command(args) -> int:
     if not cluster.is_writer:
         return 0
     _write_tables(args.out, results, args, backend, regimes, settings, cluster)
+    if intervene:
+        print(write_pairs(args.out, intervene, *pairs, n_resamples=args.bootstrap))
     return 0
 
 

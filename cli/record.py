@@ -7,6 +7,8 @@
 
 `--layers` records chosen decoder layers per step (RMS and logit lens), `--pin POS=TEXT` places TEXT's
 tokens on the first canvas from position POS and holds them there (docs/layers-and-pins.md).
+`--start-from RUN.json:BLOCK:STEP` starts from the tokens RUN accepted at that step, `--start-from-text POS=TEXT`
+from text, on the first canvas, not held (the warm start: cli/warm_start.py, docs/lab.md).
 
 `record` prints the committed text on stdout (as the app's Committed text box shows it) and its reports
 on stderr: a tqdm bar per block on a terminal, one line per committed block when piped.
@@ -31,6 +33,7 @@ from visualizer.thinking import committed_text
 from .common import CliError, add_generation_arguments, add_step_argument, load_model, load_trace, locate_step_arg
 from .common import refuse_problems, settings_from_args
 from .progress import RunProgress
+from .warm_start import add_warm_start_arguments, read_start, record_warm
 
 
 # ---- record ----------------------------------------------------------------------------------
@@ -49,6 +52,7 @@ def add_record_command(subparsers) -> None:
     source.add_argument("--demo", help="one of the demo prompts: acrostic, sky, palindrome, planets, story, haiku")
     p.add_argument("--out", required=True, help="trace file to write (.json)")
     add_generation_arguments(p)
+    add_warm_start_arguments(p)
     p.add_argument("--parallel", choices=PARALLEL_KINDS,
                    help="transformers: spread the model over several GPUs; expert/tensor/tensor+expert under "
                         f"torchrun --nproc-per-node N (default there: {TORCHRUN_DEFAULT_PARALLEL}), layers "
@@ -81,6 +85,7 @@ def run_record(args) -> int:
         parallel = TORCHRUN_DEFAULT_PARALLEL
         if not is_follower():
             print(f"record under torchrun: --parallel {parallel} (the default there; rank 0 writes {out})", file=sys.stderr)
+    start = read_start(args, args.backend, parallel)  # what RUN alone can refuse, before a model loads
     backend = load_model(args, settings, parallel=parallel)
     try:
         if parallel and is_follower():  # the same generation in lockstep, nothing recorded or written
@@ -91,7 +96,10 @@ def run_record(args) -> int:
             signal.signal(signal.SIGTERM, lambda signum, frame: stop.abandon(TORCHRUN_ENDED))
         progress = None if args.quiet else RunProgress(sys.stderr)
         try:
-            trace = record_trace(backend, prompt, settings, stop=stop, on_record=progress)
+            if start is None:
+                trace = record_trace(backend, prompt, settings, stop=stop, on_record=progress)
+            else:
+                trace = record_warm(backend, prompt, settings, start, stop=stop, on_record=progress)
         finally:
             if progress is not None:
                 progress.close()

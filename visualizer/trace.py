@@ -24,6 +24,7 @@ from .interventions import Branch
 from .records import BlockRecord, ModelInfo, Record, RunEnd, RunStart, StepRecord
 from .samplers import AcceptRule, legacy_rule
 from .settings import GenerationSettings
+from .warm_start import WarmStart
 from .trace_format import TraceError, displayed_ids, settings_of_run, parse_trace, parse_trace_json, read_trace_file, trace_to_dict
 
 __all__ = ["Trace", "TraceError"]
@@ -40,6 +41,7 @@ class Trace:
     pieces: dict[int, str] = field(default_factory=dict)
     created: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     branch: Branch | None = None  # a fork of another run: its parent, fork point and interventions (docs/lab.md)
+    warm_start: WarmStart | None = None  # what the run's first canvas held instead of noise (docs/lab.md)
     # values the metrics compute from the records, kept while the trace lives (not saved, not compared)
     derived: Derived = field(default_factory=Derived, init=False, repr=False, compare=False)
 

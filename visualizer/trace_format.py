@@ -38,6 +38,8 @@ JSON format (version 5), documented for people who read or write traces by hand:
       "pins":    [[position, id], ...],                      # optional (v4): tokens pinned in the first block
       "branch":  {"parent": sha256, "at": [block, step],     # optional (v5): this run is a fork of the parent file
                   "interventions": [{"spec": "set 4=sea", "ids": [id, ...]}, ...]},  # from block:step (from 1) on
+      "warm_start": {"from": sha256|null, "at": [block, step]|null,  # optional (v5): the first canvas held these
+                     "texts": ["POS=TEXT", ...], "placed": [[position, id], ...]},  # tokens (visualizer.warm_start)
       "end":     {"finish_reason": "eos"|"length"|"cancelled"|"error", "sequence": [id, ...],
                   "text": "...", "wall_time_s", "error": str|null} | null
     }
@@ -95,6 +97,7 @@ from .records import (
     frozen_matrix,
 )
 from .interventions import parse_branch
+from .warm_start import parse_warm_start
 from .knobs import is_int
 from .samplers import SAMPLER_ENTROPY_BOUND, AcceptRule
 from .settings import GenerationSettings
@@ -131,6 +134,7 @@ class TraceParts(NamedTuple):
     pieces: dict
     created: str
     branch: object = None  # visualizer.interventions.Branch: this run is a fork of another (issue 55)
+    warm_start: object = None  # visualizer.warm_start.WarmStart: the run's first canvas held these tokens
 
 
 # ---- writing ------------------------------------------------------------------------------------
@@ -148,6 +152,7 @@ def trace_to_dict(trace) -> dict:
         **({"batch": dict(trace.start.batch)} if trace.start and trace.start.batch else {}),
         **({"pins": [[int(p), int(t)] for p, t in trace.start.pins]} if trace.start and trace.start.pins else {}),
         **({"branch": trace.branch.to_dict()} if getattr(trace, "branch", None) is not None else {}),
+        **({"warm_start": trace.warm_start.to_dict()} if getattr(trace, "warm_start", None) is not None else {}),
         "pieces": {str(k): v for k, v in sorted(trace.pieces.items())},
         "steps": [_record_fields(s, STEP_DTYPES) for s in trace.steps],
         "blocks": [_record_fields(b, BLOCK_DTYPES) for b in trace.blocks],
@@ -260,7 +265,7 @@ def parse_trace(data) -> TraceParts:
         raise TraceError(f"trace version {version} was written by a newer tool; this one reads up to {TRACE_VERSION}")
     if version < 1:
         raise TraceError(f"unknown trace version {version}")
-    known = {"format", "version", "created", "model", "prompt", "settings", "max_blocks", "sampler_rule", "batch", "pins", "branch", "pieces", "steps", "blocks", "end"}
+    known = {"format", "version", "created", "model", "prompt", "settings", "max_blocks", "sampler_rule", "batch", "pins", "branch", "warm_start", "pieces", "steps", "blocks", "end"}
     _no_unknown(data, known, "trace")
     try:
         data = upgrade(data, version)  # from here on, version 5's layout (`trace_upgrade`)
@@ -327,9 +332,10 @@ def parse_trace(data) -> TraceParts:
 
     try:
         branch = parse_branch(data.get("branch"), canvas, vocab)
+        warm_start = parse_warm_start(data.get("warm_start"), canvas, vocab)
     except ValueError as exc:
         raise TraceError(str(exc)) from None
-    parts = TraceParts(model, text, start, steps, blocks, end, pieces, created, branch)
+    parts = TraceParts(model, text, start, steps, blocks, end, pieces, created, branch, warm_start)
     _check_order(parts)
     missing = sorted(displayed_ids(start, steps, blocks) - set(pieces))
     if missing:
