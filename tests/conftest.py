@@ -26,6 +26,7 @@ if _no_gpu():
 # A test that takes one of these fixtures runs a model or starts processes, whatever its file says.
 MODEL_FIXTURES = {"random_model_dir", "no_eos_model_dir", "random_backend", "no_eos_backend", "mlx_models"}
 PROCESS_FIXTURES = {"no_leftover_processes"}
+BROWSER_FIXTURES = {"page"}
 KINDS = {"model", "app", "browser", "processes"}
 
 
@@ -35,6 +36,8 @@ def pytest_collection_modifyitems(items):
             item.add_marker("model")
         if PROCESS_FIXTURES & set(item.fixturenames):
             item.add_marker("processes")
+        if BROWSER_FIXTURES & set(item.fixturenames):
+            item.add_marker("browser")
         if not KINDS & {mark.name for mark in item.iter_markers()}:
             item.add_marker("unit")
 
@@ -89,6 +92,16 @@ def no_eos_backend(no_eos_model_dir):
     from backends.transformers_backend import TransformersBackend
 
     return TransformersBackend(str(no_eos_model_dir), device="cpu")
+
+
+@pytest.fixture(scope="module")
+def page(no_eos_model_dir):
+    """The app on the no-EOS random model in headless Chromium (tests/browser.py), one per test module: a
+    module that needs another model or a first click overrides it (test_browser_samplers, test_browser_layers)."""
+    from tests.browser import app_in_chromium
+
+    with app_in_chromium(no_eos_model_dir) as page:
+        yield page
 
 
 def build_mlx_models(base):
