@@ -26,7 +26,6 @@ if _no_gpu():
 # A test that takes one of these fixtures runs a model or starts processes, whatever its file says.
 MODEL_FIXTURES = {"random_model_dir", "no_eos_model_dir", "random_backend", "no_eos_backend", "mlx_models"}
 PROCESS_FIXTURES = {"no_leftover_processes"}
-BROWSER_FIXTURES = {"page"}
 KINDS = {"model", "app", "browser", "processes"}
 
 
@@ -36,8 +35,6 @@ def pytest_collection_modifyitems(items):
             item.add_marker("model")
         if PROCESS_FIXTURES & set(item.fixturenames):
             item.add_marker("processes")
-        if BROWSER_FIXTURES & set(item.fixturenames):
-            item.add_marker("browser")
         if not KINDS & {mark.name for mark in item.iter_markers()}:
             item.add_marker("unit")
 
