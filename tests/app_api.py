@@ -1,11 +1,27 @@
-"""How the tests drive the app's API as a client does: the generate event's inputs (the knobs by the
-knob table's names), the answers of events that update many components by name, and the run's outcome,
-which the chained `/run_message` event reports after the stream ends."""
+"""How the tests serve the app and drive its API as a client does: the app on a port of its own
+(`served_app`), the generate event's inputs (the knobs by the knob table's names), the answers of events
+that update many components by name, and the run's outcome, which the chained `/run_message` event
+reports after the stream ends."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 KNOBS = dict(entropy_bound=0.1, t_min=0.4, t_max=0.8, seed=0, sampler="entropy-bound", temperature=1.0)
 GENERATE_ARGS = {**KNOBS, "max_new_tokens": 768, "max_denoising_steps": 48}  # a long run: three canvases
+
+
+@contextmanager
+def served_app(demo, **launch):
+    """`demo` (a built app) queued as the app queues it and served in this process until the block ends;
+    yields its URL. `launch`: more of Gradio's launch arguments (max_file_size, server_port)."""
+    from webapp import serve
+
+    serve.queue_app(demo).launch(prevent_thread_lock=True, quiet=True, **launch)
+    try:
+        yield demo.local_url
+    finally:
+        demo.close()
 
 
 def submit_generate(client, prompt, model, max_new_tokens=256, steps=4, **overrides):

@@ -91,6 +91,16 @@ def no_eos_backend(no_eos_model_dir):
     return TransformersBackend(str(no_eos_model_dir), device="cpu")
 
 
+@pytest.fixture(scope="module")
+def page(no_eos_model_dir):
+    """The app on the no-EOS random model in headless Chromium (tests/browser.py), one per test module: a
+    module that needs another model or a first click overrides it (test_browser_samplers, test_browser_layers)."""
+    from tests.browser import app_in_chromium
+
+    with app_in_chromium(no_eos_model_dir) as page:
+        yield page
+
+
 def build_mlx_models(base):
     """The transformers source and its float32 and 4-bit MLX folders, built once per test session."""
     from safetensors.numpy import load_file, save_file

@@ -1,14 +1,16 @@
 """Run under torchrun by tests/test_sharded.py: stock sharded generate, then the CLI's sharded record.
 
-    torchrun --nproc-per-node 2 -m tests.sharded_worker KIND MODEL OUT_DIR
+    torchrun --nproc-per-node 2 -m tests.sharded_worker KIND[,KIND...] MODEL OUT_DIR
 
-Every rank runs the stock `model.generate` (`backend.follow(..., lockstep=False)`) and then `python -m visualizer
-record --parallel KIND` through the CLI's own entry point, as a user would. Rank 0 then writes
-result.json: the stock ids of every rank and the sequence of the trace rank 0 wrote.
+For each KIND in turn (one launch for all: torchrun, the imports and the group are the slow part), every
+rank loads the model split that way, runs the stock `model.generate` (`backend.follow(..., lockstep=False)`)
+and then `python -m visualizer record --parallel KIND` through the CLI's own entry point, as a user would.
+Rank 0 then writes result.json, by kind: the stock ids of every rank and the sequence of the trace rank 0 wrote.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from pathlib import Path
@@ -25,9 +27,9 @@ from prompts.demos import demo_prompt
 from visualizer.settings import GenerationSettings
 from visualizer.trace import Trace
 
-KIND, MODEL, OUT = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+KINDS, MODEL, OUT = sys.argv[1].split(","), sys.argv[2], Path(sys.argv[3])
 SEED, MAX_NEW, STEPS = 3, 320, 6  # few steps keep it short (the built-in model ends the story in one block)
-
+SETTINGS = GenerationSettings(seed=SEED, max_new_tokens=MAX_NEW, max_denoising_steps=STEPS)
 
 
 def wrong_products(model) -> list[str]:
@@ -60,29 +62,42 @@ def wrong_products(model) -> list[str]:
     return wrong
 
 
-backend = load_backend(MODEL, parallel=KIND)
-wrong = wrong_products(backend.model)
-stock = backend.follow(demo_prompt("story"), GenerationSettings(seed=SEED, max_new_tokens=MAX_NEW, max_denoising_steps=STEPS),
-               lockstep=False)  # the plain stock generate on every rank
-every_rank = [None] * dist.get_world_size()
-dist.all_gather_object(every_rank, stock.tolist())
-reductions_filtered = [None] * dist.get_world_size()  # set by the load (sharded.compile_alike), on every rank
-dist.all_gather_object(reductions_filtered, inductor.test_configs.force_filter_reduction_configs)
-
-trace_file = OUT / "sharded.json"
-status = main(["record", "--parallel", KIND, "--model", MODEL, "--demo", "story", "--seed", str(SEED),
-               "--max-new-tokens", str(MAX_NEW), "--steps", str(STEPS), "--quiet", "--out", str(trace_file)])
-if rank() == 0:
-    trace = Trace.load(trace_file)
-    # the same run on one whole model in this process: no collectives, so rank 0 alone may run it
+@functools.cache
+def whole_run():
+    """The same run on one whole model in this process: no collectives, so rank 0 alone may run it."""
     from backends.run import record_trace
 
-    whole = record_trace(load_backend(MODEL), demo_prompt("story"),
-                         GenerationSettings(seed=SEED, max_new_tokens=MAX_NEW, max_denoising_steps=STEPS))
-    first_sharded, first_whole = trace.steps[0].entropy_nats, whole.steps[0].entropy_nats
-    result = {"status": status, "wrong_products": wrong, "stock": every_rank, "reductions_filtered": reductions_filtered,
-              "recorded": trace.end.sequence.tolist(),
-              "device": trace.model.device, "blocks": len(trace.blocks), "steps": len(trace.steps),
-              "first_step_entropy_gap": float(abs(first_sharded.astype("float64") - first_whole).max())}
-    (OUT / "result.json").write_text(json.dumps(result))
+    return record_trace(load_backend(MODEL), demo_prompt("story"), SETTINGS)
+
+
+def run_kind(kind: str) -> tuple[dict | None, object]:
+    """Stock and recorded runs split `kind`-wise; rank 0's result, None elsewhere. Returns the backend too."""
+    backend = load_backend(MODEL, parallel=kind)
+    wrong = wrong_products(backend.model)
+    stock = backend.follow(demo_prompt("story"), SETTINGS, lockstep=False)  # the plain stock generate on every rank
+    every_rank = [None] * dist.get_world_size()
+    dist.all_gather_object(every_rank, stock.tolist())
+    reductions_filtered = [None] * dist.get_world_size()  # set by the load (sharded.compile_alike), on every rank
+    dist.all_gather_object(reductions_filtered, inductor.test_configs.force_filter_reduction_configs)
+
+    trace_file = OUT / f"sharded-{kind}.json"
+    status = main(["record", "--parallel", kind, "--model", MODEL, "--demo", "story", "--seed", str(SEED),
+                   "--max-new-tokens", str(MAX_NEW), "--steps", str(STEPS), "--quiet", "--out", str(trace_file)])
+    if rank() != 0:
+        return None, backend
+    trace = Trace.load(trace_file)
+    first_sharded, first_whole = trace.steps[0].entropy_nats, whole_run().steps[0].entropy_nats
+    return {"status": status, "wrong_products": wrong, "stock": every_rank, "reductions_filtered": reductions_filtered,
+            "recorded": trace.end.sequence.tolist(),
+            "device": trace.model.device, "blocks": len(trace.blocks), "steps": len(trace.steps),
+            "first_step_entropy_gap": float(abs(first_sharded.astype("float64") - first_whole).max())}, backend
+
+
+results, backend = {}, None
+for kind in KINDS:
+    if backend is not None:
+        backend.close()  # the last kind's model: its generation thread ends before the next split loads
+    results[kind], backend = run_kind(kind)
+if rank() == 0:
+    (OUT / "result.json").write_text(json.dumps(results))
 sys.exit(end_process(0, backend=backend))  # every rank ends its group in order (backends/process_group.py)

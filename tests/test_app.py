@@ -19,7 +19,7 @@ from gradio_client import Client, handle_file
 from gradio_client.exceptions import ValidationError
 
 from webapp import app as app_module, knob_widgets, serve, why_views
-from tests.app_api import frames_of, model_answer, run_message, submit_generate
+from tests.app_api import frames_of, model_answer, run_message, served_app, submit_generate
 from visualizer.live_stream import RING
 
 pytestmark = pytest.mark.app
@@ -28,9 +28,8 @@ pytestmark = pytest.mark.app
 @pytest.fixture(scope="module")
 def launched(no_eos_model_dir):
     demo = app_module.build_app(str(no_eos_model_dir))
-    serve.queue_app(demo).launch(prevent_thread_lock=True, quiet=True)
-    yield demo
-    demo.close()
+    with served_app(demo):
+        yield demo
 
 
 @pytest.fixture(scope="module")

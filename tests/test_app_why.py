@@ -9,18 +9,16 @@ import httpx
 import pytest
 from gradio_client import Client
 
-from webapp import app as app_module, knob_widgets, serve, why_views
-from tests.app_api import GENERATE_ARGS, frames_of, model_answer, run_message
+from webapp import app as app_module, knob_widgets, why_views
+from tests.app_api import GENERATE_ARGS, frames_of, model_answer, run_message, served_app
 
 pytestmark = pytest.mark.app
 
 
 @pytest.fixture(scope="module")
 def served(no_eos_model_dir):
-    demo = app_module.build_app(str(no_eos_model_dir))
-    serve.queue_app(demo).launch(prevent_thread_lock=True, quiet=True)
-    yield demo.local_url, str(no_eos_model_dir)
-    demo.close()
+    with served_app(app_module.build_app(str(no_eos_model_dir))) as url:
+        yield url, str(no_eos_model_dir)
 
 
 def run(client, model, *, thinking=False, topk=3, prompt="Write a short poem.", steps=6):

@@ -17,19 +17,12 @@ from visualizer.replay import example_traces
 from visualizer.states import frame_refs
 from visualizer.trace import Trace
 
-from tests.browser import (FAKE_CLOCK, READ_CELLS, REAL_CLOCK, VIEW, CHROMIUM, advance, app_in_chromium, expected_cells,
-                           load_trace_file, show)
+from tests.browser import FAKE_CLOCK, READ_CELLS, REAL_CLOCK, VIEW, CHROMIUM, advance, expected_cells, load_trace_file, show
 
 pytestmark = [pytest.mark.browser, pytest.mark.app,
               pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")]
 
 STATS = "() => window.dvLiveView.stats()"
-
-
-@pytest.fixture(scope="module")
-def page(no_eos_model_dir):
-    with app_in_chromium(no_eos_model_dir) as page:
-        yield page
 
 
 def assert_slider_matches(page, trace: Trace, indexes) -> None:

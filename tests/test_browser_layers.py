@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import (READ_CELLS, CHROMIUM, app_in_chromium, expected_cells, load_trace_file, press_generate, rgb, show,
+from tests.browser import (READ_CELLS, CHROMIUM, expected_cells, load_trace_file, press_generate, rgb, show,
                            wait_for_run_end, wait_for_text)
 from tests.trace_factory import inside_trace
 from visualizer.palette import STANDARD
@@ -21,10 +21,10 @@ HIDDEN = "() => { const e = document.querySelector('#dv-layer_rms'); return !e |
 
 
 @pytest.fixture(scope="module")
-def page(no_eos_model_dir):
-    with app_in_chromium(no_eos_model_dir) as page:
-        page.get_by_text("Layers and pins").click()
-        yield page
+def page(page):
+    """conftest's page, with the layers and pins opened."""
+    page.get_by_text("Layers and pins").click()
+    return page
 
 
 def run(page, n: int, *, layers: str = "") -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import CHROMIUM, app_in_chromium, press_generate, wait_for_run_end
+from tests.browser import CHROMIUM, press_generate, wait_for_run_end
 
 pytestmark = [pytest.mark.browser, pytest.mark.app,
               pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")]
@@ -24,12 +24,6 @@ BOXES = """() => {
            inspector: box(document.querySelector('#dv-inspector')) };
 }"""
 MAIN = ("prompt", "generate", "stop", "canvas")
-
-
-@pytest.fixture(scope="module")
-def page(no_eos_model_dir):
-    with app_in_chromium(no_eos_model_dir) as page:
-        yield page
 
 
 def boxes_at(page, width: int, height: int) -> dict:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import (READ_CELLS, CHROMIUM, app_in_chromium, expected_cells, generate_and_wait, load_trace_file, press_generate,
+from tests.browser import (READ_CELLS, CHROMIUM, expected_cells, generate_and_wait, load_trace_file, press_generate,
                            rgb, show, wait_for_run_end, wait_for_text)
 from tests.trace_factory import trace_from_text
 from visualizer.palette import STANDARD
@@ -17,12 +17,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.app,
               pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)")]
 INSPECTOR, BUDGET = "#dv-inspector", "#dv-budget"
 THINKING = ["<|channel>", "thought", "\n", "plan", " it", "<channel|>", "O", "cean", "\n", "C", "alm"]
-
-
-@pytest.fixture(scope="module")
-def page(no_eos_model_dir):
-    with app_in_chromium(no_eos_model_dir) as page:
-        yield page
 
 
 def text_of(page, selector: str) -> str:

@@ -12,13 +12,13 @@ import pytest
 import torch
 from gradio_client import Client
 
-from webapp import app as app_module, serve
+from webapp import app as app_module
 from webapp import hosting
 from backends import ModelChoice
 from backends.base import BackendError
 from backends.cache import LoadedModels
 from backends.transformers_backend import TransformersBackend
-from tests.app_api import finished_run, submit_generate
+from tests.app_api import finished_run, served_app, submit_generate
 
 pytestmark = pytest.mark.app
 
@@ -66,10 +66,8 @@ def served(no_eos_model_dir):
     mode = hosting.Hosting(True, hosting.Limits.hosted(), tuple(choices))
     original_models = app_module.MODELS
     app_module.MODELS = LoadedModels(keep=4, load=load)
-    demo = app_module.build_app(hosting_mode=mode)
-    serve.queue_app(demo).launch(prevent_thread_lock=True, quiet=True)
-    yield demo.local_url
-    demo.close()
+    with served_app(app_module.build_app(hosting_mode=mode)) as url:
+        yield url
     app_module.MODELS = original_models
 
 

@@ -24,8 +24,9 @@ from gradio_client.exceptions import AppError, ValidationError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from webapp import app as app_module, serve, views
+from webapp import app as app_module, views
 from webapp import hosting
+from tests.app_api import served_app
 from backends import ModelChoice
 from visualizer.replay import load_upload
 from visualizer.states import frame_refs
@@ -72,12 +73,10 @@ def served(no_eos_model_dir, tmp_path_factory):
     os.environ["GRADIO_TEMP_DIR"] = str(tmp_path_factory.mktemp("gradio-cache"))
     label = "Test model"
     mode = fuzz_mode(no_eos_model_dir, label)
-    demo = app_module.build_app(hosting_mode=mode)
-    serve.queue_app(demo).launch(prevent_thread_lock=True, quiet=True, max_file_size=mode.limits.max_file_size)
-    client = Client(demo.local_url, verbose=False)
-    client.submit("Name a colour.", label, max_new_tokens=256, max_denoising_steps=4, api_name="/generate").result(timeout=120)  # a recorded run, so replay and export have work to do
-    yield client, label
-    demo.close()
+    with served_app(app_module.build_app(hosting_mode=mode), max_file_size=mode.limits.max_file_size) as url:
+        client = Client(url, verbose=False)
+        client.submit("Name a colour.", label, max_new_tokens=256, max_denoising_steps=4, api_name="/generate").result(timeout=120)  # a recorded run, so replay and export have work to do
+        yield client, label
     tempfile.tempdir = None
     del os.environ["GRADIO_TEMP_DIR"]
 

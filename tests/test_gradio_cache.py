@@ -20,8 +20,9 @@ import httpx
 import pytest
 from gradio_client import Client
 
-from webapp import app as app_module, serve
+from webapp import app as app_module
 from webapp import hosting
+from tests.app_api import served_app
 from visualizer.replay import example_traces
 
 pytestmark = [pytest.mark.app, pytest.mark.processes]
@@ -94,12 +95,8 @@ def test_closing_a_hosted_app_leaves_the_other_apps_examples_readable(tmp_path, 
     try:
         assert load_example(url, 0) == ""
         mode = hosting.Hosting(True, hosting.Limits.hosted(), tuple(hosting.hosted_choices()))
-        second = app_module.build_app(hosting_mode=mode)
-        try:
-            serve.queue_app(second).launch(prevent_thread_lock=True, quiet=True, server_port=PORTS[1])
-            assert load_example(second.local_url, 0) == ""  # it serves the same example file
-        finally:
-            second.close()
+        with served_app(app_module.build_app(hosting_mode=mode), server_port=PORTS[1]) as second:
+            assert load_example(second, 0) == ""  # it serves the same example file
         assert load_example(url, 0) == ""
     finally:
         close_app(first)

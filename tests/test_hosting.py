@@ -14,11 +14,11 @@ import pytest
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError, ValidationError
 
-from webapp import app as app_module, serve
+from webapp import app as app_module
 from webapp import app_run, hosting
 from backends import REAL_CHECKPOINT, ModelChoice
 from backends.lookup import forget_answers, source_problem
-from tests.app_api import finished_run, submit_generate
+from tests.app_api import finished_run, served_app, submit_generate
 from tests.app_api import submit_generate as generate  # 256 tokens, 4 steps: hosted caps are low
 
 pytestmark = pytest.mark.app
@@ -46,10 +46,8 @@ def hosted(no_eos_model_dir):
     os.environ["GRADIO_HEARTBEAT_INTERVAL"] = "0.5"  # a closed client is noticed in a second, not 15 s
     label = "Test model (built in)"
     mode = hosting.Hosting(True, LIMITS, (ModelChoice(label, str(no_eos_model_dir), "transformers", True),))
-    demo = app_module.build_app(hosting_mode=mode)
-    serve.queue_app(demo).launch(prevent_thread_lock=True, quiet=True, max_file_size=LIMITS.max_file_size)
-    yield demo.local_url, label
-    demo.close()
+    with served_app(app_module.build_app(hosting_mode=mode), max_file_size=LIMITS.max_file_size) as url:
+        yield url, label
     del os.environ["GRADIO_HEARTBEAT_INTERVAL"]
 
 

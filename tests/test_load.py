@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from webapp import app as app_module, serve
+from webapp import app as app_module
 from webapp import hosting
 from backends import BUILTIN_MODEL_DIR
 from benchmarks.bench_load import BUILTIN_LABEL, run_load
+from tests.app_api import served_app
 
 pytestmark = [pytest.mark.app, pytest.mark.model]
 
@@ -24,10 +25,8 @@ def served(tmp_path):
         pytest.skip("the built-in model is not in this checkout")
     tempfile.tempdir = str(tmp_path)  # the sessions' folders land here, where the test can count them
     os.environ["GRADIO_HEARTBEAT_INTERVAL"] = "0.5"
-    demo = app_module.build_app(hosting_mode=hosting.Hosting(True, hosting.Limits.hosted(), tuple(hosting.hosted_choices())))
-    serve.queue_app(demo).launch(prevent_thread_lock=True, quiet=True)
-    yield demo.local_url, tmp_path
-    demo.close()
+    with served_app(app_module.build_app(hosting_mode=hosting.Hosting(True, hosting.Limits.hosted(), tuple(hosting.hosted_choices())))) as url:
+        yield url, tmp_path
     tempfile.tempdir = None
     del os.environ["GRADIO_HEARTBEAT_INTERVAL"]
 

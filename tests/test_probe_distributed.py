@@ -1,5 +1,6 @@
-"""The probe under torchrun on CPU (gloo), with the built-in model: the same traces from 1 or 2
-processes and from two local "nodes", resuming after a killed worker, bad flags in one line.
+"""The probe under torchrun on CPU (gloo), with the built-in model: the same traces and tables from 1
+process as from 2 (two local "nodes" meeting through the rendezvous), resuming after a killed worker
+(one host, `--standalone`), bad flags in one line.
 
 torchrun starts the processes, as a user would; the runs are kept small (8 generations, 2 steps a
 block) because every process loads torch and the model.
@@ -51,14 +52,22 @@ def one_process(tmp_path_factory):
     return out, done
 
 
-def test_two_processes_give_the_traces_and_tables_of_one(one_process, tmp_path):
+def test_two_processes_on_two_local_nodes_give_the_traces_and_tables_of_one(one_process, tmp_path):
+    """Two "nodes" of one process each meet through torchrun's c10d rendezvous (one launch stands for both the
+    multi-node and the two-process case: a single host's `--standalone` run is the killed-worker test's)."""
     reference, single = one_process
     out = tmp_path / "probe"
-    done = _probe(out, *single_host(2))
-    assert done.returncode == 0, done.stderr
+    node = [*TORCHRUN, "--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
+            "--rdzv-endpoint", f"127.0.0.1:{free_port()}", "--rdzv-id", f"probe-test-{tmp_path.name}"]
+    command = [*node, "-m", "visualizer", "probe", "--out", str(out), *FLAGS]
+    nodes = [subprocess.Popen(command, cwd=ROOT, env=worker_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for _ in range(2)]
+    outputs = [n.communicate(timeout=600) for n in nodes]
+    assert [n.returncode for n in nodes] == [0, 0], outputs
+    (stdout,) = [stdout for stdout, _ in outputs if "| math |" in stdout]  # one rank 0 over both nodes prints the tables
     assert _traces(out) == _traces(reference)
-    assert done.stdout.count("| math |") == single.stdout.count("| math |") >= 1  # rank 0 alone prints the tables
-    assert done.stdout.split("\n\n")[0] == single.stdout.split("\n\n")[0]  # computed from both ranks' results
+    assert stdout.count("| math |") == single.stdout.count("| math |") >= 1
+    assert stdout.split("\n\n")[0] == single.stdout.split("\n\n")[0]  # computed from both ranks' results
     manifest = json.loads((out / "probe.json").read_text())
     assert manifest["dealt"]["world_size"] == 2 and set(manifest["dealt"]["rank_of_batch"].values()) == {0, 1}
     assert manifest["plan"] == json.loads((reference / "probe.json").read_text())["plan"]
@@ -86,21 +95,6 @@ def test_a_killed_worker_is_restarted_and_redoes_only_unfinished_batches(one_pro
     assert 0 < len(redone) < 4  # the second attempt dealt only what the first left unfinished
     assert _traces(out) == _traces(reference)
     assert not list(out.rglob("*.partial"))
-
-
-def test_two_local_nodes_meet_through_torchrun_rendezvous(one_process, tmp_path):
-    reference, _ = one_process
-    out = tmp_path / "probe"
-    node = [*TORCHRUN, "--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
-            "--rdzv-endpoint", f"127.0.0.1:{free_port()}", "--rdzv-id", f"probe-test-{tmp_path.name}"]
-    command = [*node, "-m", "visualizer", "probe", "--out", str(out), *FLAGS]
-    nodes = [subprocess.Popen(command, cwd=ROOT, env=worker_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True) for _ in range(2)]
-    outputs = [n.communicate(timeout=600) for n in nodes]
-    assert [n.returncode for n in nodes] == [0, 0], outputs
-    assert sum("| math |" in stdout for stdout, _ in outputs) == 1  # one rank 0 over both nodes
-    assert _traces(out) == _traces(reference)
-    assert json.loads((out / "probe.json").read_text())["dealt"]["world_size"] == 2
 
 
 def test_bad_flags_under_torchrun_are_one_line_from_one_process(tmp_path):

@@ -18,12 +18,14 @@ from types import SimpleNamespace
 import pytest
 
 from backends import BUILTIN_MODEL_DIR, BackendError, load_backend
-from backends.sharded import REPLICATED, TEXT_MODELS, check_fits, compile_alike, plans
+from backends.sharded import REPLICATED, TEXT_MODELS, TORCHRUN_KINDS, check_fits, compile_alike, plans
 from tests.command_line import cli
 from tests.torchrun import MID_RUN_BAR, Screen, rank_pid, single_host, terminal_pair, worker_env, worker_module
 from visualizer.trace import Trace
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
 def _layer(kv_heads):
     return SimpleNamespace(num_attention_heads=16, num_key_value_heads=kv_heads)
 
@@ -34,7 +36,7 @@ REAL_SHAPE = SimpleNamespace(  # the 26B's text config, as far as splitting goes
 )
 
 
-@pytest.mark.parametrize("kind", ["expert", "tensor", "tensor+expert"])
+@pytest.mark.parametrize("kind", TORCHRUN_KINDS)
 def test_plans_name_the_decoder_and_the_encoder_alike_and_replicate_embeddings(kind):
     tp_plan, ep_plan = plans(kind)
     for plan in (tp_plan, ep_plan):
@@ -121,19 +123,21 @@ def _torchrun(kind: str, out: Path, worker: str = "sharded_worker") -> dict:
 
 
 @pytest.mark.usefixtures("no_leftover_processes")
-@pytest.mark.parametrize("kind", ["expert", "tensor", "tensor+expert"])
-def test_sharded_record_equals_stock_sharded_generate(tmp_path, kind):
-    result = _torchrun(kind, tmp_path)
+def test_sharded_record_equals_stock_sharded_generate(tmp_path):
+    """Every split kind in one torchrun launch (tests/sharded_worker.py loads each in turn)."""
+    results = _torchrun(",".join(TORCHRUN_KINDS), tmp_path)
 
-    assert result["status"] == 0
-    assert result["wrong_products"] == []  # every hooked layer, the encoder's too, computes its true product
-    assert result["first_step_entropy_gap"] < 1e-4  # the same numbers as one whole model, up to rounding
-    rank0, rank1 = result["stock"]
-    assert rank0 == rank1  # the ranks sampled alike: same seed, same all-reduced logits
-    assert result["recorded"] == rank0  # the capture on rank 0 changed nothing
-    assert result["blocks"] >= 1 and result["steps"] >= 1 and len(rank0) >= 256
-    assert result["device"].startswith(f"{kind} parallel over 2 cpu processes")
-    assert result["reductions_filtered"] == [True, True]  # every rank compiles alike (sharded.compile_alike)
+    assert list(results) == list(TORCHRUN_KINDS)
+    for kind, result in results.items():
+        assert result["status"] == 0, kind
+        assert result["wrong_products"] == [], kind  # every hooked layer, the encoder's too, computes its true product
+        assert result["first_step_entropy_gap"] < 1e-4, kind  # the same numbers as one whole model, up to rounding
+        rank0, rank1 = result["stock"]
+        assert rank0 == rank1, kind  # the ranks sampled alike: same seed, same all-reduced logits
+        assert result["recorded"] == rank0, kind  # the capture on rank 0 changed nothing
+        assert result["blocks"] >= 1 and result["steps"] >= 1 and len(rank0) >= 256, kind
+        assert result["device"].startswith(f"{kind} parallel over 2 cpu processes")
+        assert result["reductions_filtered"] == [True, True], kind  # every rank compiles alike (sharded.compile_alike)
 
 
 @pytest.mark.usefixtures("no_leftover_processes")

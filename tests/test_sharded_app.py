@@ -140,28 +140,11 @@ def test_the_app_runs_each_request_in_lockstep_and_the_followers_leave_with_it(t
 
 
 @pytest.mark.usefixtures("no_leftover_processes")
-def test_a_follower_that_dies_is_named_the_run_keeps_its_steps_and_no_rank_hangs(tmp_path):
-    with sharded_app(tmp_path) as (proc, url, pids):
-        client = Client(url, verbose=False, download_files=str(tmp_path))
-        job = submit_generate(client, REQUEST["prompt"], model_label(client), **LONG)
-        wait_for_frames(job)
-        os.kill(pids[1], signal.SIGKILL)
-        _, message = finished_run(client, job, timeout=HANG_GUARD_S)
-        assert message.startswith("rank 1 of 2 stopped") and "Restart torchrun" in message
-        recorded = saved_trace(client)  # what was recorded is kept, and the trace says why it ended
-        assert recorded.steps and recorded.end.finish_reason == "error" and recorded.end.error == message
-        assert client.predict(api_name="/sharded_health") == message  # what every open tab is shown
-        assert proc.wait(timeout=HANG_GUARD_S) != 0  # torchrun ends rank 0 too, which says why before it goes
-    log = (tmp_path / "torchrun.log").read_text()
-    assert f"error: {message}" in log
-    assert "app.py\", line" not in log and "backends/" not in log  # no traceback of ours (torchrun prints its own)
-
-
-@pytest.mark.usefixtures("no_leftover_processes")
-def test_a_run_that_fails_on_rank_0_alone_restarts_the_group_which_then_serves_the_next_request(tmp_path):
+def test_a_run_that_fails_on_rank_0_alone_restarts_the_group_and_a_follower_that_dies_then_is_named(tmp_path):
     """Out of memory on rank 0 alone, say: the followers wait in a collective rank 0 never joins. The visitor
-    reads what happened, the app closes, torchrun (--max-restarts) starts every rank again, and the next
-    request is served, equal to the stock run."""
+    reads what happened, the app closes, torchrun (--max-restarts 1) starts every rank again, and the next
+    request is served, equal to the stock run. Then a follower dies mid-run (one launch for both: torchrun has
+    no restart left, as when started without any): it is named, the run keeps its steps and no rank hangs."""
     with sharded_app(tmp_path, restarts=1) as (proc, url, pids):
         client = Client(url, verbose=False, download_files=str(tmp_path))
         label = model_label(client)
@@ -186,7 +169,19 @@ def test_a_run_that_fails_on_rank_0_alone_restarts_the_group_which_then_serves_t
         assert finished_run(client, submit_generate(client, REQUEST["prompt"], model_label(client), **settings),
                             timeout=HANG_GUARD_S)[1] == ""
         assert saved_trace(client).end.sequence.tolist() == json.loads((tmp_path / "stock.json").read_text())[0]
-    assert f"error: {message}" in (tmp_path / "torchrun.log").read_text()
+
+        job = submit_generate(client, REQUEST["prompt"], model_label(client), **LONG)
+        wait_for_frames(job)
+        os.kill(int((tmp_path / "pid_1").read_text()), signal.SIGKILL)
+        _, died = finished_run(client, job, timeout=HANG_GUARD_S)
+        assert died.startswith("rank 1 of 2 stopped") and "Restart torchrun" in died
+        recorded = saved_trace(client)  # what was recorded is kept, and the trace says why it ended
+        assert recorded.steps and recorded.end.finish_reason == "error" and recorded.end.error == died
+        assert client.predict(api_name="/sharded_health") == died  # what every open tab is shown
+        assert proc.wait(timeout=HANG_GUARD_S) != 0  # torchrun ends rank 0 too, which says why before it goes
+    log = (tmp_path / "torchrun.log").read_text()
+    assert f"error: {message}" in log and f"error: {died}" in log
+    assert "app.py\", line" not in log and "backends/" not in log  # no traceback of ours (torchrun prints its own)
 
 
 @pytest.mark.parametrize("env, argv, says", [
