@@ -24,7 +24,8 @@ with a piece table on a consuming thread, as `bridge.stream` does) must give the
 as stock runs with the same seed, bit for bit; then
 stock and captured runs alternate `--reps` times (seeded, so every run takes the same steps) and
 the table reports the median ms per denoising step with its min-max, the ratio of the medians
-(measured in this run), the peak GPU memory of each, the first step record's latency (from the
+(measured in this run), the paired ratio (each variant's run over stock's in the same repetition, so the
+host's drift cancels: its median and 95% bootstrap interval, `bench_layers.paired_ratios`), the peak GPU memory of each, the first step record's latency (from the
 `generate` call to the first record in Python), and the bf16 memory floor of a step: reading
 every weight the step touches once at the device's bandwidth (`--bandwidth-tbs`, 3.35 for an
 H100 SXM, 4.8 for an H200).  Random weights never converge early, so every block runs all its steps.
@@ -50,6 +51,7 @@ import time
 import torch
 
 from backends.capture import capture_steps
+from benchmarks.bench_layers import paired_ratios
 
 # The published shape of google/diffusiongemma-26B-A4B-it (REFERENCE.md, "The model").
 REAL_SHAPE = dict(
@@ -299,13 +301,15 @@ def main(argv=None) -> int:
                 order = names if rep % 2 == 0 else names[::-1]  # alternate, so drift hits every variant alike
                 for variant in order:
                     runs[variant].append(run(model, prompt, seed=rep, compiled=compiled, variant=variant, device=args.device, topk=args.topk))
+                    print(f"{path} prompt {length} {variant} rep {rep}: {runs[variant][-1]['seconds'] / 48 * 1e3:.2f} ms/step",
+                          flush=True)  # a run stopped by the time limit still gives its timings
             stock_median = statistics.median(r["seconds"] / 48 for r in runs["stock"]) * 1e3
             for variant in names:
                 per_step = [r["seconds"] / 48 * 1e3 for r in runs[variant]]
                 median = statistics.median(per_step)
                 rows.append(dict(
                     path=path, prompt=length, variant=variant, median=median, low=min(per_step), high=max(per_step),
-                    ratio=median / stock_median, peak=max(r["peak_gib"] for r in runs[variant]),
+                    ratio=median / stock_median, paired=paired_ratios(runs[variant], runs["stock"]), peak=max(r["peak_gib"] for r in runs[variant]),
                     first=statistics.median(r["first_s"] for r in runs[variant]) * 1e3, floor=median / floor,
                     tokens=args.batch * 256 * 1e3 / (median * 48),
                 ))
@@ -314,12 +318,14 @@ def main(argv=None) -> int:
     print(f"\n{args.pipeline}" + (f" ({args.scheduler})" if args.pipeline == "diffusers" else "")
           + f", {name}, {params / 1e9:.2f} B parameters ({args.layers} layers, {args.experts} experts), batch {args.batch}, canvas 256, "
           f"48 steps, {args.reps} alternating repetitions; floor = {floor:.1f} ms/step\n")
-    print("| path | prompt | variant | ms/step median (min-max) | ratio to stock | canvas tok/s | peak GiB | first record ms | x floor |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| path | prompt | variant | ms/step median (min-max) | ratio to stock | x stock paired: median [95% interval] "
+          "| canvas tok/s | peak GiB | first record ms | x floor |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         first = "–" if r["variant"] == "stock" else f"{r['first']:.0f}"
+        paired = "–" if r["variant"] == "stock" else "{:.3f} [{:.3f}-{:.3f}]".format(*r["paired"])
         print(f"| {r['path']} | {r['prompt']} | {r['variant']} | {r['median']:.2f} ({r['low']:.2f}-{r['high']:.2f}) | "
-              f"{r['ratio']:.3f} | {r['tokens']:.0f} | {r['peak']:.1f} | {first} | {r['floor']:.2f} |")
+              f"{r['ratio']:.3f} | {paired} | {r['tokens']:.0f} | {r['peak']:.1f} | {first} | {r['floor']:.2f} |")
     print(f"\nall captured runs bit-identical to stock: {identical}")
     from backends import logit_summary
 
