@@ -148,7 +148,7 @@ def test_bad_input_gets_a_message_and_keeps_the_recorded_run(served):
         (("word " * 3000, model), {}, "context"),
         # layers and pins: the box's parser, the knob's check, then the backend (the model's depth, the canvas, tokens)
         (("hi", model), {"layers": "0,a"}, "layers takes layer numbers separated by commas"),
-        (("hi", model), {"layers": "1,1"}, "distinct layer numbers"),
+        (("hi", model), {"layers": "1,1"}, "layer 1 is asked for twice"),
         (("hi", model), {"layers": "0,99"}, "layer 99 does not exist"),
         (("hi", model), {"pins": "moon"}, "each pin is a line POS=TEXT"),
         (("hi", model), {"pins": "999=x"}, "outside the canvas"),
@@ -187,12 +187,12 @@ def test_picking_a_model_reports_it_or_says_why_not(served):
     url, model, random_model = served
     client = Client(url, verbose=False)
     picked = model_answer(client.predict(random_model, api_name="/load_model"))
-    assert "vocab" in picked["model_info"] and picked["message"] == ""
+    assert "vocab" in picked["model_info"] and picked["model_message"] == ""
     # its samplers, from every backend installed here that runs it; the knobs its default sampler reads
     assert picked["sampler"]["visible"] and [c[0] for c in picked["sampler"]["choices"]] == ["entropy-bound", "discrete-ddim", "block-refinement"]
     assert picked["entropy_bound"]["visible"] and not picked["temperature"]["visible"] and not picked["corrector_k"]["visible"]
     failed = model_answer(client.predict("/no/such/folder", api_name="/load_model"))
-    assert "No model folder" in failed["message"]
+    assert "No model folder" in failed["model_message"]
     assert "vocab" in failed["model_info"]  # a working model stays loaded and described
 
 
@@ -226,7 +226,7 @@ def test_an_mlx_model_runs_with_its_own_sampler(served, mlx_models):
     client = Client(url, verbose=False)
     folder = str(mlx_models["float32"])
     loaded = model_answer(client.predict(folder, api_name="/load_model"))
-    assert "mlx on" in loaded["model_info"] and loaded["message"] == ""
+    assert "mlx on" in loaded["model_info"] and loaded["model_message"] == ""
     sampler, note = loaded["sampler"], loaded["sampler_note"]
     assert sampler["visible"] and sampler["value"] == "entropy-bound"  # MLX-only knobs appear
     assert note["visible"] and "Entropy-bound" in note["value"]
@@ -326,7 +326,7 @@ def test_picking_a_sampler_shows_the_knobs_it_reads(served):
              for name, update in handlers.select_sampler("block-refinement", model).items() if name in app_module.KNOBS}
     assert shown["refine_threshold"] and shown["editing_threshold"] and shown["temperature"]
     assert not shown["entropy_bound"] and not shown["corrector_steps"] and not shown["t_min"]
-    assert "must be one of" in handlers.select_sampler("confidence-threshold", model)["message"]
+    assert "must be one of" in handlers.select_sampler("confidence-threshold", model)["model_message"]
 
 
 def test_layers_and_pins_through_the_api_are_recorded_and_shown(served, tmp_path):

@@ -72,7 +72,7 @@ def test_the_picker_offers_only_the_allowlist(hosted, no_eos_model_dir):
     with pytest.raises(AppError, match="not in the list of choices"):  # Gradio's own dropdown check
         client.predict("/etc/passwd", api_name="/load_model")
     handlers = app_module.Handlers(hosting.Hosting(True, LIMITS, (ModelChoice(label, str(no_eos_model_dir), "transformers", True),)))
-    assert "runs only the models in its list" in handlers.select_model("/etc/passwd", label)["message"]  # the app's own
+    assert "runs only the models in its list" in handlers.select_model("/etc/passwd", label)["model_message"]  # the app's own
     assert client.predict(label, api_name="/load_model")[2] == ""
 
 

@@ -3,8 +3,13 @@ was stopped never carries a parser's or a tuple's text ("Expecting value: line 1
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
 import pytest
 
+from tests.trace_factory import trace_from_masks
+from visualizer.live_stream import LiveEncoder, stopped_line
 from visualizer.replay import load_upload
 from visualizer.settings import GenerationSettings
 from visualizer.trace import TraceError
@@ -48,3 +53,21 @@ def test_a_wrong_layer_list_says_which_layer_and_why(layers, message):
 ])
 def test_a_wrong_pin_list_is_said_in_words(pins, message):
     assert GenerationSettings(pins=pins).problems() == [message]
+
+
+def test_a_stopped_run_says_where_it_stopped():
+    canvas = 8
+    masks = [np.zeros(canvas, bool)] * 3  # three steps of a 48-step budget, then Stop: the block never committed
+    trace = trace_from_masks([masks], unfinished=1)
+    assert stopped_line(trace) == "Stopped at step 3 of 48 in block 1"
+    encoder = LiveEncoder(trace, run=1)
+    encoder.start_line(), encoder.frame_lines()
+    end = json.loads(encoder.end_line())
+    assert end["finish"] == "cancelled" and end["stopped"] == "Stopped at step 3 of 48 in block 1"
+
+
+def test_a_finished_run_has_no_stop_line():
+    trace = trace_from_masks([[np.ones(8, bool)]])
+    encoder = LiveEncoder(trace, run=1)
+    encoder.start_line(), encoder.frame_lines()
+    assert "stopped" not in json.loads(encoder.end_line())

@@ -58,7 +58,7 @@ HEALTH_TICK_S = 2.0
 # readout in the wide right one; the lens grid shrinks to that column; on a phone the canvas comes first.
 CSS = """
 .dv-frame { max-height: 72vh; overflow: auto; }
-#dv-message p { color: #f87171; font-weight: 600; }
+.dv-message p { color: #f87171; font-weight: 600; }  /* each place's message (MESSAGES), beside what caused it */
 #dv-inspector svg { max-width: 100%; height: auto; }
 #dv-inspector { overflow: auto; max-height: 40vh; }  /* a long answer (lens grid, trajectory) scrolls in place, beside the canvas */
 @media (max-width: 720px) {  /* a phone: the two columns' parts in one, the live view first, then the prompt and Generate */
@@ -77,7 +77,10 @@ the alternatives the model weighed there."""
 # ---- handlers ------------------------------------------------------------------------------------
 # Handlers that update several components return {component name: update}; `build_app` maps the
 # names to its components (`_by_name`), so no list of outputs has to agree with a tuple's order.
-MODEL_OUTPUTS = ("model_picker", "model_info", "message", *KNOB_OUTPUTS, "current_model")  # and the `/load_model` API's answer
+MODEL_OUTPUTS = ("model_picker", "model_info", "model_message", *KNOB_OUTPUTS, "current_model")  # and the `/load_model` API's answer
+# Each message beside what caused it (issue 58): a run's refusal, error or stop under Generate and Stop; a model or
+# sampler that cannot load under the Model box; an upload, load or save under the upload box; an export under its button.
+MESSAGES = ("message", "model_message", "files_message", "export_message")
 
 
 def pick_demo(title: str):
@@ -136,10 +139,10 @@ class Handlers:
                 choice = self.choice_for(previous) if previous and previous != label else self.choice_for(default_model())
                 backend = MODELS.get(choice.source)
             except BackendError:
-                return {"message": f"{exc}"}
+                return {"model_message": f"{exc}"}
             return {"model_picker": gr.update(value=choice.label), "model_info": model_info_markdown(backend.info),
-                    "message": f"{exc}", **knob_updates(backend, None, self.samplers_for(choice)), "current_model": choice.label}
-        return {"model_info": model_info_markdown(backend.info), "message": "",
+                    "model_message": f"{exc}", **knob_updates(backend, None, self.samplers_for(choice)), "current_model": choice.label}
+        return {"model_info": model_info_markdown(backend.info), "model_message": "",
                 **knob_updates(backend, None, self.samplers_for(choice)), "current_model": label}
 
     def select_sampler(self, sampler: str, current_model: str) -> dict:
@@ -147,9 +150,9 @@ class Handlers:
         try:
             choice = self.choice_for(current_model)
             _, backend = self.backend_for_run(choice, sampler)
-            return {**knob_updates(backend, sampler, self.samplers_for(choice), values=False), "message": ""}
+            return {**knob_updates(backend, sampler, self.samplers_for(choice), values=False), "model_message": ""}
         except BackendError as exc:
-            return {"message": f"{exc}"}
+            return {"model_message": f"{exc}"}
 
     def generate(self, prompt, model, session: RunSession, **knobs):
         """Run the model, streaming step deltas (`visualizer.live_stream`) to the live view; `knobs` are
@@ -273,7 +276,7 @@ def save_trace(session: RunSession):
     return [str(save_download(session.trace, session.files.name))], ""
 
 
-LOAD_OUTPUTS = ("live", "final_text", "message", "session")  # and the `/load_trace` API's answer
+LOAD_OUTPUTS = ("live", "final_text", "files_message", "session")  # and the `/load_trace` API's answer
 
 
 def load_trace_file(path, session: RunSession, request: gr.Request) -> dict:
@@ -285,13 +288,13 @@ def load_trace_file(path, session: RunSession, request: gr.Request) -> dict:
     if path is None:
         return {"session": session}
     if session.running:
-        return {"message": "Stop the current run before loading another one.", "session": session}
+        return {"files_message": "Stop the current run before loading another one.", "session": session}
     try:
         trace = load_upload(path)
     except TraceError as exc:
-        return {"message": str(exc), "session": session}
+        return {"files_message": str(exc), "session": session}
     session.show(trace)
-    return {"live": replay_value(trace, run=session.run_id), "final_text": committed_text(trace), "message": "", "session": session}
+    return {"live": replay_value(trace, run=session.run_id), "final_text": committed_text(trace), "files_message": "", "session": session}
 
 
 AFTER_LOAD_OUTPUTS = ("run_card", "reproduce", "prompt", "demo_picker", "watch_for", "preview", "downloads",
@@ -303,7 +306,7 @@ def after_load(session: RunSession) -> dict:
     its reproduce lines and its prompt come in its place (issue 58)."""
     trace = session.trace
     if trace is None or session.running:
-        return {}
+        return {"run_card": gr.skip()}  # not {}: Gradio reads an empty dict as one value for ten outputs
     settings = trace.settings.to_dict()
     reproduce = f"{cli_line(trace.prompt, trace.model.source, settings)}\n\n{client_call(trace.prompt, trace.model.name, settings)}"
     return {"run_card": trace_card(trace), "reproduce": reproduce, "prompt": trace.prompt, "demo_picker": None,
@@ -366,8 +369,13 @@ def run_panel() -> dict:
         # side by side in the narrow column (Gradio's default min width would stack them, pushing the inspector down)
         ui["generate_btn"] = gr.Button("Generate", variant="primary", elem_id="dv-generate", scale=2, min_width=100)
         ui["stop_btn"] = gr.Button("Stop", variant="stop", elem_id="dv-stop", scale=1, min_width=80)
-    ui["message"] = gr.Markdown(elem_id="dv-message")
+    ui["message"] = message_box("dv-message")
     return ui
+
+
+def message_box(elem_id: str) -> gr.Markdown:
+    """One place's message (MESSAGES): empty until its cause says something."""
+    return gr.Markdown(elem_id=elem_id, elem_classes=["dv-message"])
 
 
 def controls_panel(mode: Hosting, initial: ModelChoice) -> dict:
@@ -378,6 +386,7 @@ def controls_panel(mode: Hosting, initial: ModelChoice) -> dict:
               if mode.hosted else "Pick one, or type a hub id or a local folder."),
         allow_custom_value=not mode.closed,
     )}
+    ui["model_message"] = message_box("dv-model-message")  # a model that cannot load says so here, until the next pick
     ui["model_info"] = gr.Markdown(elem_id="dv-model-info")
     # the second choice: the sampler (with its note); the backend that runs it follows
     knobs = {"sampler": knob_widget(KNOBS["sampler"], mode.limits)}
@@ -444,8 +453,10 @@ def live_panel() -> dict:
 def files_panel() -> dict:
     """Load a trace (or an example), save the run, export animations."""
     ui = {}
-    with gr.Row():
-        ui["trace_upload"] = gr.File(label="Load a trace (.json)", file_types=[".json"], type="filepath")
+    with gr.Row(equal_height=False):
+        with gr.Column(min_width=200):  # a file that is not a trace says so right under the upload box
+            ui["trace_upload"] = gr.File(label="Load a trace (.json)", file_types=[".json"], type="filepath", elem_id="dv-trace-upload")
+            ui["files_message"] = message_box("dv-files-message")
         ui["downloads"] = gr.File(label="Downloads", file_count="multiple", interactive=False)
     examples = [[str(p)] for p in example_traces()]
     if examples:
@@ -461,6 +472,7 @@ def files_panel() -> dict:
             gr.Checkbox(value=True, label="show the prompt"),
         ]  # in `Handlers.export_run`'s order
     ui["export_btn"] = gr.Button("Export animation")
+    ui["export_message"] = message_box("dv-export-message")
     ui["preview"] = gr.Image(label="GIF", type="filepath", interactive=False)
     return ui
 
@@ -497,7 +509,7 @@ def wire_model_and_run(demo_app: gr.Blocks, ui: dict, handlers: Handlers, mode: 
     # visitor picking it (that second call cleared the failure's message at once, issue 58)
     model_picker.input(**named(handlers.select_model, MODEL_OUTPUTS), inputs=[model_picker, current_model], api_visibility="private")
     ui["demo_picker"].change(pick_demo, ui["demo_picker"], [ui["prompt"], ui["watch_for"]], api_visibility="private")
-    knobs["sampler"].input(**named(handlers.select_sampler, (*KNOB_OUTPUTS, "message")), inputs=[knobs["sampler"], current_model],
+    knobs["sampler"].input(**named(handlers.select_sampler, (*KNOB_OUTPUTS, "model_message")), inputs=[knobs["sampler"], current_model],
                            api_visibility="private")
     # A new run or trace: the why-views go back to their hints, never showing the previous run's
     # answers.  Set in the browser and registered before the run's own handler: Gradio's front
@@ -507,9 +519,9 @@ def wire_model_and_run(demo_app: gr.Blocks, ui: dict, handlers: Handlers, mode: 
     # (first the live view stops asking about the run on screen: an ask sent after the click would answer over a hint)
     hints = f"() => {{ window.dvLiveView && window.dvLiveView.runComing(); return {json.dumps([message_html(why.hint) for why in panels])}; }}"
     hidden = [ui[why.panel] for why in WHY_VIEWS if why.hide_empty]  # shown again once the new run has something
-    # a message belongs to the action that caused it: the next run, upload or prompt edit clears it (in the browser)
+    # a message belongs to the action that caused it: the next run, upload or prompt edit clears every one (in the browser)
     for clears in (ui["generate_btn"].click, ui["trace_upload"].change, ui["prompt"].input):
-        clears(None, None, ui["message"], js="() => ''", api_visibility="private")
+        clears(None, None, [ui[name] for name in MESSAGES], js=f"() => {json.dumps([''] * len(MESSAGES))}", api_visibility="private")
     for starts in (ui["generate_btn"].click, ui["trace_upload"].change):
         starts(None, None, [ui[why.panel] for why in panels], js=hints)
         starts(lambda: {panel: gr.HTML(visible=HIDDEN) for panel in hidden}, None, hidden, api_visibility="private",
@@ -577,10 +589,10 @@ def wire_files_and_compare(ui: dict, handlers: Handlers) -> None:
     session, palette, layout_kind = ui["session"], ui["palette"], ui["layout_kind"]
     ui["trace_upload"].change(**named(load_trace_file, LOAD_OUTPUTS), inputs=[ui["trace_upload"], session], api_name="load_trace").then(
         **named(after_load, AFTER_LOAD_OUTPUTS), inputs=[session], api_visibility="private", show_progress="hidden")
-    ui["save_btn"].click(save_trace, session, [ui["downloads"], ui["message"]], api_name="save_trace")
+    ui["save_btn"].click(save_trace, session, [ui["downloads"], ui["files_message"]], api_name="save_trace")
     ui["export_btn"].click(
         handlers.export_run, [session, *ui["export_options"], palette, layout_kind],
-        [ui["downloads"], ui["preview"], ui["message"]], api_name="export",
+        [ui["downloads"], ui["preview"], ui["export_message"]], api_name="export",
     )
     for which, button in enumerate((ui["pin_a"], ui["pin_b"])):
         pin = functools.partial(pin_run, which)
