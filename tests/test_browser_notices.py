@@ -81,3 +81,20 @@ def test_after_stop_the_status_says_stopped_and_the_notice_is_under_stop(page, t
     assert_just_under(message, stop)
     assert 0 <= message[1] and message[3] <= 1000, message  # in view at 1400x1000, no scrolling
     page.screenshot(path=str(tmp_path.parent / "notices_stop.png"))
+
+
+def test_a_refused_knob_is_said_at_its_box_before_the_run(page, tmp_path):
+    """The event's validator (hosting.py) answers before the queue; Gradio draws its line on the input that caused it."""
+    page.evaluate("() => window.scrollTo(0, 0)")
+    page.get_by_text("Knobs (defaults").click()
+    seed = page.get_by_label("Seed", exact=True)
+    seed.fill("-1")
+    seed.press("Tab")
+    page.get_by_role("button", name="Generate").click()
+    page.wait_for_function("(box) => box.closest('.block').textContent.includes('seed must be a whole number from 0 to')",
+                           arg=seed.element_handle(), timeout=30_000)
+    assert not any(shown_messages(page).values())  # said at the seed box only
+    page.screenshot(path=str(tmp_path.parent / "notices_knob.png"), full_page=True)
+    seed.fill("0")
+    seed.press("Tab")
+    page.get_by_text("Knobs (defaults").click()

@@ -540,6 +540,7 @@ def wire_model_and_run(demo_app: gr.Blocks, ui: dict, handlers: Handlers, mode: 
         validator=generate_validator(  # outside the queue: a bad model id never waits in it
             mode, list(knobs), register_session=SESSIONS.register, loaded=MODELS.loaded,
         ),
+        preprocess=False,  # the validator checks every value, in one line an API client reads (hosting.py says why)
     ).then(finish_run, session, [ui["final_text"], ui["message"]], api_name="run_message", concurrency_limit=None,
            show_progress="hidden")
     ui["live"].need_frames(all_frames, session, ui["live"], api_visibility="private", concurrency_limit=None, show_progress="hidden")

@@ -5,7 +5,8 @@
     settings = settings_from_widgets(values, reads)          # the widgets' values -> GenerationSettings
 
 `whole_number` and `finite_number` read any value an API caller sends as a number, or say why not
-in one line (a ValueError); the other handlers read their numbers with them too.
+in one line (a ValueError); the other handlers read their numbers with them too; `widget_problem` says what is
+wrong with a knob's value in one line, before a run is queued.
 """
 
 from __future__ import annotations
@@ -91,6 +92,22 @@ def settings_from_widgets(values: dict, reads) -> GenerationSettings:
         else:
             settings[knob.name] = (whole_number if knob.kind is int else finite_number)(value, knob.label)
     return GenerationSettings(**settings)
+
+
+def widget_problem(knob, value) -> str | None:
+    """One line when a knob's widget value (or an API caller's) is not a value of the knob, judged by its declaration
+    alone (the model's own limits come later); None when it is, and for an empty value (the model's default, or a
+    knob the run does not read: `settings_from_widgets` says which). Checked before the queue (`hosting.generate_validator`)."""
+    if value is None or value == "" or knob.kind is str:  # a sampler's name: only the model knows its samplers
+        return None
+    try:
+        if knob.form is not None:  # layers, pins: the text's form, then the values it gives
+            value = knob.form.parse(value)
+        elif knob.kind is not bool:
+            value = (whole_number if knob.kind is int else finite_number)(value, knob.label)
+    except ValueError as exc:
+        return str(exc)
+    return knob.problem(value)
 
 
 def whole_number(value, name: str) -> int:
