@@ -127,8 +127,9 @@ def test_the_app_runs_each_request_in_lockstep_and_the_followers_leave_with_it(t
             assert finished_run(c, j, timeout=HANG_GUARD_S)[1] == ""
             assert saved_trace(c).end.sequence.tolist() == stock[0]
 
-        # any other model is refused before the queue, whatever a client sends
-        refused = submit_generate(client, REQUEST["prompt"], str(ROOT / "assets" / "models" / "diffusiongemma-tiny-demo"))
+        # any other model is refused before the queue, whatever a client sends (the served model's own folder is
+        # taken as its label is: `Hosting.choice_for`)
+        refused = submit_generate(client, REQUEST["prompt"], "google/gemma-2b")
         with pytest.raises(ValidationError) as refusal:  # the app's validator, in one line (hosting.py)
             refused.result(timeout=HANG_GUARD_S)
         assert "This server runs only the models in its list" in str(refusal.value)
