@@ -330,6 +330,11 @@ def test_picking_a_sampler_shows_the_knobs_it_reads(served):
     assert shown["refine_threshold"] and shown["editing_threshold"] and shown["temperature"]
     assert not shown["entropy_bound"] and not shown["corrector_steps"] and not shown["t_min"]
     assert "must be one of" in handlers.select_sampler("confidence-threshold", model)["model_message"]
+    ddim = {name: update.get("visible") if isinstance(update, dict) else update.visible
+            for name, update in handlers.select_sampler("discrete-ddim", model).items()
+            if name in app_module.KNOBS}
+    assert ddim["corrector_steps"] and not ddim["corrector_k"]  # k positions per sweep, of no sweeps (the default 0)
+    assert knob_widgets.shown_while(2)["visible"] and not knob_widgets.shown_while(0)["visible"]  # an edit of the steps box
 
 
 def test_layers_and_pins_through_the_api_are_recorded_and_shown(served, tmp_path):

@@ -98,3 +98,27 @@ def test_a_refused_knob_is_said_at_its_box_before_the_run(page, tmp_path):
     seed.fill("0")
     seed.press("Tab")
     page.get_by_text("Knobs (defaults").click()
+
+
+def test_the_dropdowns_text_stops_before_its_arrow(page):
+    for picker in ("#dv-model-picker", "#dv-demo-picker"):
+        text_right, arrow_left = page.evaluate("""(id) => {
+            const input = document.querySelector(id + ' input'), arrow = document.querySelector(id + ' .icon-wrap, ' + id + ' svg');
+            const style = getComputedStyle(input);
+            return [input.getBoundingClientRect().right - parseFloat(style.paddingRight), arrow.getBoundingClientRect().left];
+        }""", picker)
+        assert text_right <= arrow_left, (picker, text_right, arrow_left)
+
+
+def test_the_demos_notes_go_with_the_untrained_random_model(page):
+    """(Last here: it leaves the random model loaded.)"""
+    page.get_by_role("combobox", name="Demo prompt").click()
+    page.get_by_role("option").nth(1).click()
+    wait_for_text(page, "#dv-watch-for", "Watch for")
+    assert page.locator("#dv-watch-for").is_visible() and page.locator("#dv-builtin-guide").is_visible()
+    box_ = page.get_by_role("combobox", name="Model", exact=True)
+    box_.click()
+    page.get_by_role("option", name="Tiny random model (untrained, for comparison)").click()
+    gone = "(id) => { const e = document.querySelector(id); return !e || !e.checkVisibility(); }"
+    for part in ("#dv-builtin-guide", "#dv-watch-for"):
+        page.wait_for_function(gone, arg=part, timeout=60_000)

@@ -21,7 +21,7 @@ from importlib.resources import files
 
 import gradio as gr
 
-from backends import BackendError, ModelChoice, backend_for, default_model, sampler_backends
+from backends import RANDOM_MODEL_DIR, BackendError, ModelChoice, backend_for, default_model, sampler_backends
 from prompts.builtin_guide import guide_markdown
 from prompts.demos import DEMOS
 from visualizer.animation import AnimationError, AnimationOptions, parse_blocks
@@ -37,7 +37,8 @@ from .app_run import MODELS, run_live
 from .compare_runs import PIN_OUTPUTS, export_compare, pin_run, show_compare
 from .gradio_temp import own_gradio_temp_dir
 from .hosting import Hosting, generate_validator
-from .knob_widgets import APP_KNOBS, KNOB_OUTPUTS, knob_updates, knob_widget, settings_from_widgets, whole_number
+from .knob_widgets import (APP_KNOBS, KNOB_OUTPUTS, SHOWN_WHILE, knob_updates, knob_widget, settings_from_widgets, shown_while,
+                           whole_number)
 from .run_card import cli_line, client_call, run_card_html, trace_card
 from .sessions import RunSession, SessionRegistry
 from .views import end_message, model_info_markdown, render_view
@@ -59,6 +60,8 @@ HEALTH_TICK_S = 2.0
 CSS = """
 .dv-frame { max-height: 72vh; overflow: auto; }
 .dv-message p { color: #f87171; font-weight: 600; }  /* each place's message (MESSAGES), beside what caused it */
+/* a long model path or demo title ends in an ellipsis before the dropdown's arrow, never under it */
+#dv-model-picker input, #dv-demo-picker input { padding-right: 28px; text-overflow: ellipsis; }
 #dv-inspector svg { max-width: 100%; height: auto; }
 #dv-inspector { overflow: auto; max-height: 40vh; }  /* a long answer (lens grid, trajectory) scrolls in place, beside the canvas */
 @media (max-width: 720px) {  /* a phone: the two columns' parts in one, the live view first, then the prompt and Generate */
@@ -144,6 +147,12 @@ class Handlers:
                     "model_message": f"{exc}", **knob_updates(backend, None, self.samplers_for(choice)), "current_model": choice.label}
         return {"model_info": model_info_markdown(backend.info), "model_message": "",
                 **knob_updates(backend, None, self.samplers_for(choice)), "current_model": label}
+
+    def demo_notes(self, label: str):
+        """(Watch for, the built-in model's guide) shown or hidden for the model that runs now (`knows_the_demos`)."""
+        choice = self.mode.choice_for(label)
+        shown = choice is None or knows_the_demos(choice.source)
+        return gr.Markdown(visible=shown), gr.Accordion(visible=shown)
 
     def select_sampler(self, sampler: str, current_model: str) -> dict:
         """The picked sampler: the model on the backend that runs it (loaded if needed), the knobs that sampler reads."""
@@ -344,7 +353,7 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
             gr.Markdown(hosting.hosted_note(mode.limits), elem_id="dv-hosted-note")
         with gr.Row(elem_id="dv-main"):
             with gr.Column(scale=1, min_width=320):
-                ui |= run_panel()
+                ui |= run_panel(initial)
                 ui |= inspector_panel()
                 ui |= controls_panel(mode, initial)
             with gr.Column(scale=3, min_width=320):
@@ -360,10 +369,16 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
 
 
 # ---- the panels: each lays out its components and returns them by name ---------------------------
-def run_panel() -> dict:
+def knows_the_demos(source: str) -> bool:
+    """Whether the demos' "Watch for" notes and the built-in model's guide mean anything for this model: not for the
+    tiny random one, which was never trained (issue 58)."""
+    return source != str(RANDOM_MODEL_DIR)
+
+
+def run_panel(initial: ModelChoice) -> dict:
     """What a visitor needs first, above the fold: a demo prompt, the prompt, Generate and Stop, their message."""
-    ui = {"demo_picker": gr.Dropdown(choices=[d.title for d in DEMOS], value=None, label="Demo prompt")}
-    ui["watch_for"] = gr.Markdown()
+    ui = {"demo_picker": gr.Dropdown(choices=[d.title for d in DEMOS], value=None, label="Demo prompt", elem_id="dv-demo-picker")}
+    ui["watch_for"] = gr.Markdown(visible=knows_the_demos(initial.source), elem_id="dv-watch-for")
     ui["prompt"] = gr.Textbox(label="Prompt", lines=3, value=DEMOS[0].prompt, elem_id="dv-prompt")
     with gr.Row():
         # side by side in the narrow column (Gradio's default min width would stack them, pushing the inspector down)
@@ -384,14 +399,15 @@ def controls_panel(mode: Hosting, initial: ModelChoice) -> dict:
         choices=[c.label for c in mode.choices], value=initial.label, label="Model",
         info=("The one model this server runs." if mode.only_listed else "The models this server offers."
               if mode.hosted else "Pick one, or type a hub id or a local folder."),
-        allow_custom_value=not mode.closed,
+        allow_custom_value=not mode.closed, elem_id="dv-model-picker",
     )}
     ui["model_message"] = message_box("dv-model-message")  # a model that cannot load says so here, until the next pick
     ui["model_info"] = gr.Markdown(elem_id="dv-model-info")
     # the second choice: the sampler (with its note); the backend that runs it follows
     knobs = {"sampler": knob_widget(KNOBS["sampler"], mode.limits)}
     ui["sampler_note"] = gr.Markdown(visible=False)
-    with gr.Accordion("What the built-in model knows", open=False, elem_id="dv-builtin-guide"):
+    with gr.Accordion("What the built-in model knows", open=False, elem_id="dv-builtin-guide",
+                      visible=knows_the_demos(initial.source)) as ui["guide_box"]:
         gr.Markdown(guide_markdown())
     with gr.Accordion("Knobs (defaults: the checkpoint's generation config)", open=False):
         # one widget per knob of the table, shown where the model's sampler reads it (`knob_updates`)
@@ -508,6 +524,12 @@ def wire_model_and_run(demo_app: gr.Blocks, ui: dict, handlers: Handlers, mode: 
     # `input`, not `change`: a failed load puts the previous model back in the box, which must not count as the
     # visitor picking it (that second call cleared the failure's message at once, issue 58)
     model_picker.input(**named(handlers.select_model, MODEL_OUTPUTS), inputs=[model_picker, current_model], api_visibility="private")
+    # the model that runs now (a failed load keeps the previous one): the demos' notes only where they mean something
+    current_model.change(handlers.demo_notes, current_model, [ui["watch_for"], ui["guide_box"]], api_visibility="private",
+                         concurrency_limit=None, show_progress="hidden")
+    for knob_name, by in SHOWN_WHILE.items():  # corrector k only while there are corrector steps (a visitor's edit)
+        knobs[by].input(shown_while, knobs[by], knobs[knob_name], api_visibility="private", concurrency_limit=None,
+                        show_progress="hidden")
     ui["demo_picker"].change(pick_demo, ui["demo_picker"], [ui["prompt"], ui["watch_for"]], api_visibility="private")
     knobs["sampler"].input(**named(handlers.select_sampler, (*KNOB_OUTPUTS, "model_message")), inputs=[knobs["sampler"], current_model],
                            api_visibility="private")
