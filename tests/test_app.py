@@ -11,7 +11,6 @@ from pathlib import Path
 from concurrent.futures import ThreadPoolExecutor
 
 import gradio as gr
-import httpx
 import pytest
 
 from visualizer.settings import GenerationSettings
@@ -138,33 +137,37 @@ def test_bad_input_gets_a_message_and_keeps_the_recorded_run(served):
     client = Client(url, verbose=False)
     list(generate(client, "Name a colour.", model, max_new_tokens=256, steps=4))
     before = client.predict(2, "standard", "grid", api_name="/show_frame")
+    # what only the model can judge: refused when the run starts, said by `/run_message` as on the page
     cases = [
         (("", model), {}, "empty"),
-        (("hi", model), {"seed": -1}, "seed"),
         (("hi", model), {"max_new_tokens": 2048}, "exceeds"),
         (("hi", model), {"t_min": 0.9, "t_max": 0.1}, "t_max must be larger"),
-        (("hi", model), {"entropy_bound": -2}, "entropy bound"),
         (("word " * 3000, model), {}, "context"),
-        # layers and pins: the box's parser, the knob's check, then the backend (the model's depth, the canvas, tokens)
-        (("hi", model), {"layers": "0,a"}, "layers takes layer numbers separated by commas"),
-        (("hi", model), {"layers": "1,1"}, "distinct layer numbers"),
-        (("hi", model), {"layers": "0,99"}, "layer 99 does not exist"),
-        (("hi", model), {"pins": "moon"}, "each pin is a line POS=TEXT"),
+        (("hi", model), {"layers": "0,99"}, "layer 99 does not exist"),  # the model's depth
         (("hi", model), {"pins": "999=x"}, "outside the canvas"),
-        (("hi", model), {"pins": "3="}, "empty text"),
         (("hi", model), {"pins": "250=" + "word " * 40}, "more than the 6 position(s) left"),
     ]
     for (prompt, source), overrides, expected in cases:
         generate(client, prompt, source, **overrides).result()
         message = run_message(client)[1]
         assert expected in message and "\n" not in message, (prompt[:20], overrides, message)
-    # a model that cannot load is refused before the request joins the model queue
-    with pytest.raises(ValidationError, match="No model folder"):
-        generate(client, "hi", "/no/such/model/folder").result()
-    # sliders refuse out-of-range values themselves, with Gradio's own message, also before the queue
-    with pytest.raises(httpx.HTTPStatusError) as refused:
-        generate(client, "hi", model, steps=0).result()
-    assert "less than minimum" in refused.value.response.json()["detail"]
+    # what a knob's declaration judges, and a model that cannot load: refused before the request joins the model
+    # queue, and the API client's error carries the page's one line (not a bare "400 Bad Request", issue 58)
+    refused = {
+        "No model folder": ("/no/such/model/folder", {}),
+        "max denoising steps must be a whole number from 1 to": (model, {"steps": 0}),
+        "max denoising steps must be a whole number (got 2.5)": (model, {"steps": 2.5}),
+        "seed must be a whole number from 0 to": (model, {"seed": -1}),
+        "entropy bound must be a number above 0": (model, {"entropy_bound": -2}),
+        "layers takes layer numbers separated by commas": (model, {"layers": "0,a"}),
+        "layer 1 is asked for twice: give each layer once": (model, {"layers": "1,1"}),
+        "each pin is a line POS=TEXT": (model, {"pins": "moon"}),
+        "empty text": (model, {"pins": "3="}),
+    }
+    for expected, (source, overrides) in refused.items():
+        with pytest.raises(ValidationError) as error:
+            generate(client, "hi", source, **overrides).result()
+        assert expected in str(error.value) and "Bad Request" not in str(error.value), (overrides, str(error.value))
     assert client.predict(2, "standard", "grid", api_name="/show_frame") == before
 
 
@@ -186,12 +189,12 @@ def test_picking_a_model_reports_it_or_says_why_not(served):
     url, model, random_model = served
     client = Client(url, verbose=False)
     picked = model_answer(client.predict(random_model, api_name="/load_model"))
-    assert "vocab" in picked["model_info"] and picked["message"] == ""
+    assert "vocab" in picked["model_info"] and picked["model_message"] == ""
     # its samplers, from every backend installed here that runs it; the knobs its default sampler reads
     assert picked["sampler"]["visible"] and [c[0] for c in picked["sampler"]["choices"]] == ["entropy-bound", "discrete-ddim", "block-refinement"]
     assert picked["entropy_bound"]["visible"] and not picked["temperature"]["visible"] and not picked["corrector_k"]["visible"]
     failed = model_answer(client.predict("/no/such/folder", api_name="/load_model"))
-    assert "No model folder" in failed["message"]
+    assert "No model folder" in failed["model_message"]
     assert "vocab" in failed["model_info"]  # a working model stays loaded and described
 
 
@@ -225,7 +228,7 @@ def test_an_mlx_model_runs_with_its_own_sampler(served, mlx_models):
     client = Client(url, verbose=False)
     folder = str(mlx_models["float32"])
     loaded = model_answer(client.predict(folder, api_name="/load_model"))
-    assert "mlx on" in loaded["model_info"] and loaded["message"] == ""
+    assert "mlx on" in loaded["model_info"] and loaded["model_message"] == ""
     sampler, note = loaded["sampler"], loaded["sampler_note"]
     assert sampler["visible"] and sampler["value"] == "entropy-bound"  # MLX-only knobs appear
     assert note["visible"] and "Entropy-bound" in note["value"]
@@ -325,7 +328,12 @@ def test_picking_a_sampler_shows_the_knobs_it_reads(served):
              for name, update in handlers.select_sampler("block-refinement", model).items() if name in app_module.KNOBS}
     assert shown["refine_threshold"] and shown["editing_threshold"] and shown["temperature"]
     assert not shown["entropy_bound"] and not shown["corrector_steps"] and not shown["t_min"]
-    assert "must be one of" in handlers.select_sampler("confidence-threshold", model)["message"]
+    assert "must be one of" in handlers.select_sampler("confidence-threshold", model)["model_message"]
+    ddim = {name: update.get("visible") if isinstance(update, dict) else update.visible
+            for name, update in handlers.select_sampler("discrete-ddim", model).items()
+            if name in app_module.KNOBS}
+    assert ddim["corrector_steps"] and not ddim["corrector_k"]  # k positions per sweep, of no sweeps (the default 0)
+    assert knob_widgets.shown_while(2)["visible"] and not knob_widgets.shown_while(0)["visible"]  # an edit of the steps box
 
 
 def test_layers_and_pins_through_the_api_are_recorded_and_shown(served, tmp_path):

@@ -84,8 +84,8 @@ def test_each_backend_says_once_which_knobs_each_of_its_samplers_reads():
 def test_structured_knobs_are_tested_by_their_own_check():
     assert KNOBS["pins"].problem(((3, "Paris"),)) is None and KNOBS["layers"].problem((0, 9)) is None
     assert KNOBS["pins"].problem(((3, ""),)).startswith("the pin at position 3 has an empty text")
-    assert KNOBS["layers"].problem((1, 1)).startswith("layers must be distinct")
-    assert GenerationSettings(layers="every").problems() == ["layers must be distinct layer numbers from 0, or 'all' (got 'every')"]
+    assert KNOBS["layers"].problem((1, 1)) == "layer 1 is asked for twice: give each layer once"
+    assert GenerationSettings(layers="every").problems() == ["layers must be layer numbers separated by commas, such as 0,9,19,29, or 'all'"]
     assert KNOBS["pins"].in_app and KNOBS["layers"].in_app and not KNOBS["record_shift"].in_app  # the app: text boxes
 
 

@@ -161,7 +161,7 @@ def test_a_block_still_denoising_fills_its_rms_panel_downwards():
         (["--pin", "x=sea"], "POS=TEXT"),
         (["--pin", "5="], "empty text"),
         (["--layers", "0,a"], "layer numbers"),
-        (["--layers", "1,1"], "distinct"),
+        (["--layers", "1,1"], "layer 1 is asked for twice"),
     ],
 )
 def test_record_refuses_bad_pins_and_layers_in_one_line(argv, message, capsys, tmp_path):
@@ -189,7 +189,7 @@ def test_settings_round_trip_pins_and_layers_as_json():
     assert GenerationSettings.from_dict(data) == settings and settings.problems() == []
     assert "empty text" in GenerationSettings(pins=((1, ""),)).problems()[0]
     assert "outside the canvas" in GenerationSettings(pins=((-2, "a"),)).problems()[0]
-    assert "distinct layer numbers" in GenerationSettings(layers=(3, 3)).problems()[0]
+    assert "layer 3 is asked for twice" in GenerationSettings(layers=(3, 3)).problems()[0]
 
 
 # ---- pinned positions in the frames ---------------------------------------------------------------

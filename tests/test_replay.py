@@ -110,9 +110,9 @@ def _set_entropy(d, value):
 
 UPLOADS = {
     "empty file": (b"", "is empty"),
-    "truncated": (json.dumps(good_dict()).encode()[:-100], "not a JSON trace"),
-    "an image": (b"\x89PNG\r\n\x1a\n" + bytes(range(256)), "not a JSON trace"),
-    "not utf-8": (b'{"format": "\xff\xfe"}', "not a JSON trace"),
+    "truncated": (json.dumps(good_dict()).encode()[:-100], "not a trace: the file"),
+    "an image": (b"\x89PNG\r\n\x1a\n" + bytes(range(256)), "not a trace: the file"),
+    "not utf-8": (b'{"format": "\xff\xfe"}', "not a trace: the file"),
     "code in a string": (mutated(lambda d: d.update(prompt={"text": "__import__('os').system('x')", "ids": [2, 5]})), None),
     "python object": (b'{"__class__": "os.system", "format": "x"}', "not a trace file"),
     "id without piece": (mutated(lambda d: d["steps"][0]["canvas"].__setitem__(0, 999)), "no piece"),

@@ -78,8 +78,8 @@ def mutate(change):
 
 
 BAD = {
-    "not json": ("{'format': nope", "not a JSON trace"),
-    "truncated": (json.dumps(good_dict())[:-40], "not a JSON trace"),
+    "not json": ("{'format': nope", "not a trace: the file"),
+    "truncated": (json.dumps(good_dict())[:-40], "not a trace: the file"),
     "a list": ("[1, 2, 3]", "JSON object"),
     "other format": (mutate(lambda d: d.update(format="something")), "not a trace file"),
     "newer version": (mutate(lambda d: d.update(version=99)), "newer tool"),

@@ -49,6 +49,7 @@ from .metrics.commits import step_budget
 from .metrics.order import Undefined
 from .insight_charts import structure_first_svg
 from .palette import LEGEND, PAD_LABEL, PALETTES, RESAMPLED_LABEL, THOUGHT_BAND_PX, THOUGHT_LABEL
+from .records import FINISH_CANCELLED
 from .render_html import frame_caption
 from .states import FrameRef, State, frame_refs, frame_state
 from .trace import Trace
@@ -161,6 +162,8 @@ class LiveEncoder:
         message = {"type": "end", "frames": len(self.refs)}
         if end is not None:
             message.update(finish=end.finish_reason, text=end.text, error=end.error)
+            if end.finish_reason == FINISH_CANCELLED:  # the status line's end, in place of the last step's budget
+                message["stopped"] = stopped_line(trace)
         if trace.steps and end is not None:
             layout = text_layout(trace)
             message["text_layout"] = layout_message(layout)
@@ -234,6 +237,15 @@ class LiveEncoder:
         if with_thoughts is not None:
             panel["with_thoughts"] = _panel_values(with_thoughts)
         return panel
+
+
+def stopped_line(trace: Trace) -> str:
+    """Where a stopped run stopped, for the status line: "Stopped at step 8 of 48 in block 1" (that the recorded steps
+    are kept is said once, beside Stop: `webapp.views.end_message`)."""
+    if not trace.steps:
+        return "Stopped before the first step"
+    last = trace.steps[-1]  # its step budget: steps_remaining counts down from it, `last.step` steps after the first
+    return f"Stopped at step {last.step + 1} of {last.step + last.steps_remaining} in block {last.block + 1}"
 
 
 def _panel_values(r) -> dict:

@@ -97,11 +97,14 @@ def pin_problems(pins) -> list[str]:
     Positions inside the canvas and tokens that fit are checked by the backend, which knows both."""
     if pins is None:  # a run whose backend does not read pins records None
         return []
-    if not isinstance(pins, tuple) or len(pins) > MAX_PINS:
-        return [f"pins must be a list of (position, text) pairs, at most {MAX_PINS} (got {pins!r:.80})"]
+    # in words, never a tuple's text: a visitor typed lines POS=TEXT, a trace holds [position, text] pairs
+    if not isinstance(pins, tuple):
+        return ["pins must be a list of pins, each a canvas position and the text to place there"]
+    if len(pins) > MAX_PINS:
+        return [f"a run takes at most {MAX_PINS} pins ({len(pins)} were given)"]
     for pin in pins:
         if not (isinstance(pin, tuple) and len(pin) == 2 and is_int(pin[0]) and isinstance(pin[1], str)):
-            return [f"a pin is a (position, text) pair (got {pin!r:.80})"]
+            return ["each pin must be a canvas position (a whole number) and the text to place there"]
         if pin[0] < 0:
             return [f"pin position {pin[0]} is outside the canvas: positions count from 0"]
         if not pin[1]:
@@ -128,9 +131,15 @@ def layer_problems(layers) -> list[str]:
     """What is wrong with `layers` ((layer, ...), "all" or None) before the model is known; [] when fine."""
     if layers is None or layers == LAYERS_ALL:
         return []
-    if not (isinstance(layers, tuple) and layers and all(is_int(i) and 0 <= i < MAX_LAYERS for i in layers)
-            and len(set(layers)) == len(layers)):
-        return [f"layers must be distinct layer numbers from 0, or {LAYERS_ALL!r} (got {layers!r})"]
+    # in words, never a tuple's text ("got (-1,)"): the one layer number that is wrong, and why
+    if not (isinstance(layers, tuple) and layers and all(is_int(i) for i in layers)):
+        return [f"layers must be layer numbers separated by commas, such as 0,9,19,29, or {LAYERS_ALL!r}"]
+    outside = next((i for i in layers if not 0 <= i < MAX_LAYERS), None)
+    if outside is not None:
+        return [f"layer {outside} does not exist: " + ("layers are counted from 0" if outside < 0 else f"no model here has {MAX_LAYERS} layers")]
+    twice = next((i for i in layers if layers.count(i) > 1), None)
+    if twice is not None:
+        return [f"layer {twice} is asked for twice: give each layer once"]
     return []
 
 

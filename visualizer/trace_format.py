@@ -236,8 +236,17 @@ def parse_trace_json(text: str | bytes) -> TraceParts:
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
-        raise TraceError(f"not a JSON trace: {str(exc)[:200]}") from None
+        raise TraceError(not_json_message(exc)) from None
     return parse_trace(data)
+
+
+def not_json_message(exc: Exception) -> str:
+    """What a file that json.loads refused is, in words (never the parser's "Expecting value: line 1 column 1 (char 0)")."""
+    if isinstance(exc, RecursionError):
+        return "not a trace: the file's JSON is nested too deeply"
+    if isinstance(exc, json.JSONDecodeError) and exc.pos > 0:  # JSON at first, broken further on (a cut or hand-edited file)
+        return f"not a trace: the file stops being JSON at line {exc.lineno}, column {exc.colno}"
+    return "not a trace: the file is not JSON"
 
 
 def read_trace_file(path) -> TraceParts:

@@ -21,7 +21,7 @@ from importlib.resources import files
 
 import gradio as gr
 
-from backends import BackendError, ModelChoice, backend_for, default_model, sampler_backends
+from backends import RANDOM_MODEL_DIR, BackendError, ModelChoice, backend_for, default_model, sampler_backends
 from prompts.builtin_guide import guide_markdown
 from prompts.demos import DEMOS
 from visualizer.animation import AnimationError, AnimationOptions, parse_blocks
@@ -37,7 +37,8 @@ from .app_run import MODELS, run_live
 from .compare_runs import PIN_OUTPUTS, export_compare, pin_run, show_compare
 from .gradio_temp import own_gradio_temp_dir
 from .hosting import Hosting, generate_validator
-from .knob_widgets import APP_KNOBS, KNOB_OUTPUTS, knob_updates, knob_widget, settings_from_widgets, whole_number
+from .knob_widgets import (APP_KNOBS, KNOB_OUTPUTS, SHOWN_WHILE, knob_updates, knob_widget, settings_from_widgets, shown_while,
+                           whole_number)
 from .run_card import cli_line, client_call, run_card_html, trace_card
 from .sessions import RunSession, SessionRegistry
 from .views import end_message, model_info_markdown, render_view
@@ -58,7 +59,9 @@ HEALTH_TICK_S = 2.0
 # readout in the wide right one; the lens grid shrinks to that column; on a phone the canvas comes first.
 CSS = """
 .dv-frame { max-height: 72vh; overflow: auto; }
-#dv-message p { color: #f87171; font-weight: 600; }
+.dv-message p { color: #f87171; font-weight: 600; }  /* each place's message (MESSAGES), beside what caused it */
+/* a long model path or demo title ends in an ellipsis before the dropdown's arrow, never under it */
+#dv-model-picker input, #dv-demo-picker input { padding-right: 28px; text-overflow: ellipsis; }
 #dv-inspector svg { max-width: 100%; height: auto; }
 #dv-inspector { overflow: auto; max-height: 40vh; }  /* a long answer (lens grid, trajectory) scrolls in place, beside the canvas */
 @media (max-width: 720px) {  /* a phone: the two columns' parts in one, the live view first, then the prompt and Generate */
@@ -77,7 +80,10 @@ the alternatives the model weighed there."""
 # ---- handlers ------------------------------------------------------------------------------------
 # Handlers that update several components return {component name: update}; `build_app` maps the
 # names to its components (`_by_name`), so no list of outputs has to agree with a tuple's order.
-MODEL_OUTPUTS = ("model_picker", "model_info", "message", *KNOB_OUTPUTS, "current_model")  # and the `/load_model` API's answer
+MODEL_OUTPUTS = ("model_picker", "model_info", "model_message", *KNOB_OUTPUTS, "current_model")  # and the `/load_model` API's answer
+# Each message beside what caused it (issue 58): a run's refusal, error or stop under Generate and Stop; a model or
+# sampler that cannot load under the Model box; an upload, load or save under the upload box; an export under its button.
+MESSAGES = ("message", "model_message", "files_message", "export_message")
 
 
 def pick_demo(title: str):
@@ -136,20 +142,26 @@ class Handlers:
                 choice = self.choice_for(previous) if previous and previous != label else self.choice_for(default_model())
                 backend = MODELS.get(choice.source)
             except BackendError:
-                return {"message": f"{exc}"}
+                return {"model_message": f"{exc}"}
             return {"model_picker": gr.update(value=choice.label), "model_info": model_info_markdown(backend.info),
-                    "message": f"{exc}", **knob_updates(backend, None, self.samplers_for(choice)), "current_model": choice.label}
-        return {"model_info": model_info_markdown(backend.info), "message": "",
+                    "model_message": f"{exc}", **knob_updates(backend, None, self.samplers_for(choice)), "current_model": choice.label}
+        return {"model_info": model_info_markdown(backend.info), "model_message": "",
                 **knob_updates(backend, None, self.samplers_for(choice)), "current_model": label}
+
+    def demo_notes(self, label: str):
+        """(Watch for, the built-in model's guide) shown or hidden for the model that runs now (`knows_the_demos`)."""
+        choice = self.mode.choice_for(label)
+        shown = choice is None or knows_the_demos(choice.source)
+        return gr.Markdown(visible=shown), gr.Accordion(visible=shown)
 
     def select_sampler(self, sampler: str, current_model: str) -> dict:
         """The picked sampler: the model on the backend that runs it (loaded if needed), the knobs that sampler reads."""
         try:
             choice = self.choice_for(current_model)
             _, backend = self.backend_for_run(choice, sampler)
-            return {**knob_updates(backend, sampler, self.samplers_for(choice), values=False), "message": ""}
+            return {**knob_updates(backend, sampler, self.samplers_for(choice), values=False), "model_message": ""}
         except BackendError as exc:
-            return {"message": f"{exc}"}
+            return {"model_message": f"{exc}"}
 
     def generate(self, prompt, model, session: RunSession, **knobs):
         """Run the model, streaming step deltas (`visualizer.live_stream`) to the live view; `knobs` are
@@ -273,7 +285,7 @@ def save_trace(session: RunSession):
     return [str(save_download(session.trace, session.files.name))], ""
 
 
-LOAD_OUTPUTS = ("live", "final_text", "message", "session")  # and the `/load_trace` API's answer
+LOAD_OUTPUTS = ("live", "final_text", "files_message", "session")  # and the `/load_trace` API's answer
 
 
 def load_trace_file(path, session: RunSession, request: gr.Request) -> dict:
@@ -285,13 +297,13 @@ def load_trace_file(path, session: RunSession, request: gr.Request) -> dict:
     if path is None:
         return {"session": session}
     if session.running:
-        return {"message": "Stop the current run before loading another one.", "session": session}
+        return {"files_message": "Stop the current run before loading another one.", "session": session}
     try:
         trace = load_upload(path)
     except TraceError as exc:
-        return {"message": str(exc), "session": session}
+        return {"files_message": str(exc), "session": session}
     session.show(trace)
-    return {"live": replay_value(trace, run=session.run_id), "final_text": committed_text(trace), "message": "", "session": session}
+    return {"live": replay_value(trace, run=session.run_id), "final_text": committed_text(trace), "files_message": "", "session": session}
 
 
 AFTER_LOAD_OUTPUTS = ("run_card", "reproduce", "prompt", "demo_picker", "watch_for", "preview", "downloads",
@@ -303,7 +315,7 @@ def after_load(session: RunSession) -> dict:
     its reproduce lines and its prompt come in its place (issue 58)."""
     trace = session.trace
     if trace is None or session.running:
-        return {}
+        return {"run_card": gr.skip()}  # not {}: Gradio reads an empty dict as one value for ten outputs
     settings = trace.settings.to_dict()
     reproduce = f"{cli_line(trace.prompt, trace.model.source, settings)}\n\n{client_call(trace.prompt, trace.model.name, settings)}"
     return {"run_card": trace_card(trace), "reproduce": reproduce, "prompt": trace.prompt, "demo_picker": None,
@@ -341,7 +353,7 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
             gr.Markdown(hosting.hosted_note(mode.limits), elem_id="dv-hosted-note")
         with gr.Row(elem_id="dv-main"):
             with gr.Column(scale=1, min_width=320):
-                ui |= run_panel()
+                ui |= run_panel(initial)
                 ui |= inspector_panel()
                 ui |= controls_panel(mode, initial)
             with gr.Column(scale=3, min_width=320):
@@ -357,17 +369,28 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
 
 
 # ---- the panels: each lays out its components and returns them by name ---------------------------
-def run_panel() -> dict:
+def knows_the_demos(source: str) -> bool:
+    """Whether the demos' "Watch for" notes and the built-in model's guide mean anything for this model: not for the
+    tiny random one, which was never trained (issue 58)."""
+    return source != str(RANDOM_MODEL_DIR)
+
+
+def run_panel(initial: ModelChoice) -> dict:
     """What a visitor needs first, above the fold: a demo prompt, the prompt, Generate and Stop, their message."""
-    ui = {"demo_picker": gr.Dropdown(choices=[d.title for d in DEMOS], value=None, label="Demo prompt")}
-    ui["watch_for"] = gr.Markdown()
+    ui = {"demo_picker": gr.Dropdown(choices=[d.title for d in DEMOS], value=None, label="Demo prompt", elem_id="dv-demo-picker")}
+    ui["watch_for"] = gr.Markdown(visible=knows_the_demos(initial.source), elem_id="dv-watch-for")
     ui["prompt"] = gr.Textbox(label="Prompt", lines=3, value=DEMOS[0].prompt, elem_id="dv-prompt")
     with gr.Row():
         # side by side in the narrow column (Gradio's default min width would stack them, pushing the inspector down)
         ui["generate_btn"] = gr.Button("Generate", variant="primary", elem_id="dv-generate", scale=2, min_width=100)
         ui["stop_btn"] = gr.Button("Stop", variant="stop", elem_id="dv-stop", scale=1, min_width=80)
-    ui["message"] = gr.Markdown(elem_id="dv-message")
+    ui["message"] = message_box("dv-message")
     return ui
+
+
+def message_box(elem_id: str) -> gr.Markdown:
+    """One place's message (MESSAGES): empty until its cause says something."""
+    return gr.Markdown(elem_id=elem_id, elem_classes=["dv-message"])
 
 
 def controls_panel(mode: Hosting, initial: ModelChoice) -> dict:
@@ -376,13 +399,15 @@ def controls_panel(mode: Hosting, initial: ModelChoice) -> dict:
         choices=[c.label for c in mode.choices], value=initial.label, label="Model",
         info=("The one model this server runs." if mode.only_listed else "The models this server offers."
               if mode.hosted else "Pick one, or type a hub id or a local folder."),
-        allow_custom_value=not mode.closed,
+        allow_custom_value=not mode.closed, elem_id="dv-model-picker",
     )}
+    ui["model_message"] = message_box("dv-model-message")  # a model that cannot load says so here, until the next pick
     ui["model_info"] = gr.Markdown(elem_id="dv-model-info")
     # the second choice: the sampler (with its note); the backend that runs it follows
     knobs = {"sampler": knob_widget(KNOBS["sampler"], mode.limits)}
     ui["sampler_note"] = gr.Markdown(visible=False)
-    with gr.Accordion("What the built-in model knows", open=False, elem_id="dv-builtin-guide"):
+    with gr.Accordion("What the built-in model knows", open=False, elem_id="dv-builtin-guide",
+                      visible=knows_the_demos(initial.source)) as ui["guide_box"]:
         gr.Markdown(guide_markdown())
     with gr.Accordion("Knobs (defaults: the checkpoint's generation config)", open=False):
         # one widget per knob of the table, shown where the model's sampler reads it (`knob_updates`)
@@ -444,8 +469,10 @@ def live_panel() -> dict:
 def files_panel() -> dict:
     """Load a trace (or an example), save the run, export animations."""
     ui = {}
-    with gr.Row():
-        ui["trace_upload"] = gr.File(label="Load a trace (.json)", file_types=[".json"], type="filepath", elem_id="dv-trace-upload")
+    with gr.Row(equal_height=False):
+        with gr.Column(min_width=200):  # a file that is not a trace says so right under the upload box
+            ui["trace_upload"] = gr.File(label="Load a trace (.json)", file_types=[".json"], type="filepath", elem_id="dv-trace-upload")
+            ui["files_message"] = message_box("dv-files-message")
         ui["downloads"] = gr.File(label="Downloads", file_count="multiple", interactive=False)
     examples = [[str(p)] for p in example_traces()]
     if examples:
@@ -461,6 +488,7 @@ def files_panel() -> dict:
             gr.Checkbox(value=True, label="show the prompt"),
         ]  # in `Handlers.export_run`'s order
     ui["export_btn"] = gr.Button("Export animation")
+    ui["export_message"] = message_box("dv-export-message")
     ui["preview"] = gr.Image(label="GIF", type="filepath", interactive=False)
     return ui
 
@@ -496,8 +524,14 @@ def wire_model_and_run(demo_app: gr.Blocks, ui: dict, handlers: Handlers, mode: 
     # `input`, not `change`: a failed load puts the previous model back in the box, which must not count as the
     # visitor picking it (that second call cleared the failure's message at once, issue 58)
     model_picker.input(**named(handlers.select_model, MODEL_OUTPUTS), inputs=[model_picker, current_model], api_visibility="private")
+    # the model that runs now (a failed load keeps the previous one): the demos' notes only where they mean something
+    current_model.change(handlers.demo_notes, current_model, [ui["watch_for"], ui["guide_box"]], api_visibility="private",
+                         concurrency_limit=None, show_progress="hidden")
+    for knob_name, by in SHOWN_WHILE.items():  # corrector k only while there are corrector steps (a visitor's edit)
+        knobs[by].input(shown_while, knobs[by], knobs[knob_name], api_visibility="private", concurrency_limit=None,
+                        show_progress="hidden")
     ui["demo_picker"].change(pick_demo, ui["demo_picker"], [ui["prompt"], ui["watch_for"]], api_visibility="private")
-    knobs["sampler"].input(**named(handlers.select_sampler, (*KNOB_OUTPUTS, "message")), inputs=[knobs["sampler"], current_model],
+    knobs["sampler"].input(**named(handlers.select_sampler, (*KNOB_OUTPUTS, "model_message")), inputs=[knobs["sampler"], current_model],
                            api_visibility="private")
     # A new run or trace: the why-views go back to their hints, never showing the previous run's
     # answers.  Set in the browser and registered before the run's own handler: Gradio's front
@@ -510,9 +544,9 @@ def wire_model_and_run(demo_app: gr.Blocks, ui: dict, handlers: Handlers, mode: 
     def hints(replay: str) -> str:
         return f"() => {{ window.dvLiveView && window.dvLiveView.runComing({replay}); return {hint_html}; }}"
     hidden = [ui[why.panel] for why in WHY_VIEWS if why.hide_empty]  # shown again once the new run has something
-    # a message belongs to the action that caused it: the next run, upload or prompt edit clears it (in the browser)
+    # a message belongs to the action that caused it: the next run, upload or prompt edit clears every one (in the browser)
     for clears in (ui["generate_btn"].click, ui["trace_upload"].change, ui["prompt"].input):
-        clears(None, None, ui["message"], js="() => ''", api_visibility="private")
+        clears(None, None, [ui[name] for name in MESSAGES], js=f"() => {json.dumps([''] * len(MESSAGES))}", api_visibility="private")
     for starts, replay in ((ui["generate_btn"].click, "false"), (ui["trace_upload"].change, "true")):
         starts(None, None, [ui[why.panel] for why in panels], js=hints(replay))
         starts(lambda: {panel: gr.HTML(visible=HIDDEN) for panel in hidden}, None, hidden, api_visibility="private",
@@ -531,6 +565,7 @@ def wire_model_and_run(demo_app: gr.Blocks, ui: dict, handlers: Handlers, mode: 
         validator=generate_validator(  # outside the queue: a bad model id never waits in it
             mode, list(knobs), register_session=SESSIONS.register, loaded=MODELS.loaded,
         ),
+        preprocess=False,  # the validator checks every value, in one line an API client reads (hosting.py says why)
     ).then(finish_run, session, [ui["final_text"], ui["message"]], api_name="run_message", concurrency_limit=None,
            show_progress="hidden")
     ui["live"].need_frames(all_frames, session, ui["live"], api_visibility="private", concurrency_limit=None, show_progress="hidden")
@@ -580,10 +615,10 @@ def wire_files_and_compare(ui: dict, handlers: Handlers) -> None:
     session, palette, layout_kind = ui["session"], ui["palette"], ui["layout_kind"]
     ui["trace_upload"].change(**named(load_trace_file, LOAD_OUTPUTS), inputs=[ui["trace_upload"], session], api_name="load_trace").then(
         **named(after_load, AFTER_LOAD_OUTPUTS), inputs=[session], api_visibility="private", show_progress="hidden")
-    ui["save_btn"].click(save_trace, session, [ui["downloads"], ui["message"]], api_name="save_trace")
+    ui["save_btn"].click(save_trace, session, [ui["downloads"], ui["files_message"]], api_name="save_trace")
     ui["export_btn"].click(
         handlers.export_run, [session, *ui["export_options"], palette, layout_kind],
-        [ui["downloads"], ui["preview"], ui["message"]], api_name="export",
+        [ui["downloads"], ui["preview"], ui["export_message"]], api_name="export",
     )
     for which, button in enumerate((ui["pin_a"], ui["pin_b"])):
         pin = functools.partial(pin_run, which)

@@ -41,6 +41,8 @@ from visualizer.states import frame_refs
 from visualizer.trace import Trace
 from visualizer.trace_format import MAX_TRACE_BYTES
 
+from .knob_widgets import widget_problem
+
 HOSTED_ENV = "DV_HOSTED"
 EXTRA_MODELS_ENV = "DV_EXTRA_MODELS"  # "label=source, source, ...": the Space owner's additions
 
@@ -232,12 +234,19 @@ def generate_validator(hosting: Hosting, knob_names: list[str], *, register_sess
     the same inputs as the handler, and refuses a request before it can wait for the model.  It
     also registers the session for release (`sessions.py`): an API client loads no page.
     Gradio pairs each returned `gr.validate` with an input by position, the keyword inputs last.
+
+    The event runs with `preprocess=False`, so that this is the only check before the queue: Gradio's own checks
+    of a dropdown's choices and a slider's range would answer an API client with a bare "400 Bad Request" (their
+    text is only in the response body, which gradio_client does not read), where a failed `gr.validate` reaches
+    it as a ValidationError carrying our one line.  Every value is therefore checked here: the model against
+    the list, each knob against its declaration (`widget_problem`) and this server's caps.
     """
 
     def validate(prompt, model, session, request: gr.Request, **knobs):
         register_session(session, request)
         problems = [hosting.limits.prompt_problem(prompt), hosting.model_problem(model, loaded=loaded), None]
-        problems += [hosting.limits.knob_problem(name, knobs.get(name)) for name in knob_names]
+        problems += [widget_problem(KNOBS[name], knobs.get(name)) or hosting.limits.knob_problem(name, knobs.get(name))
+                     for name in knob_names]
         return [gr.validate(problem is None, problem or "") for problem in problems]
 
     return validate

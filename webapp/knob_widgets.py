@@ -5,7 +5,8 @@
     settings = settings_from_widgets(values, reads)          # the widgets' values -> GenerationSettings
 
 `whole_number` and `finite_number` read any value an API caller sends as a number, or say why not
-in one line (a ValueError); the other handlers read their numbers with them too.
+in one line (a ValueError); the other handlers read their numbers with them too; `widget_problem` says what is
+wrong with a knob's value in one line, before a run is queued.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ NO_THINKING_NOTE = "This model's chat template has no thinking channel (`enable_
 
 APP_KNOBS = tuple(knob for knob in KNOBS.values() if knob.in_app)  # a widget and a `/generate` parameter each
 KNOB_OUTPUTS = (*(knob.name for knob in APP_KNOBS), "sampler_note")  # what picking a sampler updates
+# a knob that means something only while another's value is above 0: shown then only (k positions per sweep, of no sweeps)
+SHOWN_WHILE = {"corrector_k": "corrector_steps"}
 
 
 def knob_widget(knob, limits):
@@ -61,6 +64,9 @@ def knob_updates(backend, sampler: str | None = None, samplers=None, *, values: 
             value = getattr(defaults, knob.name)
             update["value"] = knob.default if value is None else value
         updates[knob.name] = gr.update(**update)
+    for knob_name, by in SHOWN_WHILE.items():  # `by`'s value is set above wherever the run reads it
+        if updates[knob_name]["visible"]:
+            updates[knob_name]["visible"] = shown_while(updates[by].get("value", getattr(defaults, by)))["visible"]
     picks = len(samplers) > 1
     thinks = backend.supports_thinking()
     updates["sampler"] = gr.Dropdown(choices=samplers, value=spec.name, visible=picks)
@@ -68,6 +74,14 @@ def knob_updates(backend, sampler: str | None = None, samplers=None, *, values: 
     updates["thinking"] = gr.Checkbox(interactive=thinks, info=THINKING_NOTE if thinks else NO_THINKING_NOTE,
                                       **({"value": False} if values else {}))
     return updates
+
+
+def shown_while(value) -> dict:
+    """The update of a knob of SHOWN_WHILE for its other knob's `value` (an edit of that box, in the browser's order)."""
+    try:
+        return gr.update(visible=float(value or 0) > 0)
+    except (TypeError, ValueError):
+        return gr.update(visible=True)  # a value the run will refuse: nothing hidden meanwhile
 
 
 def settings_from_widgets(values: dict, reads) -> GenerationSettings:
@@ -91,6 +105,22 @@ def settings_from_widgets(values: dict, reads) -> GenerationSettings:
         else:
             settings[knob.name] = (whole_number if knob.kind is int else finite_number)(value, knob.label)
     return GenerationSettings(**settings)
+
+
+def widget_problem(knob, value) -> str | None:
+    """One line when a knob's widget value (or an API caller's) is not a value of the knob, judged by its declaration
+    alone (the model's own limits come later); None when it is, and for an empty value (the model's default, or a
+    knob the run does not read: `settings_from_widgets` says which). Checked before the queue (`hosting.generate_validator`)."""
+    if value is None or value == "" or knob.kind is str:  # a sampler's name: only the model knows its samplers
+        return None
+    try:
+        if knob.form is not None:  # layers, pins: the text's form, then the values it gives
+            value = knob.form.parse(value)
+        elif knob.kind is not bool:
+            value = (whole_number if knob.kind is int else finite_number)(value, knob.label)
+    except ValueError as exc:
+        return str(exc)
+    return knob.problem(value)
 
 
 def whole_number(value, name: str) -> int:

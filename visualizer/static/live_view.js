@@ -466,6 +466,8 @@
       const m = frame.m;
       let status = `Frame ${index + 1}/${this.frames.length} · ${m.caption}`;
       if (m.kind === "step") status += ` · this step took ${Math.round(m.ms)} ms`;
+      // a stopped run's last frame says it stopped, not the budget it had left (issue 58)
+      if (this.end && this.end.stopped && index === this.frames.length - 1) status = `Frame ${index + 1}/${this.frames.length} · ${this.end.stopped}`;
       this.status.textContent = status;
       if (this.end && this.end.error) this.status.textContent += ` · ${this.end.error}`;
       if (this.following || this.playing) this.slider.value = index + 1;

@@ -1,0 +1,73 @@
+"""Messages in words (issue 58): what a visitor reads when a file is not a trace, a knob's value is wrong or a run
+was stopped never carries a parser's or a tuple's text ("Expecting value: line 1 column 1 (char 0)", "got (-1,)")."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from tests.trace_factory import trace_from_masks
+from visualizer.live_stream import LiveEncoder, stopped_line
+from visualizer.replay import load_upload
+from visualizer.settings import GenerationSettings
+from visualizer.trace import TraceError
+from visualizer.trace_format import parse_trace_json
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    (b"hello, this is not a trace", "not a trace: the file is not JSON"),
+    (b"\x89PNG\r\n\x1a\n" + bytes(range(256)), "not a trace: the file is not JSON"),
+    (b'{"format": "\xff\xfe"}', "not a trace: the file is not JSON"),  # not UTF-8 text
+    (b'{"format": "diffusion-trace",\n "version": ', "not a trace: the file stops being JSON at line 2, column 13"),
+    (b"[" * 100_000, "not a trace: the file's JSON is nested too deeply"),
+])
+def test_a_file_that_is_not_json_is_said_in_words(text, message):
+    with pytest.raises(TraceError) as refused:
+        parse_trace_json(text)
+    assert str(refused.value) == message
+    assert "Expecting" not in str(refused.value) and "char" not in str(refused.value)
+
+
+def test_an_uploaded_file_that_is_not_json_names_the_file(tmp_path):
+    path = tmp_path / "notes.json"
+    path.write_text("Dear diary,")
+    with pytest.raises(TraceError, match=r"^notes\.json: not a trace: the file is not JSON$"):
+        load_upload(str(path))
+
+
+@pytest.mark.parametrize(("layers", "message"), [
+    ((-1,), "layer -1 does not exist: layers are counted from 0"),
+    ((0, 5000), "layer 5000 does not exist: no model here has 1024 layers"),
+    ((3, 1, 3), "layer 3 is asked for twice: give each layer once"),
+    (("a", 2), "layers must be layer numbers separated by commas, such as 0,9,19,29, or 'all'"),
+])
+def test_a_wrong_layer_list_says_which_layer_and_why(layers, message):
+    assert GenerationSettings(layers=layers).problems() == [message]
+
+
+@pytest.mark.parametrize(("pins", "message"), [
+    (tuple((i, "x") for i in range(5000)), "a run takes at most 4096 pins (5000 were given)"),
+    ((("one", "x"),), "each pin must be a canvas position (a whole number) and the text to place there"),
+])
+def test_a_wrong_pin_list_is_said_in_words(pins, message):
+    assert GenerationSettings(pins=pins).problems() == [message]
+
+
+def test_a_stopped_run_says_where_it_stopped():
+    canvas = 8
+    masks = [np.zeros(canvas, bool)] * 3  # three steps of a 48-step budget, then Stop: the block never committed
+    trace = trace_from_masks([masks], unfinished=1)
+    assert stopped_line(trace) == "Stopped at step 3 of 48 in block 1"
+    encoder = LiveEncoder(trace, run=1)
+    encoder.start_line(), encoder.frame_lines()
+    end = json.loads(encoder.end_line())
+    assert end["finish"] == "cancelled" and end["stopped"] == "Stopped at step 3 of 48 in block 1"
+
+
+def test_a_finished_run_has_no_stop_line():
+    trace = trace_from_masks([[np.ones(8, bool)]])
+    encoder = LiveEncoder(trace, run=1)
+    encoder.start_line(), encoder.frame_lines()
+    assert "stopped" not in json.loads(encoder.end_line())
