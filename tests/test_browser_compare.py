@@ -32,8 +32,12 @@ def test_both_panes_fit_are_titled_and_the_gif_lies_beside_its_button(no_eos_mod
         for side, pane in zip("AB", panes):
             assert pane["scroll"] <= pane["client"], pane  # the whole canvas in view, no sideways scroll
             assert pane["title"].startswith(f"{side}: '") and "seed" in pane["title"] and "sampler" in pane["title"]
-        note = page.locator(".prose", has_text="Run A:").first.text_content()
-        assert "not chosen" not in note  # pinning B kept A's description
+        cards = page.locator("#dv-compare-cards .dv-compare-card")
+        assert cards.count() == 2
+        for card in (cards.nth(0), cards.nth(1)):  # pinning B kept A's card
+            text = card.text_content()
+            assert "not chosen" not in text and "seed" in text and "sampler" in text and "steps over" in text
+            assert card.locator(".dv-card-prompt").get_attribute("title")  # the whole prompt on hover
         page.get_by_role("button", name="Export comparison GIF").click()
         link = page.locator("#dv-compare-file a").first
         link.wait_for(timeout=120_000)

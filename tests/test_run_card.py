@@ -43,3 +43,19 @@ def test_the_client_calls_keywords_are_the_generate_apis_parameters():
     call = client_call("p", "m", ASKED).splitlines()[-1]
     keywords = {part.split("=")[0].strip() for part in call.split(", ") if "=" in part and "api_name" not in part}
     assert keywords and keywords <= names
+
+
+def test_the_compare_panes_show_each_sides_card_and_keep_a_when_b_is_pinned():
+    from webapp.compare_runs import compare_note, pin_run
+    from webapp.sessions import RunSession
+
+    session = RunSession()
+    session.trace = Trace.load(PALINDROME)
+    pin_run(0, "standard", "grid", session)
+    only_a = compare_note(session)
+    assert only_a.count('class="dv-run-card"') == 1 and "not chosen yet" in only_a and "is_palindrome" in only_a
+    story = Trace.load(PALINDROME.with_name("story.json"))
+    session.trace = story
+    both = pin_run(1, "standard", "grid", session)["compare_note"]
+    assert both.count('class="dv-run-card"') == 2 and "not chosen yet" not in both
+    assert both.index("is_palindrome") < both.index("Run B:") < both.index("100-word story")  # A's card stays first

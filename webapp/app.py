@@ -59,6 +59,8 @@ HEALTH_TICK_S = 2.0
 # readout in the wide right one; the lens grid shrinks to that column; on a phone the canvas comes first.
 CSS = """
 .dv-frame { max-height: 72vh; overflow: auto; }
+.dv-compare-cards { display: flex; flex-wrap: wrap; gap: 12px; }  /* A beside B; B under A when narrow, as the panes */
+.dv-compare-card { flex: 1 1 300px; min-width: 0; }
 .dv-message p { color: #f87171; font-weight: 600; }  /* each place's message (MESSAGES), beside what caused it */
 /* a long model path or demo title ends in an ellipsis before the dropdown's arrow, never under it */
 #dv-model-picker input, #dv-demo-picker input { padding-right: 28px; text-overflow: ellipsis; }
@@ -498,7 +500,7 @@ def compare_panel() -> dict:
     ui = {}
     with gr.Row():
         ui["pin_a"], ui["pin_b"] = gr.Button("Use this run as A"), gr.Button("Use this run as B")
-    ui["compare_note"] = gr.Markdown()
+    ui["compare_note"] = gr.HTML(elem_id="dv-compare-cards")  # each side's run card
     ui["compare_canvas"] = gr.HTML()
     ui["compare_slider"] = gr.Slider(0, 1, value=0, step=1, label="Both runs at step", interactive=False)
     with gr.Row(equal_height=False):  # the exported file right beside its button, not in "Downloads"

@@ -8,12 +8,15 @@ Both runs are the session's own (`RunSession.compare`); nothing here reaches the
 
 from __future__ import annotations
 
+import html
+
 import gradio as gr
 
 from visualizer.animation import AnimationError, AnimationOptions
-from visualizer.compare import align, build_compare_animation, compare_html, run_title
+from visualizer.compare import align, build_compare_animation, compare_html
 from visualizer.export import save_gif
 
+from .run_card import trace_card
 from .sessions import RunSession
 from .views import view_options
 
@@ -23,16 +26,18 @@ PIN_OUTPUTS = ("compare_note", "compare_canvas", "compare_slider", "session")  #
 def pin_run(which: int, palette, layout_kind, session: RunSession) -> dict:
     """Use the session's current run as run A (0) or B (1)."""
     if session.trace is None or not session.trace.steps or session.running:
-        return {"compare_note": "No finished run to compare yet.", "session": session}
+        return {"compare_note": "<p>No finished run to compare yet.</p>", "session": session}
     session.compare[which] = session.trace
-    html, slider = show_compare(0, palette, layout_kind, session)
-    return {"compare_note": compare_note(session), "compare_canvas": html, "compare_slider": slider, "session": session}
+    canvas, slider = show_compare(0, palette, layout_kind, session)
+    return {"compare_note": compare_note(session), "compare_canvas": canvas, "compare_slider": slider, "session": session}
 
 
 def compare_note(session: RunSession) -> str:
-    """One line per side, so pinning B keeps A's description (and the other way round)."""
-    lines = [f"**Run {side}:** {run_title(trace) if trace else 'not chosen yet'}" for side, trace in zip("AB", session.compare)]
-    return "  \n".join(lines)
+    """Each side's run card (prompt, model, sampler and knobs, seed, steps, pins, branch) side by side, so pinning B
+    keeps A's card (and the other way round)."""
+    sides = [f'<div class="dv-compare-card"><b>Run {side}:</b> {trace_card(trace) if trace else html.escape("not chosen yet")}</div>'
+             for side, trace in zip("AB", session.compare)]
+    return f'<div class="dv-compare-cards">{"".join(sides)}</div>'
 
 
 def show_compare(step, palette, layout_kind, session: RunSession):
