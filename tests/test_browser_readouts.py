@@ -1,5 +1,6 @@
 """The readouts in a real headless browser: the inspector's sentence when the sampler took a token that was not the
-most likely, the legend's padding and resampled entries, and a tooltip's numbers written as Python writes them."""
+most likely, the legend's padding and resampled entries, a tooltip's numbers written as Python writes them, and a
+long token, cut in its cell, said whole on hover and in the inspector."""
 
 from __future__ import annotations
 
@@ -39,3 +40,22 @@ def test_the_inspector_legend_and_tooltips_read_in_words(no_eos_model_dir, tmp_p
         wait_for_text(page, "#dv-inspector", "was more likely")
         inspector = page.locator("#dv-inspector").text_content()
         assert "It sampled" in inspector and "not its most likely candidate" in inspector and "almost chose" not in inspector
+
+
+def test_a_long_tokens_cell_says_it_whole_on_hover(no_eos_model_dir, tmp_path):
+    long_token = "<b>internationalization</b>"  # model output: shown as text, never as markup
+    trace = trace_from_text([["a", long_token]], [[0, 0]], topk=3)
+    path = tmp_path / "long.json"
+    trace.save(path)
+    with app_in_chromium(no_eos_model_dir) as page:
+        load_trace_file(page, path, len(frame_refs(trace)))
+        cell = page.locator('.dv-canvas span[data-i="1"]')
+        assert cell.text_content().endswith("…")  # the cell cuts it
+        cell.hover()
+        page.wait_for_function("() => (document.querySelector('.dv-canvas span[data-i=\"1\"]').title || '').includes('token')")
+        assert repr(long_token) in cell.get_attribute("title")
+        assert page.locator(".dv-canvas b").count() == 0
+        cell.click()
+        wait_for_text(page, "#dv-inspector", "internationalization")
+        assert repr(long_token) in page.locator("#dv-inspector").text_content()
+        assert page.locator("#dv-inspector b").count() == 0

@@ -1,9 +1,11 @@
 """The readouts' words: the sentence under tau_b, the inspector's sentence, one number format, one layer
-order, the padding glyph and the legends, the GIF caption's wrapping."""
+order, the padding glyph and the legends, the GIF caption's wrapping, a long token said whole on hover."""
 
 import json
 import re
 import shutil
+from html import escape
+from html.parser import HTMLParser
 import subprocess
 from pathlib import Path
 
@@ -20,7 +22,7 @@ from visualizer.live_stream import LiveEncoder
 from visualizer.numbers import number
 from visualizer.palette import PAD_LABEL, RESAMPLED_LABEL, STANDARD
 from visualizer.readout import order_words
-from visualizer.render_html import legend_html
+from visualizer.render_html import legend_html, render_frame_html
 from visualizer.render_image import LEGEND_LINES, MARGIN, _metrics, render_frame_image
 from visualizer.states import frame_refs, frame_state
 from visualizer.trace import Trace
@@ -136,3 +138,42 @@ def test_a_gif_caption_wraps_instead_of_being_cut_off():
     assert all(len(line) <= 40 for line in lines)
     assert len(lines) > 1 + PROMPT_LINES and lines[PROMPT_LINES - 1].endswith("…")
     assert " · ".join(lines[PROMPT_LINES:]) == status  # nothing of the status line is lost, broken between its parts
+
+
+# ---- a long token, whole on hover and in the inspector ---------------------------------------------
+LONG_TOKEN = "<b>internationalization</b>"  # model output: markup in it must stay text
+
+
+class _Cells(HTMLParser):
+    """Each canvas cell's shown text and title, unescaped as a browser reads them."""
+
+    def __init__(self):
+        super().__init__()
+        self.cells, self._open = [], None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "span" and "dv-cell" in (attrs.get("class") or ""):
+            self._open = {"title": attrs.get("title", ""), "text": ""}
+            self.cells.append(self._open)
+
+    def handle_data(self, data):
+        if self._open is not None:
+            self._open["text"] += data
+
+    def handle_endtag(self, tag):
+        self._open = None
+
+
+def test_a_long_token_is_cut_in_its_cell_and_said_whole_in_its_title_and_the_inspector():
+    trace = trace_from_text([["a", LONG_TOKEN]], [[0, 0]], topk=3)
+    layout = grid_layout(trace.max_blocks, trace.canvas_length)
+    html = render_frame_html(trace, frame_state(trace, -1), layout, STANDARD)
+    assert "<b>" not in html  # escaped, never markup
+    parser = _Cells()
+    parser.feed(html)
+    cell = parser.cells[1]
+    assert cell["text"].endswith("…") and len(cell["text"]) == layout.cells[1].width  # the cell cuts it
+    assert repr(LONG_TOKEN) in cell["title"]  # the tooltip says it whole
+    inspector = alternatives_html(trace, len(frame_refs(trace)) - 1, 1)
+    assert "<b>" not in inspector and escape(repr(LONG_TOKEN)) in inspector
