@@ -1,6 +1,6 @@
 """The readouts in a real headless browser: the inspector's sentence when the sampler took a token that was not the
 most likely, the legend's padding and resampled entries, a tooltip's numbers written as Python writes them, and a
-long token, cut in its cell, said whole on hover and in the inspector."""
+long token, cut in its cell, said whole on hover and in the inspector, and the heatmap's axes named under it."""
 
 from __future__ import annotations
 
@@ -59,3 +59,16 @@ def test_a_long_tokens_cell_says_it_whole_on_hover(no_eos_model_dir, tmp_path):
         wait_for_text(page, "#dv-inspector", "internationalization")
         assert repr(long_token) in page.locator("#dv-inspector").text_content()
         assert page.locator("#dv-inspector b").count() == 0
+
+
+def test_the_heatmap_names_its_axes_and_its_colours(no_eos_model_dir, tmp_path):
+    trace = trace_from_text([["a", "b", "c"]], [[0, 1, 2]])
+    path = tmp_path / "three.json"
+    trace.save(path)
+    with app_in_chromium(no_eos_model_dir) as page:
+        load_trace_file(page, path, len(frame_refs(trace)))
+        show(page, 1)  # a step: the map has a cursor
+        wait_for_text(page, ".dv-heat-axes", "position 0 to 2")
+        axes = page.locator(".dv-heat-axes").text_content()
+        assert "down: step 1 to 48" in axes and "orange line: the step on screen" in axes
+        assert "dark: confident, yellow: uncertain" in page.locator(".dv-heatmap").locator("xpath=..").text_content()

@@ -1,5 +1,6 @@
 """The readouts' words: the sentence under tau_b, the inspector's sentence, one number format, one layer
-order, the padding glyph and the legends, the GIF caption's wrapping, a long token said whole on hover."""
+order, the padding glyph and the legends, the GIF caption's wrapping, a long token said whole on hover, the pin mark
+in the legends and the heatmaps' axes and colours named."""
 
 import json
 import re
@@ -16,11 +17,12 @@ from PIL import ImageColor
 from tests.trace_factory import inside_trace, trace_from_text
 from visualizer.alternatives import alternatives_html, alternatives_text, position_alternatives
 from visualizer.animation import PROMPT_LINES, status_line, wrap_caption
-from visualizer.layer_charts import layer_rms_svg, lens_rank_svg
+from visualizer.charts import entropy_heatmap_svg
+from visualizer.layer_charts import kl_heatmap_svg, layer_rms_svg, lens_rank_svg
 from visualizer.layout import PAD_GLYPH, SPACE_GLYPH, grid_layout
 from visualizer.live_stream import LiveEncoder
 from visualizer.numbers import number
-from visualizer.palette import PAD_LABEL, RESAMPLED_LABEL, STANDARD
+from visualizer.palette import PAD_LABEL, PIN_LABEL, RESAMPLED_LABEL, STANDARD
 from visualizer.readout import order_words
 from visualizer.render_html import legend_html, render_frame_html
 from visualizer.render_image import LEGEND_LINES, MARGIN, _metrics, render_frame_image
@@ -177,3 +179,26 @@ def test_a_long_token_is_cut_in_its_cell_and_said_whole_in_its_title_and_the_ins
     assert repr(LONG_TOKEN) in cell["title"]  # the tooltip says it whole
     inspector = alternatives_html(trace, len(frame_refs(trace)) - 1, 1)
     assert "<b>" not in inspector and escape(repr(LONG_TOKEN)) in inspector
+
+
+# ---- pin marks and the heatmaps' axes --------------------------------------------------------------
+def test_the_canvas_legend_names_the_pin_mark_only_when_the_run_pinned():
+    for pins, shown in (((2, 30),), True), ((), False):
+        trace = inside_trace(pins=pins)
+        html = render_frame_html(trace, frame_state(trace, -1), grid_layout(trace.max_blocks, trace.canvas_length), STANDARD)
+        legend = html.split('<pre class="dv-canvas"')[0]
+        assert (f"</span> {PIN_LABEL}</span>" in legend) == shown
+
+
+HEATMAPS = {"entropy": (entropy_heatmap_svg, "dark = confident"), "shift": (kl_heatmap_svg, "dark = settled"),
+            "layer RMS": (layer_rms_svg, "dark = small")}
+
+
+@pytest.mark.parametrize("name", HEATMAPS)
+def test_every_heatmap_names_its_axes_its_colours_and_its_pin_marks(name):
+    draw, colours = HEATMAPS[name]
+    pinned, plain = draw(inside_trace(), 0), draw(inside_trace(pins=()), 0)
+    for svg in (pinned, plain):
+        assert ">position →</text>" in svg and re.search(r">step( \d+)?</text>", svg)
+        assert colours in svg and "yellow = " in svg
+    assert "pinned position (record --pin)" in pinned and "pinned position (record --pin)" not in plain

@@ -52,6 +52,7 @@ from .svg import (
     bar,
     cursor,
     defined_runs,
+    heatmap_key,
     hline,
     hover_rect,
     or_default,
@@ -161,6 +162,7 @@ def entropy_heatmap_svg(trace: Trace, block: int, *, frame: int | None = None, r
     for position in range(0, canvas, 32 if canvas > 64 else 8):
         parts.append(svg_text(plot.x0 + (position + 0.5) * cell_w, plot.y1 + 11, f"{position}", anchor="middle", size=9))
     parts.append(_colorbar(plot, log_max))
+    parts.append(heatmap_key(plot, "colour: dark = confident (low entropy), yellow = uncertain", pin_color=PIN_COLOR if pinned.size else None))
     step = cursor_step(trace, block, frame=frame, refs=refs)
     if step is not None:
         cy = plot.y0 + (step + 1) * cell_h

@@ -21,7 +21,7 @@ import numpy as np
 from .charts import _VIRIDIS, PIN_COLOR
 from .metrics.commits import step_budget
 from .metrics.measured import pinned_row
-from .svg import MARK_COLOR, Plot, hover_rect, png, svg_text, title_text
+from .svg import MARK_COLOR, Plot, heatmap_key, hover_rect, png, svg_text, title_text
 from .trace import Trace
 
 KL_FLOOR_NATS = 1e-4  # the shift's colour scale is logarithmic from here up
@@ -126,6 +126,8 @@ def layer_rms_svg(trace: Trace, block: int, *, width: int = 780, panel_height: i
     for position in range(0, canvas, 32 if canvas > 64 else 8):
         parts.append(svg_text(plot.x0 + (position + 0.5) * cell_w, plot.y1 + 11, f"{position}", anchor="middle", size=9))
     parts.append(_legend(plot.x1 - 180, plot.y1 + 20, "RMS", f"{10**lo:.3g}", f"{10**hi:.3g} (log)"))
+    parts.append(heatmap_key(plot, "colour: dark = small output, yellow = large (each layer a panel, steps down)",
+                             pin_color=PIN_COLOR if pinned_row(trace, block).any() else None))
     return plot.svg(parts, label=label)
 
 
@@ -175,7 +177,7 @@ def kl_heatmap_svg(trace: Trace, block: int, *, width: int = 780, height: int = 
     of a block has no step before it (blank row)."""
     return _kl_svg(trace, block, "kl_nats", f"Block {block + 1}: KL of each position's distribution from the previous step's",
                    f"shift heatmap, block {block + 1}", "this trace recorded no shift (record_shift off, or an older trace)",
-                   width=width, height=height)
+                   "colour: dark = settled (the same as the step before), yellow = moving", width=width, height=height)
 
 
 def kl_to_final_heatmap_svg(trace: Trace, block: int, *, width: int = 780, height: int = 260) -> str:
@@ -183,10 +185,11 @@ def kl_to_final_heatmap_svg(trace: Trace, block: int, *, width: int = 780, heigh
     distribution still is from the block's final one (0 at the last step; `record --kl-to-final`)."""
     return _kl_svg(trace, block, "kl_to_final_nats", f"Block {block + 1}: KL of each position's final distribution from each step's",
                    f"KL to final heatmap, block {block + 1}", "this trace recorded no KL to the final step (record --kl-to-final)",
-                   width=width, height=height)
+                   "colour: dark = already final, yellow = far from it", width=width, height=height)
 
 
-def _kl_svg(trace: Trace, block: int, field: str, title: str, label: str, missing: str, *, width: int, height: int) -> str:
+def _kl_svg(trace: Trace, block: int, field: str, title: str, label: str, missing: str, colours: str, *, width: int,
+            height: int) -> str:
     steps = trace.block_steps(block)
     plot = Plot(width, height, left=36, right=12, top=22, bottom=40)
     if not steps:
@@ -213,6 +216,7 @@ def _kl_svg(trace: Trace, block: int, field: str, title: str, label: str, missin
     for p in range(canvas):
         parts.append(hover_rect(plot.x0 + p * cell_w, plot.y0, cell_w, plot.h, f"position {p}: KL summed over steps {total[p]:.3g} nats"))
     parts.append(_legend(plot.x1 - 180, plot.y1 + 20, "KL", f"≤{KL_FLOOR_NATS:g}", f"{hi:.3g} nats"))
+    parts.append(heatmap_key(plot, colours, pin_color=PIN_COLOR if pinned_row(trace, block).any() else None))
     if np.isnan(kl[0]).all():
         parts.append(svg_text(plot.x1, plot.y0 - 2, "step 1: no step before it", anchor="end", size=8, fill=MARK_COLOR))
     return plot.svg(parts, label=label)

@@ -97,6 +97,18 @@ def bar(x: float, y: float, w: float, h: float, color: str, *, opacity: float = 
     return f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" fill="{color}" fill-opacity="{opacity}"/>'
 
 
+def heatmap_key(plot: Plot, colours: str, *, pin_color: str | None = None) -> str:
+    """Under a steps x positions heatmap's position ticks, at the left (its colour bar is at the right): the x axis's
+    name, and the colour scale in words; `pin_color` adds the key to the pinned positions' triangles above it."""
+    y = plot.y1 + 24
+    parts = [svg_text(plot.x0, y, "position →", size=9), svg_text(plot.x0, y + 12, colours, size=9)]
+    if pin_color:
+        x = plot.x0 + 64
+        parts.append(f'<path d="M{x:.1f} {y - 7:.1f}h6l-3 5z" fill="{pin_color}"/>')
+        parts.append(svg_text(x + 9, y, "pinned position (record --pin)", size=9))
+    return "".join(parts)
+
+
 def hover_rect(x: float, y: float, w: float, h: float, tip: str) -> str:
     return (
         f'<rect x="{x:.2f}" y="{y:.1f}" width="{w:.2f}" height="{h:.1f}" fill="#000" fill-opacity="0">'

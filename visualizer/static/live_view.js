@@ -162,7 +162,9 @@
       this.heat = el("canvas", "width:100%;max-width:780px;height:160px;image-rendering:pixelated;display:block");
       this.heat.className = "dv-heatmap";
       this.heat.addEventListener("mousemove", (event) => this.heatTooltip(event));
-      heat.append(heatHead, this.heat);
+      this.heatAxes = el("div", "font-size:11px;opacity:.8;margin-top:2px");  // the axes' names, drawn with the map
+      this.heatAxes.className = "dv-heat-axes";
+      heat.append(heatHead, this.heat, this.heatAxes);
       this.structure = el("div", "flex:1 1 100%;max-width:600px");
       this.structure.className = "dv-structure";
       this.panel.append(this.readoutBox, this.charts, heat, this.structure);
@@ -447,6 +449,7 @@
       this.tauSvg.replaceChildren(); this.commitSvg.replaceChildren();
       this.heat.getContext("2d").clearRect(0, 0, this.heat.width, this.heat.height);
       this.heat.title = "";
+      this.heatAxes.textContent = "";
     }
 
     draw() {
@@ -888,6 +891,8 @@
         : kl
         ? `Block ${block + 1}: KL of each position's distribution from the previous step's, nats (outlined: first acceptance) · dark: settled, yellow: moving`
         : `Block ${block + 1}: entropy per position and step (outlined: first acceptance) · dark: confident, yellow: uncertain`;
+      this.heatAxes.textContent = `across: position 0 to ${canvas - 1} → · down: step 1 to ${rows} ↓`
+        + (cursor !== null ? " · orange line: the step on screen" : "");
       if (this.heat.width !== canvas * cw || this.heat.height !== rows * ch) { this.heat.width = canvas * cw; this.heat.height = rows * ch; }
       const ctx = this.heat.getContext("2d");
       ctx.clearRect(0, 0, this.heat.width, this.heat.height);
