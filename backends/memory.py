@@ -3,17 +3,17 @@
     rows = rows_that_fit(backend)     # None: no CUDA GPU here
 
 Most of a row's memory is the sampler's vocabulary-sized float32 tensors over the canvas (one
-256 x 262,144 float32 tensor is 268 MB); at the real 26B shape a row cost about 1.9 GiB more
-in eager and compiled runs of 8 rows (REFERENCE.md, "Batches"), about 7 such tensors.  The
-estimate counts `VOCAB_TENSORS_PER_ROW` of them, and leaves
-`HEADROOM` of the free memory unused for the allocator's fragmentation and the capture's copies.
+256 x 262,144 float32 tensor is 268 MB); at the real 26B shape a row cost about 1.9 GiB beyond the
+47.5 GiB of weights in eager runs of 8 to 12 rows and compiled runs of 8 on an H100, about 7 such tensors
+(BENCHMARKS.md, "The probe at scale").  The estimate counts `VOCAB_TENSORS_PER_ROW` of them, and
+leaves `HEADROOM` of the free memory unused for the allocator's fragmentation and the capture's copies.
 It is an estimate: the runner records the batch size it chose in the plan and never changes it
 during a run; an out-of-memory error says how many rows this estimate allows now.
 """
 
 from __future__ import annotations
 
-VOCAB_TENSORS_PER_ROW = 8  # measured ~7 (REFERENCE.md); one more for the capture's entropy and top-k
+VOCAB_TENSORS_PER_ROW = 8  # measured ~7 (BENCHMARKS.md, as above); one more for the capture's entropy and top-k
 # The shift (KL from the previous step, recorded by default) keeps one step's float32 distribution per row and
 # needs the step's log-probabilities beside it: the peak of 8 rows went from ~49 + 8 x 1.9 to 64.3 GiB with it
 # on one H100 (BENCHMARKS.md, "The probe runner after the overlap").

@@ -5,7 +5,7 @@ training (`training/train.py`) trains the built-in model from the "demo" preset.
 
 `DiffusionGemmaForBlockDiffusion` is used exactly as for the 26B checkpoint (encoder and decoder
 sharing weights, MoE in every layer, self-conditioning, 256-token canvas); only the sizes shrink.
-Pitfalls these configs avoid (REFERENCE.md, checked with transformers 5.23):
+Pitfalls these configs avoid (each found building the model with transformers 5.23):
 - MoE is always built, so `num_experts`, `top_k_experts` and `moe_intermediate_size` are set;
 - `global_head_dim` defaults to 512 and `num_global_key_value_heads` to the local value: set both;
 - the last layer must be `full_attention`;

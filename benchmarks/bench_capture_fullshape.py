@@ -8,7 +8,7 @@
     python -m benchmarks.bench_capture_fullshape --pipeline diffusers --scheduler entropy-bound --paths eager   # diffusers' pipeline
 
 No hub is reachable, so the model is `DiffusionGemmaForBlockDiffusion` built from the published
-shape (REFERENCE.md: 30 layers, hidden 2816, 128 experts of which 8 are active, 262,144-token
+shape (docs/architecture.md, "The real model's shape": 30 layers, hidden 2816, 128 experts of which 8 are active, 262,144-token
 vocabulary, ...) with random bf16 weights, made without ever holding two copies:
 1. build on the meta device (no memory), with bf16 as the default dtype;
 2. `tie_weights()`, so encoder and decoder share their parameters as in the checkpoint;
@@ -53,7 +53,7 @@ import torch
 from backends.capture import capture_steps
 from benchmarks.bench_layers import paired_ratios
 
-# The published shape of google/diffusiongemma-26B-A4B-it (REFERENCE.md, "The model").
+# The published shape of google/diffusiongemma-26B-A4B-it (docs/architecture.md, "The real model's shape").
 REAL_SHAPE = dict(
     vocab_size=262_144, hidden_size=2816, intermediate_size=2112, num_hidden_layers=30, num_attention_heads=16,
     num_key_value_heads=8, num_global_key_value_heads=2, head_dim=256, global_head_dim=512, num_experts=128,

@@ -5,7 +5,7 @@
     torchrun --nproc-per-node 4 -m visualizer probe --per-regime 500 --batch-size auto --out runs/big
     python -m visualizer probe --prompts gsm8k.jsonl --columns prompt=question --regime math --out runs/gsm
 
-The statistics and tables live in `visualizer.probe` (they work on traces alone); the runner in
+The statistics and tables live in `visualizer.probe_tables` (they work on traces alone); the runner in
 `cli.probe_runner`: it plans the batches (`visualizer.plan`, written into OUT/probe.json before the
 first generation), drives a backend through a plain list of batches, saves traces and result rows
 atomically (`visualizer.results`), resumes, and refuses an OUT made with another model, other
@@ -24,7 +24,7 @@ from backends.base import BackendError
 from backends.registry import backend_names
 from visualizer.metrics.stats import N_RESAMPLES
 from visualizer.plan import ORDERS, Batch
-from visualizer.probe import SPLIT_CONFIRMATORY, ProbeError, regime_tables, sampler_comparison_markdown, write_tables
+from visualizer.probe_tables import SPLIT_CONFIRMATORY, ProbeError, regime_tables, sampler_comparison_markdown, write_tables
 from visualizer.study_figures import write_figures
 
 from .common import CliError, add_knob_arguments, refuse_problems, settings_from_args

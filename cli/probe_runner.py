@@ -32,7 +32,7 @@ from visualizer.batch_cost import COST_COLUMNS, BatchCost, batch_cost, cost_summ
 from visualizer.files import write_atomically
 from visualizer.metrics import run_metrics
 from visualizer.plan import Batch, Plan, item_id, make_plan
-from visualizer.probe import MANIFEST, ProbeError, ProbeResult, result_from_trace, score
+from visualizer.probe_tables import MANIFEST, ProbeError, ProbeResult, result_from_trace, score
 from visualizer.results import merge_parts, part_done, part_path, read_results, result_rows, write_part
 from visualizer.settings import GenerationSettings
 from visualizer.trace import Trace
@@ -179,7 +179,7 @@ def run_batches(backend, batches: Sequence[Batch], probes: dict, *, out, setting
     At most BATCHES_AHEAD + 1 batches generate and WRITER_BACKLOG + 1 wait to be written, so memory
     stays bounded.  `plan_rows` is the plan's batch size: a compiled run fills a shorter batch up to
     it (`filled_prompts`), so the whole run meets one batch shape, compiled once.  A row without an
-    answer, or whose checker raises, is saved unscored with the reason (`visualizer.probe.score`).
+    answer, or whose checker raises, is saved unscored with the reason (`visualizer.probe_tables.score`).
     `after_batch()` runs once a batch's rows are on disk, in plan order; `on_generated(settle)` once
     a batch is generated, before it is saved (nothing after it is on disk then: where the resume test
     kills a worker), and `settle()` there waits until every batch before it is on disk.  A failure

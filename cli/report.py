@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from visualizer.metrics.stats import N_RESAMPLES
-from visualizer.probe import regime_tables
+from visualizer.probe_tables import regime_tables
 from visualizer.results import GENERATIONS, RESULTS, read_partial_results
 from visualizer.study_figures import write_figures
 

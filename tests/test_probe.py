@@ -10,7 +10,7 @@ from cli import main
 from visualizer.metrics import Undefined, run_metrics
 from visualizer.metrics.stats import auroc, clustered_ci
 from cli.probe_runner import progress_bar, run_probe
-from visualizer.probe import ProbeError, markdown_table, regime_tables, write_tables
+from visualizer.probe_tables import ProbeError, markdown_table, regime_tables, write_tables
 from visualizer.settings import GenerationSettings
 from visualizer.trace import Trace
 

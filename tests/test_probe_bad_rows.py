@@ -13,7 +13,7 @@ from cli import main
 from cli.probe_runner import run_probe
 from prompts.probes import REGIMES, ProbePrompt, check_answer
 from visualizer.metrics import is_defined
-from visualizer.probe import regime_tables, result_from_trace
+from visualizer.probe_tables import regime_tables, result_from_trace
 from visualizer.probe_schema import COLUMNS, ProbeResult
 from visualizer.results import GENERATION_SCHEMA, read_results
 from visualizer.trace import Trace

@@ -19,7 +19,7 @@ from cli.probe_runner import run_probe
 from prompts.probes import probe_suite
 from prompts.sets import PromptSetError, load_prompt_set
 from visualizer.plan import Plan, make_plan
-from visualizer.probe import ProbeError, regime_tables, result_from_trace
+from visualizer.probe_tables import ProbeError, regime_tables, result_from_trace
 from visualizer.trace import Trace
 
 

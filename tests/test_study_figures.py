@@ -9,7 +9,7 @@ from tests.scripted_probe import PROBES, ScriptedBackend, check
 
 from cli import main
 from cli.probe_runner import run_probe
-from visualizer.probe import regime_tables
+from visualizer.probe_tables import regime_tables
 from visualizer.study_figures import tau_b_figure, tokens_per_step_figure
 
 FILES = ("tau_b.svg", "tau_b.png", "tokens_per_step.svg", "tokens_per_step.png", "found_then_lost.svg",

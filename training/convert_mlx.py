@@ -7,7 +7,8 @@
 The conversion itself is mlx-vlm's (`mlx_vlm.convert`, float32, `-q --q-bits N` for a quantized
 model with its recipe for this architecture: embeddings, attention, dense MLP and router at 8
 bits, experts at N).  What mlx-vlm 0.7.10 needs that our transformers folders do not say, and
-what this module fixes in a staged copy of the config (REFERENCE.md):
+what this module fixes in a staged copy of the config (each found converting and loading our folders with
+mlx-vlm 0.7.10 on Linux CPU; the MLX tests convert the random model, tests/conftest.py, and generate from it):
 - `"vision_config": null`: our small models carry a tiny vision tower only because transformers
   builds a 167M-parameter one without it; the MLX model is text-only (mlx-vlm then skips the
   vision weights itself);

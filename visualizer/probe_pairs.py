@@ -21,7 +21,7 @@ import numpy as np
 from .metrics import Undefined, is_defined, run_metrics, to_json
 from .metrics.stats import N_RESAMPLES
 from .metrics.structure import difference_ci
-from .probe import score
+from .probe_tables import score
 from .probe_trajectory import fmt_ci, fmt_value
 from .trace import Trace
 

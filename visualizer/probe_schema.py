@@ -6,7 +6,7 @@
 
 `COLUMNS` is the one declaration: `ProbeResult` (the record the tables read) is made from it, and
 so are the Parquet columns of results/generations.parquet and their round trip
-(`visualizer.results`) and the per-regime means of the tables (`regime_mean`, `visualizer.probe`).
+(`visualizer.results`) and the per-regime means of the tables (`regime_mean`, `visualizer.probe_tables`).
 Adding a metric is the metric itself (visualizer/metrics) and one `Column` here.
 
 Kinds: "str", "int", "bool", "float" (float | Undefined: null in Parquet, the reason kept in the

@@ -14,7 +14,7 @@ Each figure is written as SVG (the page's theme) and PNG (posts), beside reliabi
 - `calibration`: per scorable regime, the reliability diagram of mean commit confidence (10 equal-width bins, each
   bin's accuracy as a bar with its count) against the diagonal, with ECE and Brier, within the regime only.
 Several series (samplers) are drawn side by side within each regime, one colour each.  The
-numbers are `visualizer.probe.regime_tables`' over the reported split, so the figures and
+numbers are `visualizer.probe_tables.regime_tables`' over the reported split, so the figures and
 table.md agree; `python -m visualizer probe-report OUT` redraws them for a finished or partial run.
 """
 

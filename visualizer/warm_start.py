@@ -5,7 +5,7 @@ steps, or text placed at positions, instead of the run's own noise there.
     start = WarmStart(source=content_hash(data), block=1, step=8, texts=(), placed=placed)
     start.to_dict()   # {"from": "<sha256>", "at": [1, 8], "texts": [], "placed": [[0, 412], ...]}
 
-Only accepted positions are taken: the others hold noise, which is never content (REFERENCE.md's states). The
+Only accepted positions are taken: the others hold noise, which is never content (the README's table of states). The
 placed tokens are the canvas the new run's first step denoises, not held: from then on the stock sampler decides
 (`backends.interventions.warm_start_trace` places them). A trace records its start as the optional top-level
 "warm_start"; a trace without it loads as before.
