@@ -137,22 +137,9 @@ def test_bad_input_gets_a_message_and_keeps_the_recorded_run(served):
     client = Client(url, verbose=False)
     list(generate(client, "Name a colour.", model, max_new_tokens=256, steps=4))
     before = client.predict(2, "standard", "grid", api_name="/show_frame")
-    # what only the model can judge: refused when the run starts, said by `/run_message` as on the page
-    cases = [
-        (("", model), {}, "empty"),
-        (("hi", model), {"max_new_tokens": 2048}, "exceeds"),
-        (("hi", model), {"t_min": 0.9, "t_max": 0.1}, "t_max must be larger"),
-        (("word " * 3000, model), {}, "context"),
-        (("hi", model), {"layers": "0,99"}, "layer 99 does not exist"),  # the model's depth
-        (("hi", model), {"pins": "999=x"}, "outside the canvas"),
-        (("hi", model), {"pins": "250=" + "word " * 40}, "more than the 6 position(s) left"),
-    ]
-    for (prompt, source), overrides, expected in cases:
-        generate(client, prompt, source, **overrides).result()
-        message = run_message(client)[1]
-        assert expected in message and "\n" not in message, (prompt[:20], overrides, message)
-    # what a knob's declaration judges, and a model that cannot load: refused before the request joins the model
-    # queue, and the API client's error carries the page's one line (not a bare "400 Bad Request", issue 58)
+    # what a knob's declaration judges, a model that cannot load, and (the model being loaded) what only the model can
+    # judge: refused before the request joins the model queue, and the API client's error carries the page's one line
+    # (not a bare "400 Bad Request", nor a quiet `/run_message` after an empty stream: issue 58)
     refused = {
         "No model folder": ("/no/such/model/folder", {}),
         "max denoising steps must be a whole number from 1 to": (model, {"steps": 0}),
@@ -163,11 +150,22 @@ def test_bad_input_gets_a_message_and_keeps_the_recorded_run(served):
         "layer 1 is asked for twice: give each layer once": (model, {"layers": "1,1"}),
         "each pin is a line POS=TEXT": (model, {"pins": "moon"}),
         "empty text": (model, {"pins": "3="}),
+        "The prompt is empty": (model, {"prompt": ""}),
+        "exceeds": (model, {"max_new_tokens": 2048}),
+        "t_max must be larger": (model, {"t_min": 0.9, "t_max": 0.1}),
+        "context": (model, {"prompt": "word " * 3000}),  # the model's context in tokens
+        "layer 99 does not exist": (model, {"layers": "0,99"}),  # the model's depth
+        "outside the canvas": (model, {"pins": "999=x"}),
+        "more than the 6 position(s) left": (model, {"pins": "250=" + "word " * 40}),
     }
     for expected, (source, overrides) in refused.items():
+        prompt = overrides.pop("prompt", "hi")
         with pytest.raises(ValidationError) as error:
-            generate(client, "hi", source, **overrides).result()
-        assert expected in str(error.value) and "Bad Request" not in str(error.value), (overrides, str(error.value))
+            generate(client, prompt, source, **overrides).result()
+        message = str(error.value)
+        assert expected in message and "Bad Request" not in message, (overrides, message)
+        if expected in ("context", "layer 99 does not exist"):  # said at the input that caused it, as the page draws it
+            assert f"- {'prompt' if expected == 'context' else 'layers'}: " in message, message
     assert client.predict(2, "standard", "grid", api_name="/show_frame") == before
 
 

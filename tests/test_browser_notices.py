@@ -100,6 +100,23 @@ def test_a_refused_knob_is_said_at_its_box_before_the_run(page, tmp_path):
     page.get_by_text("Knobs (defaults").click()
 
 
+def test_a_prompt_past_the_models_context_is_said_once_at_the_prompt(page, tmp_path):
+    """What only the loaded model judges goes through the validator too (webapp.app.Handlers.loaded_model_problem):
+    drawn at the prompt box, not a second time under Stop, and no run starts."""
+    page.evaluate("() => window.scrollTo(0, 0)")
+    prompt = page.locator("#dv-prompt textarea")
+    asked, runs = prompt.input_value(), page.evaluate("() => (window.dvLiveView.stats() || {runs: 0}).runs")
+    prompt.fill("word " * 3000)
+    page.get_by_role("button", name="Generate").click()
+    page.wait_for_function("(box) => box.closest('.block').textContent.includes(\"this model's context\")",
+                           arg=prompt.element_handle(), timeout=30_000)
+    said = page.evaluate("() => document.body.innerText.split(\"this model's context\").length - 1")
+    assert said == 1 and not any(shown_messages(page).values()), (said, shown_messages(page))  # one message, one place
+    assert page.evaluate("() => (window.dvLiveView.stats() || {runs: 0}).runs") == runs
+    page.screenshot(path=str(tmp_path.parent / "notices_context.png"))
+    prompt.fill(asked)
+
+
 def test_the_dropdowns_text_stops_before_its_arrow(page):
     for picker in ("#dv-model-picker", "#dv-demo-picker"):
         text_right, arrow_left = page.evaluate("""(id) => {

@@ -12,8 +12,10 @@ from tests.trace_factory import trace_from_masks
 from visualizer.live_stream import LiveEncoder, stopped_line
 from visualizer.replay import load_upload
 from visualizer.settings import GenerationSettings
+from visualizer.states import frame_refs
 from visualizer.trace import TraceError
 from visualizer.trace_format import parse_trace_json
+from webapp.views import render_view
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -66,8 +68,20 @@ def test_a_stopped_run_says_where_it_stopped():
     assert end["finish"] == "cancelled" and end["stopped"] == "Stopped at step 3 of 48 in block 1"
 
 
+def test_the_server_drawn_status_of_a_stopped_runs_last_frame_says_stopped():
+    """`/show_frame` (webapp.views.render_view) says what the browser's status line says: where it stopped, not its budget."""
+    trace = trace_from_masks([[np.ones(8, bool)], [np.zeros(8, bool)] * 3], unfinished=1)  # block 1 done, 3 steps of block 2
+    frames = len(frame_refs(trace))
+    _, status, _ = render_view(trace, frames - 1, "standard", "grid")
+    assert status == f"Frame {frames}/{frames} · Stopped at step 3 of 48 in block 2", status
+    _, earlier, _ = render_view(trace, frames - 2, "standard", "grid")
+    assert "budget" in earlier and "Stopped" not in earlier  # the frames before it keep their own line
+
+
 def test_a_finished_run_has_no_stop_line():
     trace = trace_from_masks([[np.ones(8, bool)]])
     encoder = LiveEncoder(trace, run=1)
     encoder.start_line(), encoder.frame_lines()
     assert "stopped" not in json.loads(encoder.end_line())
+    _, status, _ = render_view(trace, len(frame_refs(trace)) - 1, "standard", "grid")
+    assert "Stopped" not in status

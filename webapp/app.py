@@ -123,16 +123,49 @@ class Handlers:
             return {name: kind for name, kind in offered.items() if kind is None}
         return offered
 
-    def backend_for_run(self, choice: ModelChoice, sampler) -> tuple[str | None, object]:
-        """(backend name or None, the loaded backend) that runs `choice` with `sampler` (None or empty: the default)."""
+    def kind_for_run(self, choice: ModelChoice, sampler) -> str | None:
+        """The backend (None: the model's own) that runs `choice` with `sampler`; BackendError for a sampler it lacks here."""
         samplers = self.samplers_for(choice)
         if sampler and sampler not in samplers:
             raise BackendError(f"the sampler must be one of {', '.join(samplers)}, the ones this model runs here "
                                f"(got {str(sampler)[:40]!r})")
-        kind = samplers.get(sampler) if sampler else None
+        return samplers.get(sampler) if sampler else None
+
+    def backend_for_run(self, choice: ModelChoice, sampler) -> tuple[str | None, object]:
+        """(backend name or None, the loaded backend) that runs `choice` with `sampler` (None or empty: the default)."""
+        kind = self.kind_for_run(choice, sampler)
         if not MODELS.loaded(choice.source, kind):
             gr.Info(f"Loading {choice.label} (once for everyone; later runs start at once)...")
         return kind, MODELS.get(choice.source, kind)
+
+    def loaded_model_problem(self, prompt, model, knobs: dict) -> tuple[str, str] | None:
+        """What only the model can judge (a sampler it lacks, the prompt against its context in tokens, a layer past
+        its depth, a pin off its canvas): (the input that caused it, its one line), or None.  Asked by the generate
+        event's validator once every value passed on its own, so that an API client gets the line as the error of its
+        `/generate` call and the page draws it at that input, once.  Only a model in memory is asked (the validator
+        runs outside the queue and never loads one); a run that must load its model first says it in `/run_message`."""
+        choice, sampler = self.mode.choice_for(model), knobs.get("sampler") or None
+        try:
+            kind = self.kind_for_run(choice, sampler)
+        except BackendError as exc:
+            return "sampler", str(exc)
+        if not MODELS.loaded(choice.source, kind):
+            return None
+        backend = MODELS.get(choice.source, kind)
+        try:
+            settings = settings_from_widgets(knobs, backend.capabilities.knobs_for(sampler))
+        except ValueError as exc:  # layers or pins for a sampler that does not take them
+            return "sampler", str(exc)
+        for name, knob in KNOBS.items():
+            value = getattr(settings, name, None)
+            if value and knob.form is not None and knob.form.model_problem is not None and (problem := knob.form.model_problem(value, backend.info)):
+                return name, problem
+        for name, check in (("pins", backend.pinned_ids), ("prompt", lambda settings: backend.check(prompt, settings))):
+            try:
+                check(settings)
+            except BackendError as exc:
+                return name, str(exc)
+        return None
 
     def select_model(self, label: str, previous: str) -> dict:
         """Load the picked model on its own backend; on failure say why and keep the previous one."""
@@ -565,7 +598,7 @@ def wire_model_and_run(demo_app: gr.Blocks, ui: dict, handlers: Handlers, mode: 
         concurrency_id="model",
         show_progress="minimal",
         validator=generate_validator(  # outside the queue: a bad model id never waits in it
-            mode, list(knobs), register_session=SESSIONS.register, loaded=MODELS.loaded,
+            mode, list(knobs), register_session=SESSIONS.register, loaded=MODELS.loaded, model_judges=handlers.loaded_model_problem,
         ),
         preprocess=False,  # the validator checks every value, in one line an API client reads (hosting.py says why)
     ).then(finish_run, session, [ui["final_text"], ui["message"]], api_name="run_message", concurrency_limit=None,

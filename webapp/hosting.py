@@ -228,7 +228,8 @@ class Hosting:
 
 
 # ---- checks before the model queue ----------------------------------------------------------------
-def generate_validator(hosting: Hosting, knob_names: list[str], *, register_session, loaded: Callable[[str], bool]):
+def generate_validator(hosting: Hosting, knob_names: list[str], *, register_session, loaded: Callable[[str], bool],
+                       model_judges: Callable[..., tuple[str, str] | None] = lambda prompt, model, knobs: None):
     """Gradio's event validator for the generate event, whose inputs are (prompt, model, session)
     and the knobs by name (`inputs_kwargs`, in `knob_names`' order): it runs outside the queue, with
     the same inputs as the handler, and refuses a request before it can wait for the model.  It
@@ -239,7 +240,8 @@ def generate_validator(hosting: Hosting, knob_names: list[str], *, register_sess
     of a dropdown's choices and a slider's range would answer an API client with a bare "400 Bad Request" (their
     text is only in the response body, which gradio_client does not read), where a failed `gr.validate` reaches
     it as a ValidationError carrying our one line.  Every value is therefore checked here: the model against
-    the list, each knob against its declaration (`widget_problem`) and this server's caps.
+    the list, each knob against its declaration (`widget_problem`) and this server's caps.  When all of them pass,
+    `model_judges(prompt, model, knobs)` says what only the loaded model can judge: (the input's name, one line) or None.
     """
 
     def validate(prompt, model, session, request: gr.Request, **knobs):
@@ -247,6 +249,12 @@ def generate_validator(hosting: Hosting, knob_names: list[str], *, register_sess
         problems = [hosting.limits.prompt_problem(prompt), hosting.model_problem(model, loaded=loaded), None]
         problems += [widget_problem(KNOBS[name], knobs.get(name)) or hosting.limits.knob_problem(name, knobs.get(name))
                      for name in knob_names]
+        if not any(problems):
+            judged = model_judges(prompt, model, knobs)
+            if judged is not None:
+                name, problem = judged
+                inputs = ["prompt", "model", "session", *knob_names]
+                problems[inputs.index(name) if name in inputs else 0] = problem  # at the input that caused it
         return [gr.validate(problem is None, problem or "") for problem in problems]
 
     return validate

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from visualizer.charts import commit_panel_html, token_details
 from visualizer.layout import grid_layout, text_layout
+from visualizer.live_stream import stopped_line
 from visualizer.palette import PALETTES, get_palette
+from visualizer.records import FINISH_CANCELLED
 from visualizer.render_html import frame_caption, render_frame_html
 from visualizer.states import frame_refs, frame_state
 from visualizer.trace import Trace
@@ -47,7 +49,9 @@ def render_view(trace: Trace, index: int, palette: str, layout_kind: str) -> tup
     details = token_details(trace, index, refs=refs)  # commit step, settle step, re-masks in each tooltip
     html = render_frame_html(trace, frame, layout_for(trace, layout_kind), get_palette(palette), caption="", details=details)
     status = f"Frame {index + 1}/{len(refs)} · {frame_caption(trace, frame)}"
-    if frame.kind == "step":
+    if index == len(refs) - 1 and trace.end is not None and trace.end.finish_reason == FINISH_CANCELLED:
+        status = f"Frame {index + 1}/{len(refs)} · {stopped_line(trace)}"  # not the budget it had left, as the browser says
+    elif frame.kind == "step":
         status += f" · this step took {trace.steps[refs[index].index].wall_time_s * 1000:.0f} ms"
     return html, status, commit_panel_html(trace, index, refs=refs)
 
