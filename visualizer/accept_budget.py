@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .numbers import number
 from .samplers import BUDGET_CONFIDENCE_THRESHOLD, BUDGET_ENTROPY_BOUND
 from .settings import CONFIDENCE_THRESHOLD
 from .trace import Trace
@@ -129,11 +130,11 @@ def budget_sentence(budget: EntropyBudget | ConfidenceBudget) -> str:
     where = f"Block {budget.block + 1}, step {budget.step + 1}"
     if isinstance(budget, EntropyBudget):
         head = f"{where}: {budget.fits} position(s) fit the entropy bound of {budget.bound:g} nats"
-        tail = "" if budget.missed_by is None else f"; the next one missed by {budget.missed_by:.3g} nats"
+        tail = "" if budget.missed_by is None else f"; the next one missed by {number(budget.missed_by)} nats"
         check = "" if budget.agrees else " (the recorded set differs from this replay: float32 rounding at the bound)"
         return head + tail + check + "."
     if budget.forced:
         return (f"{where}: no hidden position reached the threshold of {budget.threshold:g}; "
                 f"the most probable one (p = {budget.probability[0]:.3f}) was revealed anyway.")
-    tail = "" if budget.missed_by is None else f"; the best one below missed by {budget.missed_by:.3g}"
+    tail = "" if budget.missed_by is None else f"; the best one below missed by {number(budget.missed_by)}"
     return f"{where}: {budget.passed} hidden position(s) reached the threshold of {budget.threshold:g}{tail}."

@@ -144,14 +144,14 @@ def alternatives_text(alt: PositionAlternatives) -> str:
     lines = [
         f"block {alt.block + 1}, position {alt.position}, step {alt.step + 1}: "
         f"{'accepted' if alt.accepted_now else 'not accepted'}, entropy {number(alt.entropy_now)} nats",
-        *(f"  {rank}. {_show(c.piece)!r:<20} p = {_p(c.probability)}" for rank, c in enumerate(alt.now, 1)),
+        *(f"  {rank}. {_show(c.piece)!r:<20} p = {number(c.probability)}" for rank, c in enumerate(alt.now, 1)),
     ]
     if alt.commit_step is None:
         lines.append("not committed yet")
         return "\n".join(lines)
     how = "never accepted: committed from the last argmax" if alt.committed_at_finalize else "first accepted"
     lines.append(f"commit step {alt.commit_step + 1} ({how}), entropy {number(alt.entropy_at_commit)} nats")
-    lines += [f"  {rank}. {_show(c.piece)!r:<20} p = {_p(c.probability)}" + ("   <- taken" if c == alt.taken else "")
+    lines += [f"  {rank}. {_show(c.piece)!r:<20} p = {number(c.probability)}" + ("   <- taken" if c == alt.taken else "")
               for rank, c in enumerate(alt.at_commit, 1)]
     lines.append(_almost_sentence(alt))
     return "\n".join(lines)
@@ -187,7 +187,7 @@ def _table_html(title: str, cands: tuple[Candidate, ...], taken: Candidate | Non
         f'<tr style="border:none;{"font-weight:600" if c == taken else ""}">'
         f'<td style="padding:0 8px 0 0;border:none;font-family:ui-monospace,monospace;white-space:pre">{escape(_show(c.piece))}</td>'
         f'<td style="padding:0;border:none;width:90px"><div style="background:#7c3aed;height:8px;width:{max(c.probability, 0) * 90:.0f}px"></div></td>'
-        f'<td style="padding:0 0 0 6px;border:none;font-variant-numeric:tabular-nums">{_p(c.probability)}</td></tr>'
+        f'<td style="padding:0 0 0 6px;border:none;font-variant-numeric:tabular-nums">{number(c.probability)}</td></tr>'
         for c in cands
     )
     return (
@@ -202,17 +202,13 @@ def _almost_sentence(alt: PositionAlternatives) -> str:
     if alt.taken is None:
         return ""
     outside = np.isnan(alt.taken.probability)  # sampled from beyond the recorded top k
-    token = f"{_show(alt.taken.piece)!r}" + (" (outside the recorded candidates)" if outside else f" (p = {_p(alt.taken.probability)})")
+    token = f"{_show(alt.taken.piece)!r}" + (" (outside the recorded candidates)" if outside else f" (p = {number(alt.taken.probability)})")
     if alt.almost is None:
         return f"It took {token}; no other candidate was recorded."
-    other = f"{_show(alt.almost.piece)!r} (p = {_p(alt.almost.probability)})"
+    other = f"{_show(alt.almost.piece)!r} (p = {number(alt.almost.probability)})"
     if outside or alt.margin < 0:
         return f"It sampled {token}, not its most likely candidate: {other} was more likely."
     return f"It took {token}, its most likely candidate; the token it almost chose: {other}."
-
-
-def _p(probability: float) -> str:
-    return number(probability)
 
 
 def _show(piece: str) -> str:

@@ -18,6 +18,7 @@ import numpy as np
 
 from .accept_budget import BudgetError, ConfidenceBudget, EntropyBudget, accept_budget, budget_sentence
 from .alternatives import AlternativesError, frame_position
+from .numbers import number
 from .metrics import Undefined
 from .metrics.structure import StructureFirst, structure_first
 from .svg import COMMIT_COLOR, CONTROL_COLOR, MARK_COLOR, TAU_COLOR, Plot, bar, hline, hover_rect, svg_text, title_text
@@ -71,7 +72,7 @@ def _entropy_svg(plot: Plot, b: EntropyBudget) -> str:
             parts.append(svg_text(x + bar_w / 2, plot.y0 + 8, "▲", anchor="middle", size=8, fill=color))
         position = int(b.order[rank])
         verdict = ("fits" if rank < b.fits else
-                   f"missed: {b.spent_before[rank]:.4g} nats already spent > bound {b.bound:g} (by {b.spent_before[rank] - b.bound:.3g})")
+                   f"missed: {b.spent_before[rank]:.4g} nats already spent > bound {b.bound:g} (by {number(b.spent_before[rank] - b.bound)})")
         recorded = "accepted" if b.recorded[rank] else "not accepted"
         tip = (f"#{rank + 1} lowest: position {position}, entropy {b.entropy[rank]:.4g} nats; spent before it "
                f"{b.spent_before[rank]:.4g} nats; {verdict}; the sampler: {recorded}")

@@ -21,6 +21,7 @@ import numpy as np
 from .charts import _VIRIDIS, PIN_COLOR
 from .metrics.commits import step_budget
 from .metrics.measured import pinned_row
+from .numbers import number
 from .svg import MARK_COLOR, Plot, heatmap_key, hover_rect, png, svg_text, title_text
 from .trace import Trace
 
@@ -119,8 +120,8 @@ def layer_rms_svg(trace: Trace, block: int, *, width: int = 780, panel_height: i
         parts.append(svg_text(plot.x0 - 4, max(last_y, y0 + 22), f"step {len(steps)}", anchor="end", size=8))
         parts.append(_pin_marks(trace, block, plot.x0, y0, cell_w))
         tip = (
-            f"layer {layer}: RMS from {rms[:, i].min():.3g} to {rms[:, i].max():.3g} "
-            f"(mean {rms[:, i].mean():.3g}) over {len(steps)} steps"
+            f"layer {layer}: RMS from {number(rms[:, i].min())} to {number(rms[:, i].max())} "
+            f"(mean {number(rms[:, i].mean())}) over {len(steps)} steps"
         )
         parts.append(hover_rect(plot.x0, y0, plot.w, panel_height, tip))
     for position in range(0, canvas, 32 if canvas > 64 else 8):
@@ -214,8 +215,8 @@ def _kl_svg(trace: Trace, block: int, field: str, title: str, label: str, missin
         parts.append(svg_text(plot.x0 + (position + 0.5) * cell_w, plot.y1 + 11, f"{position}", anchor="middle", size=9))
     total = np.nansum(kl, axis=0)
     for p in range(canvas):
-        parts.append(hover_rect(plot.x0 + p * cell_w, plot.y0, cell_w, plot.h, f"position {p}: KL summed over steps {total[p]:.3g} nats"))
-    parts.append(_legend(plot.x1 - 180, plot.y1 + 20, "KL", f"≤{KL_FLOOR_NATS:g}", f"{hi:.3g} nats"))
+        parts.append(hover_rect(plot.x0 + p * cell_w, plot.y0, cell_w, plot.h, f"position {p}: KL summed over steps {number(total[p])} nats"))
+    parts.append(_legend(plot.x1 - 180, plot.y1 + 20, "KL", f"≤{KL_FLOOR_NATS:g}", f"{number(hi)} nats"))
     parts.append(heatmap_key(plot, colours, pin_color=PIN_COLOR if pinned_row(trace, block).any() else None))
     if np.isnan(kl[0]).all():
         parts.append(svg_text(plot.x1, plot.y0 - 2, "step 1: no step before it", anchor="end", size=8, fill=MARK_COLOR))
