@@ -209,7 +209,7 @@ def test_an_exported_frame_marks_the_pinned_positions(palette, tmp_path):
     from visualizer.export import export_to_folder
     from visualizer.layout import grid_layout, paint
     from visualizer.palette import get_palette
-    from visualizer.render_image import MARGIN, _metrics
+    from visualizer.render_image import MARGIN, text_metrics
     from visualizer.states import frame_state
 
     pin = get_palette(palette).pin
@@ -226,7 +226,7 @@ def test_an_exported_frame_marks_the_pinned_positions(palette, tmp_path):
         with Image.open(gif) as image:
             image.seek(image.n_frames - 1)
             found[name] = _pin_columns(image, pin)
-    char_w, _ = _metrics(options.font_size)
+    char_w, _ = text_metrics(options.font_size)
     left = round(MARGIN + layout.cell(0, 2).col * char_w)
     assert set(range(left, left + 3)) <= found["pinned"]  # the bar at the pinned cell's left edge
     assert not found["plain"]  # no pins: no bar, and no "pinned" entry in the legend

@@ -25,7 +25,7 @@ from visualizer.numbers import number
 from visualizer.palette import PAD_LABEL, PIN_LABEL, RESAMPLED_LABEL, STANDARD
 from visualizer.readout import order_words
 from visualizer.render_html import legend_html, render_frame_html
-from visualizer.render_image import LEGEND_LINES, MARGIN, _metrics, render_frame_image
+from visualizer.render_image import LEGEND_LINES, MARGIN, text_metrics, render_frame_image
 from visualizer.states import frame_refs, frame_state
 from visualizer.trace import Trace
 
@@ -121,7 +121,7 @@ def test_the_gif_legend_shows_the_resampled_mark_and_padding_on_its_second_line(
     trace = inside_trace(pins=(), layers=())
     layout = grid_layout(trace.max_blocks, trace.canvas_length)
     image = np.asarray(render_frame_image(trace, frame_state(trace, 0), layout, STANDARD, caption=[]))
-    cw, lh = _metrics(13)
+    cw, lh = text_metrics(13)
     second = image[MARGIN + lh: MARGIN + LEGEND_LINES * lh]
     colours = {tuple(int(c) for c in px) for px in second.reshape(-1, 3)}
     assert ImageColor.getrgb(STANDARD.mark) in colours  # the mark under the resampled swatch

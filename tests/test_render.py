@@ -11,7 +11,7 @@ from tests.fake_records import fake_trace
 from visualizer.layout import NEWLINE_GLYPH, NOISE_GLYPH, SPACE_GLYPH, display_text, grid_layout, paint, text_layout
 from visualizer.palette import COLORBLIND, STANDARD
 from visualizer.render_html import render_frame_html
-from visualizer.render_image import LEGEND_LINES, MARGIN, _metrics, frame_size, render_frame_image
+from visualizer.render_image import LEGEND_LINES, MARGIN, text_metrics, frame_size, render_frame_image
 from visualizer.states import State, frame_refs, frame_state
 
 
@@ -67,7 +67,7 @@ def test_grid_frames_never_reflow(trace):
 
 
 def pixel(image, layout, trace, block, position, font_size=13):
-    cw, lh = _metrics(font_size)
+    cw, lh = text_metrics(font_size)
     cell = layout.cell(block, position)
     top = MARGIN + (1 + LEGEND_LINES) * lh + lh // 2  # caption line, the legend's lines, half a line of air
     x = MARGIN + (cell.col + cell.width - 0.3) * cw

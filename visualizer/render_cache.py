@@ -39,7 +39,7 @@ from PIL import Image, ImageChops, ImageColor
 
 from .layout import Cell, Layout, PaintedCell, paint, pinned_positions
 from .palette import Palette
-from .render_image import LEGEND_LINES, MARGIN, _metrics, frame_size, render_frame_image
+from .render_image import LEGEND_LINES, MARGIN, text_metrics, frame_size, render_frame_image
 from .states import FrameState, State
 from .thinking import has_channel
 from .trace import Trace
@@ -128,7 +128,7 @@ class FrameRenderer:
         self.trace, self.layout, self.palette, self.colors = trace, layout, palette, colors
         self.font_size, self.caption_lines, self.legend, self.antialias = font_size, caption_lines, legend, antialias
         self.size = frame_size(layout, font_size=font_size, caption_lines=caption_lines, legend=legend)
-        self.char_width, self.line_height = _metrics(font_size)
+        self.char_width, self.line_height = text_metrics(font_size)
         header = (caption_lines + (LEGEND_LINES if legend else 0)) * self.line_height
         self.top = MARGIN + header + (self.line_height // 2 if caption_lines or legend else 0)
         self.headers = {row: block for block, row in layout.headers}

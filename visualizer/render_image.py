@@ -33,14 +33,14 @@ def load_font(size: int, bold: bool = False) -> ImageFont.FreeTypeFont:
     return ImageFont.truetype(str(FONT_DIR / name), size)
 
 
-def _metrics(font_size: int) -> tuple[float, int]:
+def text_metrics(font_size: int) -> tuple[float, int]:
     """(character advance, line height) in pixels."""
     font = load_font(font_size)
     return font.getlength("M"), round(font_size * 1.5)
 
 
 def frame_size(layout: Layout, *, font_size: int = 13, caption_lines: int = 1, legend: bool = True) -> tuple[int, int]:
-    cw, lh = _metrics(font_size)
+    cw, lh = text_metrics(font_size)
     header = (caption_lines + (LEGEND_LINES if legend else 0)) * lh + (lh // 2 if caption_lines or legend else 0)
     return int(2 * MARGIN + layout.columns * cw), int(2 * MARGIN + header + layout.rows * lh)
 
@@ -63,7 +63,7 @@ def render_frame_image(
     draw = ImageDraw.Draw(image)
     draw.fontmode = "L" if antialias else "1"
     font = load_font(font_size)
-    cw, lh = _metrics(font_size)
+    cw, lh = text_metrics(font_size)
     y = MARGIN
     for line in lines:
         draw.text((MARGIN, y), _clip(line, layout.columns), font=font, fill=palette.muted)

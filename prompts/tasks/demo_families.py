@@ -26,7 +26,7 @@ ACROSTIC_WORDS = (
 )
 
 
-def _topic_line(rng: random.Random, letter: str, topic: str, used: set) -> str:
+def topic_line(rng: random.Random, letter: str, topic: str, used: set) -> str:
     nouns, verbs = bank.TOPICS[topic]
     noun = rng.choice([n for n in nouns if n not in used] or list(nouns))
     used.add(noun)
@@ -54,7 +54,7 @@ def make_acrostic(rng: random.Random) -> Task:
             f"Write an acrostic poem for {letters}, about {topic}.",
         ))
     used: set = set()
-    response = "\n".join(_topic_line(rng, letter, topic, used) for letter in letters)
+    response = "\n".join(topic_line(rng, letter, topic, used) for letter in letters)
     return Task("acrostic", prompt, response, letters)
 
 

@@ -22,7 +22,7 @@ import random
 import re
 
 from .grammar import choose, expand
-from .paraphrase import _OPERATIONS, _operands, polite, _say, make_json_paraphrase
+from .paraphrase import OPERATIONS, operands, polite, say, make_json_paraphrase
 from .types import Task
 
 PROBLEMS = (5, 8)  # problems per worksheet: eight answer lines still fit the 64-token training canvas
@@ -44,11 +44,11 @@ def make_math_drill(rng: random.Random) -> Task:
     numbered = rng.random() < 0.3
     asked, lines, answers = [], [], []
     for i, op in enumerate(ops, 1):
-        a, b, answer = _operands(rng, op)
-        symbol, phrasings = _OPERATIONS[op]
+        a, b, answer = operands(rng, op)
+        symbol, phrasings = OPERATIONS[op]
         # a symbol phrasing most of the time, as worksheets are written; words when numbers are words
         phrasing = rng.choice(phrasings[:2] if words_share == 0.0 else phrasings)
-        item = expand(rng, phrasing, a=_say(rng, a, words_share), b=_say(rng, b, words_share))
+        item = expand(rng, phrasing, a=say(rng, a, words_share), b=say(rng, b, words_share))
         asked.append(f"{i}) {item}" if numbered else item)
         lines.append(f"{a} {symbol} {b} = {answer}")
         answers.append(answer)

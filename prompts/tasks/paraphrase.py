@@ -22,7 +22,7 @@ import random
 import string
 
 from . import bank, words
-from .demo_families import ACROSTIC_WORDS, _topic_line
+from .demo_families import ACROSTIC_WORDS, topic_line
 from .grammar import choose, expand
 from .types import Task
 
@@ -340,7 +340,7 @@ def make_json_paraphrase(rng: random.Random, *, counts: tuple[int, ...] = JSON_K
 
 
 # ---- arithmetic ------------------------------------------------------------------------------
-_OPERATIONS = {  # op -> (symbol, phrasings of "A op B" with $a and $b)
+OPERATIONS = {  # op -> (symbol, phrasings of "A op B" with $a and $b)
     "add": ("+", ("$a plus $b", "$a + $b", "$a and $b added together", "the sum of $a and $b", "$a added to $b",
                   "$a+$b", "$a and $b together", "$b more than $a", "$a plus $b altogether")),
     "sub": ("-", ("$a minus $b", "$a - $b", "$b subtracted from $a", "the difference between $a and $b",
@@ -425,7 +425,7 @@ _STORY_FRAMES = {
 }
 
 
-def _operands(rng: random.Random, op: str) -> tuple[int, int, int]:
+def operands(rng: random.Random, op: str) -> tuple[int, int, int]:
     if op == "add":  # every sum below 120 is a fact the small model must hold
         a, b = rng.randint(1, 60), rng.randint(1, 60)
         return a, b, a + b
@@ -440,20 +440,20 @@ def _operands(rng: random.Random, op: str) -> tuple[int, int, int]:
     return b * answer, b, answer
 
 
-def _say(rng: random.Random, n: int, words_share: float = 0.3) -> str:
+def say(rng: random.Random, n: int, words_share: float = 0.3) -> str:
     if rng.random() >= words_share:
         return str(n)
     return rng.choice(("a hundred", "one hundred")) if n == 100 else number_words(n)
 
 
 def make_math_paraphrase(rng: random.Random) -> Task:
-    op = rng.choice(tuple(_OPERATIONS))
-    a, b, answer = _operands(rng, op)
+    op = rng.choice(tuple(OPERATIONS))
+    a, b, answer = operands(rng, op)
     words_share = rng.choice((0.0, 0.0, 0.5, 1.0))  # some prompts write numbers as words, some all of them
-    say_a, say_b = _say(rng, a, words_share), _say(rng, b, words_share)
+    say_a, say_b = say(rng, a, words_share), say(rng, b, words_share)
     shape = rng.random()
     if shape < 0.4:
-        expr = expand(rng, rng.choice(_OPERATIONS[op][1]), a=say_a, b=say_b)
+        expr = expand(rng, rng.choice(OPERATIONS[op][1]), a=say_a, b=say_b)
         prompt = choose(rng, _BARE_FRAMES, expr=expr)
     elif shape < 0.6:
         prompt = choose(rng, _VERB_FRAMES[op], a=say_a, b=say_b)
@@ -472,7 +472,7 @@ def make_math_paraphrase(rng: random.Random) -> Task:
                         who2=fill["who2"], has=has, gets=gets, gives=gives, needs=needs, s=ending,
                         do_have=expand(rng, do_have, pron=pronoun), things=things, box=box, boxes=boxes)
     prompt = polite(rng, prompt[0].upper() + prompt[1:])
-    symbol = _OPERATIONS[op][0]
+    symbol = OPERATIONS[op][0]
     return Task("math_paraphrase", prompt, f"{a} {symbol} {b} = {answer}. The answer is {answer}.", answer)
 
 
@@ -546,7 +546,7 @@ def _acrostic_topic(rng: random.Random) -> str:
 
 def _acrostic_line(rng: random.Random, letter: str, topic: str, used: set) -> str:
     if topic in bank.TOPICS:
-        return _topic_line(rng, letter, topic, used)
+        return topic_line(rng, letter, topic, used)
     nouns, verbs = _ANY_TOPIC
     noun = rng.choice([n for n in nouns if n not in used] or list(nouns))
     used.add(noun)
@@ -559,7 +559,7 @@ def make_acrostic_paraphrase(rng: random.Random) -> Task:
         letters = rng.choice([w for w in ACROSTIC_WORDS if 3 <= len(w) <= 8])
     else:
         letters = "".join(rng.choice("ABCDEFGHIJKLMNOPRSTUVWY") for _ in range(rng.randint(3, 7)))
-    n = _say(rng, len(letters), 0.5)
+    n = say(rng, len(letters), 0.5)
     spaced = rng.choice((", ", " ", "-", ", ", " and ")).join(letters)
     prompt = polite(rng, choose(rng, _ACROSTIC_FRAMES, topic=topic, given=_letters_given(rng, letters), n=n,
                                  spaced=spaced))
