@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from visualizer.step_names import StepNameError, locate_step, parse_step
+from visualizer.step_names import STEP_HELP, StepNameError, locate_step, parse_step
 from visualizer.warm_start import WarmStart, accepted_tokens, parse_start_from, parse_start_text
 
 from .common import CliError
@@ -34,7 +34,7 @@ class StartRequest:
 
 def add_warm_start_arguments(p) -> None:
     p.add_argument("--start-from", metavar="RUN.json:BLOCK:STEP",
-                   help="start from the canvas RUN recorded at that step (block and step from 1): its accepted "
+                   help=f"start from the canvas RUN recorded at that step ({STEP_HELP}): its accepted "
                         "tokens on the first canvas, not held (docs/lab.md)")
     p.add_argument("--start-from-text", action="append", default=[], metavar="POS=TEXT",
                    help="place TEXT's tokens from position POS on the first canvas, not held (--pin holds them); "
