@@ -8,13 +8,17 @@ Parquet) over the six-regime suite's confirmatory prompts, into a fresh folder; 
 is the one the run writes into probe.json (`visualizer.batch_cost`: row-passes needed over row-passes
 run, counted from the traces' own steps).  "oracle" is not a run: the same generations' needed
 passes, sorted within each seed and cut into batches of that size, as a perfect estimate of each
-row's length would group them (a row's steps change with its batch, so it is a bound, not a forecast).  Generations per second are this machine's, wall clock
+row's length would group them (a row's steps change with its batch, so it is a bound, not a forecast).
+"refill" is not a run either: batch 1's generations (each alone: the reference a refilling loop would keep) in plan
+order, each taking the first row of the batch that falls free, as a loop that refills finished rows within a block
+would run them; every row computes until the last generation ends (a compiled graph keeps its batch shape).  Generations per second are this machine's, wall clock
 around `run_probe`, the model loaded once before; on a shared CPU compare rows of one call only.
 """
 
 from __future__ import annotations
 
 import argparse
+import heapq
 import json
 import tempfile
 import time
@@ -47,6 +51,7 @@ def main(argv=None) -> None:
     print(f"built-in model, {len(probes)} prompts x {args.seeds} seed(s), six regimes, {args.threads} torch thread(s)\n")
     print("| batch | order | batches | passes needed | row-passes run | useful fraction | generations/s |")
     print("|---|---|---|---|---|---|---|")
+    alone = None  # batch 1's generations: the passes each needs when it runs alone
     for rows in args.batch_sizes:
         for order in args.orders if rows > 1 else args.orders[:1]:  # a batch of one wastes nothing, in any order
             with tempfile.TemporaryDirectory(prefix="waste-") as out:
@@ -58,9 +63,13 @@ def main(argv=None) -> None:
             cost = manifest["decoder_passes"]
             print(f"| {rows} | {order} | {len(manifest['plan']['batches'])} | {cost['needed']:,} | {cost['ran']:,} | "
                   f"{cost['useful_fraction']:.3f} | {len(results) / elapsed:.3f} |", flush=True)
+            alone = results if rows == 1 else alone
         if rows > 1:
             needed, ran = oracle(results, rows)
             print(f"| {rows} | oracle | – | {needed:,} | {ran:,} | {needed / ran:.3f} | – |", flush=True)
+        if rows > 1 and alone is not None:
+            needed, ran = refill([r.decoder_passes for r in alone], rows)
+            print(f"| {rows} | refill | – | {needed:,} | {ran:,} | {needed / ran:.3f} | – |", flush=True)
 
 
 def oracle(results, rows: int) -> tuple[int, int]:
@@ -72,6 +81,15 @@ def oracle(results, rows: int) -> tuple[int, int]:
             batch = passes[start:start + rows]
             needed, ran = needed + sum(batch), ran + max(batch) * len(batch)
     return needed, ran
+
+
+def refill(passes: list[int], rows: int) -> tuple[int, int]:
+    """Row-passes needed and run if `rows` rows each took the next generation (in this order) as soon as theirs ended:
+    the batch runs until its last row ends, every row computing all the while."""
+    free_at = [0] * rows  # the pass at which each row falls free
+    for needed in passes:
+        heapq.heapreplace(free_at, free_at[0] + needed)
+    return sum(passes), rows * max(free_at)
 
 
 if __name__ == "__main__":

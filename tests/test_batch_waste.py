@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from benchmarks.bench_batch_waste import refill
 from cli.probe_runner import run_probe
 from prompts.probes import check_answer, probe_suite
 from visualizer.settings import GenerationSettings
@@ -104,3 +107,14 @@ def test_the_progress_bar_shows_the_useful_fraction_of_the_batches_it_saw_finish
         write_part(tmp_path, 0, [cost | {"batch": 0, "decoder_passes": 10}, cost | {"batch": 0, "decoder_passes": 2}], [])
         write_part(tmp_path, 1, [cost | {"batch": 1, "decoder_passes": 4}, cost | {"batch": 1, "decoder_passes": 4}], [])
     assert "useful fraction 0.50: the rows needed 20 decoder passes, their batches ran 40" in capsys.readouterr().err
+
+
+@given(st.lists(st.integers(1, 48), min_size=1, max_size=40), st.integers(1, 16))
+def test_the_refill_bound_runs_no_less_than_needed_and_no_later_than_list_scheduling_allows(passes, rows):
+    """benchmarks.bench_batch_waste.refill: every row computes until the last generation ends, and a row that
+    takes the next generation as soon as it falls free ends by sum/rows + the longest (Graham's bound)."""
+    needed, ran = refill(passes, rows)
+    assert needed == sum(passes) and ran % rows == 0
+    assert max(passes) * rows <= ran <= rows * (sum(passes) / rows + max(passes))
+    if len(passes) <= rows:  # one generation a row: the batch lasts as long as its longest
+        assert ran == rows * max(passes)
