@@ -148,7 +148,8 @@ def probe_command(args) -> int:
                 write_figures(Path(args.out), by_sampler, prefix=SIDE_BY_SIDE, split=split)
             return 0
         results = run(args.out, settings)
-        pairs = run_pairs(backend, args.out, results, by_item, intervene, check_answer) if intervene else None
+        if intervene:  # every rank forks its share of the generations rank 0's results name
+            pairs = run_pairs(backend, args.out, cluster.share(results), by_item, intervene, check_answer, cluster)
     except (BackendError, ProbeError, distributed.RunFailed) as exc:
         if cluster.is_writer:
             raise CliError(str(exc)) from None

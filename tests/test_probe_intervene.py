@@ -3,6 +3,7 @@ run, and the paired change per regime tabled; bad flags refused in one line befo
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -55,13 +56,54 @@ def test_probe_intervene_pairs_every_generation_on_the_built_in_model(tmp_path):
     assert (out / "table.md").read_text().count("## Intervention") == 1  # the table is written afresh each run
 
 
+def _pairs_and_branches(out):
+    """table.json's pairs and every branch's steps and end, by trace file (what batch 1 and a batched probe share)."""
+    pairs = json.loads((out / "table.json").read_text())["intervention"]["pairs"]
+    branches = {}
+    for pair in pairs:
+        branch = Trace.load(out / branch_file(pair["trace_file"]))
+        mark = branch.branch  # its parent's hash is left out: a file's hash covers its creation time
+        branches[pair["trace_file"]] = ([s.canvas.tolist() for s in branch.steps], branch.end.text,
+                                        dataclasses.replace(mark, parent=""))
+    return pairs, branches
+
+
+@pytest.mark.model
+def test_a_batched_probe_forks_each_generation_as_batch_1_does(tmp_path):
+    """Under --batch-size 2 the probe's own runs are batched, and each generation's pair is the batch-1 pair: the
+    same branch, step for step, and the same paired figures; the pairs are rows of results/pairs.parquet too."""
+    import pandas as pd
+
+    flags = ["--regimes", "open", "--per-regime", "2", "--include-exploratory", "--seeds", "1", "--steps", "4",
+             "--bootstrap", "20", "--intervene", "forbid 0=O", "--at", "1:1"]
+    single, batched = tmp_path / "single", tmp_path / "batched"
+    for out, size in ((single, "1"), (batched, "2")):
+        done = cli("probe", "--out", out, *flags, "--batch-size", size)
+        assert done.returncode == 0, done.stderr
+    assert Trace.load(next((batched / "traces").rglob("*.json"))).start.batch  # the probe's runs were batched
+    assert _pairs_and_branches(batched) == _pairs_and_branches(single)
+    assert len(list((batched / "solo").rglob("*.json"))) == 2 and not (single / "solo").exists()
+    rows = pd.read_parquet(batched / "results" / "pairs.parquet")
+    assert list(rows["trace_file"]) == [p["trace_file"] for p in _pairs_and_branches(batched)[0]]
+    assert {"parent_tau_b", "branch_tau_b", "answer_changed", "correct_branch"} <= set(rows.columns)
+
+    kept = {p: p.stat().st_mtime_ns for p in (batched / "solo").rglob("*.json")} | {
+        p: p.stat().st_mtime_ns for p in (batched / "branches").rglob("*.json")}
+    lost = batched / branch_file(rows["trace_file"][0])
+    lost.unlink()  # a run killed before this branch was written
+    again = cli("probe", "--out", batched, *flags, "--batch-size", "2")
+    assert again.returncode == 0, again.stderr
+    assert again.stderr.count("probe --intervene: ") == 1  # only the lost branch is forked again
+    assert _pairs_and_branches(batched) == _pairs_and_branches(single)
+    assert [p for p in kept if p.stat().st_mtime_ns != kept[p]] == [lost]  # nothing else written again
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--intervene", "remask 3"], "--intervene needs --at BLOCK:STEP"),
     (["--at", "1:2"], "--at is the fork step of --intervene"),
     (["--intervene", "explode 3", "--at", "1:2"], "unknown intervention 'explode'"),
     (["--intervene", "forbid 3", "--at", "1:2"], "--forbid takes POS=TEXT"),
     (["--intervene", "topk 3", "--at", "0:2"], "a block counts from 1"),
-    (["--intervene", "topk 3", "--at", "1:2", "--batch-size", "4"], "a fork re-runs its parent alone"),
     (["--intervene", "topk 3", "--at", "1:2", "--samplers", "all"], "leave out --samplers"),
 ])
 def test_bad_intervene_flags_are_refused_in_one_line(tmp_path, argv, message):
