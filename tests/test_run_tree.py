@@ -36,3 +36,15 @@ def test_cap_refuses_only_once_reached():
     assert branch_cap_refusal(tree, 2) == (
         "This session already holds 2 branches, the most a hosted session may run; reload the page to start over.")
     assert branch_cap_refusal(tree, None) is None
+
+
+def test_fork_point_counts_from_one_and_commit_frames_fork_at_the_last_step():
+    from tests.fake_records import fake_trace
+    from visualizer.run_tree import fork_point
+    from visualizer.states import frame_refs
+
+    trace = fake_trace(["10", "11"], ["01", "11", "11"], canvas_length=2)
+    points = [fork_point(trace, f) for f in range(len(frame_refs(trace)))]
+    assert points == [(1, 1), (1, 2), (1, 2), (2, 1), (2, 2), (2, 3), (2, 3)]
+    with pytest.raises(ValueError, match="frame 7 is outside this run"):
+        fork_point(trace, 7)

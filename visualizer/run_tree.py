@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from .states import frame_refs
+from .trace import Trace
+
 ROOT = "root"
 
 
@@ -52,3 +55,19 @@ def branch_cap_refusal(tree: RunTree, cap: int | None) -> str | None:
     if cap is None or tree.branch_count() < cap:
         return None
     return f"This session already holds {cap} branches, the most a hosted session may run; reload the page to start over."
+
+
+def fork_point(trace: Trace, frame: int) -> tuple[int, int]:
+    """The replay frame `frame` as a fork point (block, step), both from 1 as the app's captions count them.
+
+    A block's commit frame forks at that block's last step, the step whose result the frame shows. ValueError
+    with one line for a frame outside the run."""
+    refs = frame_refs(trace)
+    if not 0 <= frame < len(refs):
+        raise ValueError(f"frame {frame} is outside this run (it has frames 0 to {len(refs) - 1})")
+    ref = refs[frame]
+    if ref.kind == "step":
+        record = trace.steps[ref.index]
+        return record.block + 1, record.step + 1
+    last = max(s.step for s in trace.steps if s.block == ref.block)
+    return ref.block + 1, last + 1
