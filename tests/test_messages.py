@@ -85,3 +85,22 @@ def test_a_finished_run_has_no_stop_line():
     assert "stopped" not in json.loads(encoder.end_line())
     _, status, _ = render_view(trace, len(frame_refs(trace)) - 1, "standard", "grid")
     assert "Stopped" not in status
+
+
+def test_a_commit_frame_says_after_how_many_steps_so_frames_and_steps_read_as_two_counts():
+    """Each block's commit is a frame of its own: the last frame of a 24-step run is frame 25, and its status says
+    the block committed after 24 steps, in the server-drawn status and in the live view's caption alike."""
+    masks = [np.zeros(8, bool)] * 23 + [np.ones(8, bool)]
+    trace = trace_from_masks([masks, [np.ones(8, bool)]])  # block 1: 24 steps; block 2: 1 step
+    refs = frame_refs(trace)
+    assert len(refs) == 27
+    _, first_commit, _ = render_view(trace, 24, "standard", "grid")
+    assert first_commit.startswith("Frame 25/27 · Block 1/2 · committed after 24 steps (8 positions)"), first_commit
+    _, last, _ = render_view(trace, 26, "standard", "grid")
+    assert last.startswith("Frame 27/27 · Block 2/2 · committed after 1 step (8 positions)"), last
+    _, step, _ = render_view(trace, 25, "standard", "grid")
+    assert step.startswith("Frame 26/27 · Block 2/2 · step 1 · "), step  # steps count within their block
+    encoder = LiveEncoder(trace, run=1)
+    encoder.start_line()
+    captions = [json.loads(line)["caption"] for line in encoder.frame_lines().splitlines() if '"caption"' in line]
+    assert captions[24] == "Block 1/2 · committed after 24 steps (8 positions)"
