@@ -319,6 +319,8 @@
       if (value[0] !== this.startLine || (this.askedAll && value[1] && value.length > 2 && value[2])) {
         // a new run, or every frame of this one after we asked for them: read it from the start
         atFirst = this.replayComing && value[0] !== this.startLine;
+        // a live run began (a replay comes whole, its end line set): the server sends its card (app.py live_run_card)
+        if (value[0] !== this.startLine && !value[1] && this.trigger) this.trigger("run_started");
         if (value[0] !== this.startLine) this.replayComing = false;
         this.reset();
         this.apply(JSON.parse(value[0]));
