@@ -219,9 +219,11 @@ class Handlers:
             batches = run_live(backend, choice.source, prompt, settings, trace=trace, stop=session.stop, kind=kind)
             next(batches)  # RunStart: a bad request raises here, before the session changes
         except (BackendError, ValueError) as exc:
+            # what only the model judges, when it had to be loaded first (the validator never loads one): the page says
+            # it in its message box (`finish_run`, chained), an API client gets the same line as its call's error, not
+            # a quiet stream; visible=False: no second copy of the line as a toast on the page (issue 58)
             session.error = str(exc)
-            yield gr.skip()
-            return
+            raise gr.Error(session.error, visible=False, print_exception=False) from None
         session.show(trace)
         session.running = True
         session.stop.clear()
