@@ -17,6 +17,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.app,
 LAYERS, PINS, PIN_NOTE = "#dv-layer_rms", "#dv-knob-pins textarea", "#dv-pin-note"
 SHADOWS = "() => Array.from(document.querySelectorAll('.dv-canvas span[data-i]')).map(s => s.style.boxShadow)"
 ASKED_LIVE = "() => window.dvLiveView.stats().layersAskedLive"
+# each column's alpha at the middle of the pin strip above the heatmap, and the colour at the pinned column 2
+PIN_MARKS = """() => { const c = document.querySelector('.dv-heat-pins'), ctx = c.getContext('2d'), cw = c.width / window.dvLiveView.views.find((v) => v.root.isConnected).start.canvas;
+  const alpha = Array.from({length: 8}, (_, p) => ctx.getImageData(Math.floor((p + 0.5) * cw), 1, 1, 1).data[3]);
+  return {alpha, rgb: Array.from(ctx.getImageData(Math.floor(2.5 * cw), 1, 1, 1).data.slice(0, 3)), title: c.title}; }"""
 HIDDEN = "() => { const e = document.querySelector('#dv-layer_rms'); return !e || e.offsetParent === null; }"
 
 
@@ -96,6 +100,14 @@ def test_a_replayed_trace_shows_its_pins_and_layers(page, tmp_path):
     assert page.evaluate(READ_CELLS) == expected_cells(trace, n - 1)
     shadows = page.evaluate(SHADOWS)
     assert [rgb(STANDARD.pin) in s for s in shadows[:8]] == [p == 2 for p in range(8)]
+    # the heatmap marks the pinned column with a triangle above it, in the pin colour, and keys it (svg.heatmap_key)
+    marks = page.evaluate(PIN_MARKS)
+    assert [alpha > 0 for alpha in marks["alpha"][:8]] == [p == 2 for p in range(8)], marks
+    assert marks["rgb"] == list(int(STANDARD.pin[i:i + 2], 16) for i in (1, 3, 5)) and marks["title"] == "pinned: 2"
+    assert page.locator(".dv-heat-key").is_visible() and "pinned position" in page.locator(".dv-heat-key").text_content()
+    # its last frame is the block's commit: the status says after how many steps, so frames and steps read apart
+    steps = len(trace.steps)
+    assert page.locator(".dv-status").text_content().startswith(f"Frame {n}/{n} · Block 1/1 · committed after {steps} step"), steps
     # the panel still holds the earlier run's SVG (hidden, its text the same) until this trace's arrives: wait for
     # this trace's own layers, not the title
     wait_for_text(page, f"{LAYERS} svg", "L3")

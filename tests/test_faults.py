@@ -11,6 +11,7 @@ import time
 import pytest
 import torch
 from gradio_client import Client
+from gradio_client.exceptions import AppError
 
 from webapp import app as app_module
 from webapp import hosting
@@ -18,7 +19,7 @@ from backends import ModelChoice
 from backends.base import BackendError
 from backends.cache import LoadedModels
 from backends.transformers_backend import TransformersBackend
-from tests.app_api import finished_run, served_app, submit_generate
+from tests.app_api import finished_run, run_message, served_app, submit_generate
 
 pytestmark = pytest.mark.app
 
@@ -134,8 +135,9 @@ def test_a_cancelled_run_stays_viewable_for_its_visitor(served):
 
 def test_a_model_that_fails_to_load_leaves_the_app_serving(served):
     client = Client(served, verbose=False)
-    _, message = finished_run(client, generate(client, "broken"))
-    assert message == "Could not load broken as a DiffusionGemma model: injected load failure"
+    with pytest.raises(AppError, match="^Could not load broken as a DiffusionGemma model: injected load failure$"):
+        generate(client, "broken").result()  # the API client's call fails with the page's line (issue 58)
+    assert run_message(client)[1] == "Could not load broken as a DiffusionGemma model: injected load failure"
     picked = client.predict("broken", api_name="/load_model")
     assert "injected load failure" in picked[2] and "vocab" in picked[1]  # the working model stays described
     next_visitor_is_served(served)

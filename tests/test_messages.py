@@ -85,3 +85,46 @@ def test_a_finished_run_has_no_stop_line():
     assert "stopped" not in json.loads(encoder.end_line())
     _, status, _ = render_view(trace, len(frame_refs(trace)) - 1, "standard", "grid")
     assert "Stopped" not in status
+
+
+def test_a_commit_frame_says_after_how_many_steps_so_frames_and_steps_read_as_two_counts():
+    """Each block's commit is a frame of its own: the last frame of a 24-step run is frame 25, and its status says
+    the block committed after 24 steps, in the server-drawn status and in the live view's caption alike."""
+    masks = [np.zeros(8, bool)] * 23 + [np.ones(8, bool)]
+    trace = trace_from_masks([masks, [np.ones(8, bool)]])  # block 1: 24 steps; block 2: 1 step
+    refs = frame_refs(trace)
+    assert len(refs) == 27
+    _, first_commit, _ = render_view(trace, 24, "standard", "grid")
+    assert first_commit.startswith("Frame 25/27 · Block 1/2 · committed after 24 steps (8 positions)"), first_commit
+    _, last, _ = render_view(trace, 26, "standard", "grid")
+    assert last.startswith("Frame 27/27 · Block 2/2 · committed after 1 step (8 positions)"), last
+    _, step, _ = render_view(trace, 25, "standard", "grid")
+    assert step.startswith("Frame 26/27 · Block 2/2 · step 1 · "), step  # steps count within their block
+    encoder = LiveEncoder(trace, run=1)
+    encoder.start_line()
+    captions = [json.loads(line)["caption"] for line in encoder.frame_lines().splitlines() if '"caption"' in line]
+    assert captions[24] == "Block 1/2 · committed after 24 steps (8 positions)"
+
+
+@pytest.mark.app
+def test_an_api_client_gets_the_models_refusal_when_the_model_had_to_load_first(no_eos_model_dir, random_model_dir, tmp_path):
+    """The validator never loads a model, so what only the model judges (a layer past its depth) is found in the
+    queued handler when the model was not in memory: the `/generate` call still fails with the page's one line (not
+    a quiet, empty stream), and `/run_message`, which the page shows beside the run, says the same."""
+    import shutil
+
+    from gradio_client import Client
+    from gradio_client.exceptions import AppError
+
+    from tests.app_api import run_message, served_app, submit_generate
+    from webapp import app as app_module
+
+    unloaded = tmp_path / "not-loaded-yet"  # a folder no test has loaded: the validator cannot judge its layers
+    shutil.copytree(random_model_dir, unloaded)
+    with served_app(app_module.build_app(str(no_eos_model_dir))) as url:
+        client = Client(url, verbose=False)
+        with pytest.raises(AppError) as refused:
+            submit_generate(client, "hi", str(unloaded), layers="0,99").result(timeout=300)
+        line = str(refused.value)
+        assert "layer 99 does not exist" in line and "\n" not in line and "Traceback" not in line, line
+        assert run_message(client)[1] == line  # the page's message box

@@ -26,7 +26,10 @@ def frame_caption(trace: Trace, frame: FrameState) -> str:
     where = f"Block {frame.block + 1}/{blocks}"
     if frame.kind == "commit":
         committed = frame.counts["committed"]
-        return f"{where} · committed ({committed} positions)"
+        # a block's commit is a frame of its own, not a step: say after how many steps, so "Frame 25/25" beside
+        # "denoising steps 24" reads as two counts (issue 58)
+        steps = sum(1 for s in trace.steps if s.block == frame.block)
+        return f"{where} · committed after {steps} step{'' if steps == 1 else 's'} ({committed} positions)"
     c = frame.counts
     return (
         f"{where} · step {frame.step + 1} · {_budget(frame)} · accepted {c['accepted']} "

@@ -219,9 +219,11 @@ class Handlers:
             batches = run_live(backend, choice.source, prompt, settings, trace=trace, stop=session.stop, kind=kind)
             next(batches)  # RunStart: a bad request raises here, before the session changes
         except (BackendError, ValueError) as exc:
+            # what only the model judges, when it had to be loaded first (the validator never loads one): the page says
+            # it in its message box (`finish_run`, chained), an API client gets the same line as its call's error, not
+            # a quiet stream; visible=False: no second copy of the line as a toast on the page (issue 58)
             session.error = str(exc)
-            yield gr.skip()
-            return
+            raise gr.Error(session.error, visible=False, print_exception=False) from None
         session.show(trace)
         session.running = True
         session.stop.clear()
@@ -351,21 +353,28 @@ def after_load(session: RunSession) -> dict:
     trace = session.trace
     if trace is None or session.running:
         return {"run_card": gr.skip()}  # not {}: Gradio reads an empty dict as one value for ten outputs
-    settings = trace.settings.to_dict()
-    reproduce = f"{cli_line(trace.prompt, trace.model.source, settings)}\n\n{client_call(trace.prompt, trace.model.name, settings)}"
-    return {"run_card": trace_card(trace), "reproduce": reproduce, "prompt": trace.prompt, "demo_picker": None,
+    return {"run_card": trace_card(trace), "reproduce": reproduce_lines(trace), "prompt": trace.prompt, "demo_picker": None,
             "watch_for": "", "preview": None, "downloads": None, "pin_note": PIN_HINT, "compare_canvas": "", "compare_note": ""}
 
 
-def asked_card(prompt, model, *values) -> str:
-    """The live run's card when Generate is pressed, from what was asked (the widgets, in the knob table's order)."""
-    settings = {}
-    for knob, value in zip(APP_KNOBS, values):
-        try:
-            settings[knob.name] = knob.form.parse(value or "") if knob.form is not None else value
-        except ValueError:
-            settings[knob.name] = None  # the run itself says what is wrong with it
-    return run_card_html(prompt or "", model or "", settings)
+def reproduce_lines(trace: Trace) -> str:
+    """The CLI line and the gradio_client call that run `trace` again."""
+    settings = trace.settings.to_dict()
+    return f"{cli_line(trace.prompt, trace.model.source, settings)}\n\n{client_call(trace.prompt, trace.model.name, settings)}"
+
+
+def live_run_card(session: RunSession):
+    """(card, reproduce lines) of the run that started: asked by the live view when a new run's start line arrives,
+    so the card shows what the model runs (its settings as recorded), never a request that was then refused (issue
+    58); after the run, again, with its steps and blocks counted."""
+    trace = session.trace
+    if trace is None or trace.start is None or session.error:
+        return gr.skip(), gr.skip()  # refused before it started: the card of the run before stays
+    if session.running:
+        card = run_card_html(trace.prompt, trace.model.name, trace.settings.to_dict(), branch=trace.branch)
+    else:
+        card = trace_card(trace)
+    return card, reproduce_lines(trace)
 
 
 # ---- the UI --------------------------------------------------------------------------------------
@@ -586,8 +595,8 @@ def wire_model_and_run(demo_app: gr.Blocks, ui: dict, handlers: Handlers, mode: 
         starts(None, None, [ui[why.panel] for why in panels], js=hints(replay))
         starts(lambda: {panel: gr.HTML(visible=HIDDEN) for panel in hidden}, None, hidden, api_visibility="private",
                concurrency_limit=None, show_progress="hidden")  # {component: update}: one output takes a list as its value
-    ui["generate_btn"].click(asked_card, [ui["prompt"], model_picker, *knobs.values()], ui["run_card"], api_visibility="private",
-                             concurrency_limit=None, show_progress="hidden")
+    ui["live"].run_started(live_run_card, session, [ui["run_card"], ui["reproduce"]], api_visibility="private",
+                           concurrency_limit=None, show_progress="hidden")
     ui["generate_btn"].click(
         _naming_knobs(handlers.generate),
         [ui["prompt"], model_picker, session],
@@ -602,7 +611,8 @@ def wire_model_and_run(demo_app: gr.Blocks, ui: dict, handlers: Handlers, mode: 
         ),
         preprocess=False,  # the validator checks every value, in one line an API client reads (hosting.py says why)
     ).then(finish_run, session, [ui["final_text"], ui["message"]], api_name="run_message", concurrency_limit=None,
-           show_progress="hidden")
+           show_progress="hidden").then(live_run_card, session, [ui["run_card"], ui["reproduce"]], api_visibility="private",
+                                        concurrency_limit=None, show_progress="hidden")
     ui["live"].need_frames(all_frames, session, ui["live"], api_visibility="private", concurrency_limit=None, show_progress="hidden")
     ui["stop_btn"].click(stop_run, session, ui["message"], api_name="stop", concurrency_limit=None)
     if app_run.LEADER is not None:  # a sharded model: every open tab learns within seconds that a rank stopped

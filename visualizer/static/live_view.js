@@ -159,12 +159,19 @@
       this.heatLayer = "entropy";
       this.heatPick.addEventListener("change", () => { this.heatLayer = this.heatPick.value; this.schedule(); });
       heatHead.append(this.heatPick, this.heatTitle);
+      // pinned positions: a triangle above each pinned column, on a strip as wide as the map (svg.heatmap_key's marks)
+      this.heatPins = el("canvas", "width:100%;max-width:780px;height:6px;display:none");
+      this.heatPins.className = "dv-heat-pins";
       this.heat = el("canvas", "width:100%;max-width:780px;height:160px;image-rendering:pixelated;display:block");
       this.heat.className = "dv-heatmap";
       this.heat.addEventListener("mousemove", (event) => this.heatTooltip(event));
       this.heatAxes = el("div", "font-size:11px;opacity:.8;margin-top:2px");  // the axes' names, drawn with the map
       this.heatAxes.className = "dv-heat-axes";
-      heat.append(heatHead, this.heat, this.heatAxes);
+      this.heatKey = el("div", "font-size:11px;opacity:.8;margin-top:2px;display:none");  // the pin marks' key
+      this.heatKey.className = "dv-heat-key";
+      this.heatKeyMark = el("span", "", "\u25BC");
+      this.heatKey.append(this.heatKeyMark, " pinned position: the run held this token there (the Pins box)");
+      heat.append(heatHead, this.heatPins, this.heat, this.heatAxes, this.heatKey);
       this.structure = el("div", "flex:1 1 100%;max-width:600px");
       this.structure.className = "dv-structure";
       this.panel.append(this.readoutBox, this.charts, heat, this.structure);
@@ -312,6 +319,8 @@
       if (value[0] !== this.startLine || (this.askedAll && value[1] && value.length > 2 && value[2])) {
         // a new run, or every frame of this one after we asked for them: read it from the start
         atFirst = this.replayComing && value[0] !== this.startLine;
+        // a live run began (a replay comes whole, its end line set): the server sends its card (app.py live_run_card)
+        if (value[0] !== this.startLine && !value[1] && this.trigger) this.trigger("run_started");
         if (value[0] !== this.startLine) this.replayComing = false;
         this.reset();
         this.apply(JSON.parse(value[0]));
@@ -450,6 +459,7 @@
       this.heat.getContext("2d").clearRect(0, 0, this.heat.width, this.heat.height);
       this.heat.title = "";
       this.heatAxes.textContent = "";
+      this.heatPins.style.display = this.heatKey.style.display = "none";
     }
 
     draw() {
@@ -924,8 +934,26 @@
       ctx.lineWidth = 1;
       for (let p = 0; p < canvas; p++) if (first[p] >= 0) ctx.strokeRect(p * cw + 0.5, first[p] * ch + 0.5, cw - 1, ch - 1);
       if (cursor !== null) { ctx.fillStyle = CURSOR_COLOR; ctx.fillRect(0, (cursor + 1) * ch - 1, canvas * cw, 2); }
+      this.drawHeatPins(block, canvas, cw);
       this.heatSteps = steps;
       this.heatGeometry = { cw, ch, rows };
+    }
+
+    drawHeatPins(block, canvas, cw) {  // pins hold only the first block, as in charts.entropy_heatmap_svg
+      const pins = block === 0 ? [...this.pinned].filter((p) => p < canvas) : [];
+      this.heatPins.style.display = this.heatKey.style.display = pins.length ? "" : "none";
+      if (!pins.length) return;
+      const color = this.palette().pin;
+      this.heatKeyMark.style.color = color;
+      if (this.heatPins.width !== canvas * cw) this.heatPins.width = canvas * cw;
+      this.heatPins.height = 6;  // also clears it
+      const ctx = this.heatPins.getContext("2d");
+      ctx.fillStyle = color;
+      for (const p of pins) {  // the SVG's "h6l-3 5z": a 6-wide triangle pointing down at the column's centre
+        const x = (p + 0.5) * cw;
+        ctx.beginPath(); ctx.moveTo(x - 3, 0); ctx.lineTo(x + 3, 0); ctx.lineTo(x, 5); ctx.closePath(); ctx.fill();
+      }
+      this.heatPins.title = `pinned: ${pins.sort((a, b) => a - b).join(", ")}`;
     }
 
     heatTooltip(event) {
