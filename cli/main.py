@@ -21,6 +21,7 @@ command, as the app's captions show it (`visualizer.step_names`).  Bad input end
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from .common import CliError
@@ -79,7 +80,15 @@ def run_as_process(argv=None) -> int:
     (backends/process_group.py); without torchrun that is a no-op."""
     from backends.process_group import end_process
 
-    return end_process(main(argv))
+    try:
+        status = main(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader left (`metrics run.json | head -1`): what it took is all it wanted, so no traceback. Python's
+        # documented way out: point stdout at devnull so the interpreter's last flush cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        status = 1
+    return end_process(status)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +27,20 @@ def test_the_command_line_as_its_own_process(tmp_path):
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert out.stderr.strip().splitlines()[-1].startswith("error: ")
 
+
+
+@pytest.mark.processes
+def test_a_reader_that_leaves_early_gets_no_traceback():
+    """`metrics run.json | head -1`: the pipe's reader is gone before the command writes (its read end closed
+    at once, so the write fails every time, not only when the output outgrows the pipe's buffer)."""
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        out = subprocess.run([sys.executable, "-m", "visualizer", "metrics", ROOT / "assets" / "traces" / "sky.json"],
+                             stdout=writer, stderr=subprocess.PIPE, text=True, cwd=ROOT, timeout=120)
+    finally:
+        os.close(writer)
+    assert out.returncode == 1 and out.stderr == "", out.stderr
 
 def test_record_then_frame(random_model_dir, tmp_path):
     run = tmp_path / "run.json"
