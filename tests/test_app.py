@@ -327,6 +327,9 @@ def test_picking_a_sampler_shows_the_knobs_it_reads(served):
     assert shown["refine_threshold"] and shown["editing_threshold"] and shown["temperature"]
     assert not shown["entropy_bound"] and not shown["corrector_steps"] and not shown["t_min"]
     assert "must be one of" in handlers.select_sampler("confidence-threshold", model)["model_message"]
+    # the model line follows the backend that runs the picked sampler, and back
+    assert "diffusers on `cpu`" in handlers.select_sampler("block-refinement", model)["model_info"]
+    assert "transformers on `cpu`" in handlers.select_sampler("entropy-bound", model)["model_info"]
     ddim = {name: update.get("visible") if isinstance(update, dict) else update.visible
             for name, update in handlers.select_sampler("discrete-ddim", model).items()
             if name in app_module.KNOBS}

@@ -35,6 +35,9 @@ def test_the_picker_offers_every_sampler_with_its_note_and_runs_the_picked_one(p
     page.get_by_text("commits accumulate").first.wait_for(timeout=10_000)  # its note replaces the default's
     page.get_by_label("Refine threshold").wait_for(timeout=10_000)  # the knobs it reads appear, the others go
     assert page.get_by_label("Editing threshold").is_visible() and not page.get_by_label("Entropy bound (nats)").is_visible()
+    model_line = page.locator("#dv-model-info")  # names the backend that runs the picked sampler
+    model_line.get_by_text("diffusers on").wait_for(timeout=10_000)
+    assert "transformers" not in model_line.inner_text()
 
     steps = page.get_by_label("Max denoising steps").first  # a short run: the machine may be shared
     steps.fill("8")

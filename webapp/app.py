@@ -194,7 +194,9 @@ class Handlers:
         try:
             choice = self.choice_for(current_model)
             _, backend = self.backend_for_run(choice, sampler)
-            return {**knob_updates(backend, sampler, self.samplers_for(choice), values=False), "model_message": ""}
+            # the model line names the backend that now runs it (block refinement: diffusers, not the model's own)
+            return {**knob_updates(backend, sampler, self.samplers_for(choice), values=False), "model_message": "",
+                    "model_info": model_info_markdown(backend.info)}
         except BackendError as exc:
             return {"model_message": f"{exc}"}
 
@@ -575,7 +577,8 @@ def wire_model_and_run(demo_app: gr.Blocks, ui: dict, handlers: Handlers, mode: 
         knobs[by].input(shown_while, knobs[by], knobs[knob_name], api_visibility="private", concurrency_limit=None,
                         show_progress="hidden")
     ui["demo_picker"].change(pick_demo, ui["demo_picker"], [ui["prompt"], ui["watch_for"]], api_visibility="private")
-    knobs["sampler"].input(**named(handlers.select_sampler, (*KNOB_OUTPUTS, "model_message")), inputs=[knobs["sampler"], current_model],
+    knobs["sampler"].input(**named(handlers.select_sampler, (*KNOB_OUTPUTS, "model_message", "model_info")),
+                           inputs=[knobs["sampler"], current_model],
                            api_visibility="private")
     # A new run or trace: the why-views go back to their hints, never showing the previous run's
     # answers.  Set in the browser and registered before the run's own handler: Gradio's front
