@@ -70,3 +70,23 @@ def test_a_tab_that_only_loads_a_trace_is_released_when_it_closes(no_eos_model_d
             time.sleep(0.05)
     assert session_hash not in sessions
     assert session.trace is None and not folder.exists()  # its trace and its downloads folder are gone
+
+
+def test_the_file_box_sending_the_trace_on_screen_again_replays_nothing():
+    """Gradio's file box sends its change again when Clear is pressed, with the file it held (or, racing an
+    upload right after, the new file twice): the trace on screen must not replay from frame 1 under a user
+    already stepping through it (a CI failure of test_browser_replay). A new file, or the same file once a run
+    replaced it on screen, loads as before."""
+    request = gr.Request()
+    session = RunSession()
+    first, second = (str(path) for path in sorted(example_traces())[:2])
+    loaded = app_module.load_trace_file(first, session, request)
+    assert loaded["live"] and app_module.after_load(session)["run_card"]
+    token = session.run_id
+    for again in (first, None):  # Clear's change: the held file, then no file
+        assert app_module.load_trace_file(again, session, request) == {"session": session}
+        assert isinstance(app_module.after_load(session)["run_card"], type(gr.skip()))
+        assert session.run_id == token and str(session.shown_file) == first
+    assert app_module.load_trace_file(second, session, request)["live"] and session.run_id != token
+    session.show(Trace.load(second))  # a run made here (what `generate` shows) is from no file
+    assert app_module.load_trace_file(second, session, request)["live"]

@@ -333,7 +333,10 @@ def load_trace_file(path, session: RunSession, request: gr.Request) -> dict:
     a handler returned.  An API client that only loads traces loads no page and never generates,
     so it is registered here, to be released when it goes (sessions.py)."""
     SESSIONS.register(session, request)
-    if path is None:
+    session.loaded_now = False
+    # Gradio's front end sends the file box's change again when its Clear is pressed, with the file it
+    # held (or, racing an upload right after, the new one twice): the trace on screen is not replayed again
+    if path is None or (session.trace is not None and str(path) == session.shown_file):
         return {"session": session}
     if session.running:
         return {"files_message": "Stop the current run before loading another one.", "session": session}
@@ -341,7 +344,8 @@ def load_trace_file(path, session: RunSession, request: gr.Request) -> dict:
         trace = load_upload(path)
     except TraceError as exc:
         return {"files_message": str(exc), "session": session}
-    session.show(trace)
+    session.show(trace, file=str(path))
+    session.loaded_now = True
     return {"live": replay_value(trace, run=session.run_id), "final_text": committed_text(trace), "files_message": "", "session": session}
 
 
@@ -353,7 +357,7 @@ def after_load(session: RunSession) -> dict:
     """What belonged to the last run goes (preview, downloads, panes, pin note); the loaded run's card,
     its reproduce lines and its prompt come in its place (issue 58)."""
     trace = session.trace
-    if trace is None or session.running:
+    if trace is None or session.running or not session.loaded_now:
         return {"run_card": gr.skip()}  # not {}: Gradio reads an empty dict as one value for ten outputs
     return {"run_card": trace_card(trace), "reproduce": reproduce_lines(trace), "prompt": trace.prompt, "demo_picker": None,
             "watch_for": "", "preview": None, "downloads": None, "pin_note": PIN_HINT, "compare_canvas": "", "compare_note": ""}

@@ -40,6 +40,8 @@ class RunSession:
         # A token of the run on screen, new with every run or loaded trace (`show`): the live view sends it back
         # with each "why" ask, so an ask about an earlier run is never answered over the new run's panels.
         self.run_id = ""
+        self.shown_file = None  # the uploaded file the run on screen came from (`show`), None for a run made here
+        self.loaded_now = False  # the last `/load_trace` call showed a new trace (its `after_load` follows it)
         self.running = False
         self.error = ""  # why the last Generate did not start, shown by the run's message
         self.stop = threading.Event()
@@ -50,11 +52,13 @@ class RunSession:
     def __deepcopy__(self, memo):  # gr.State deep-copies initial values; each session gets a fresh one
         return RunSession()
 
-    def show(self, trace: Trace) -> None:
+    def show(self, trace: Trace, file: str | None = None) -> None:
         """Make `trace` the session's run, under a new token (set first: an ask that read the old token
-        and then the new trace is caught by its check after the answer, `webapp.why_views.event_view`)."""
+        and then the new trace is caught by its check after the answer, `webapp.why_views.event_view`);
+        `file` is the uploaded file it came from, if any."""
         self.run_id = uuid.uuid4().hex[:12]
         self.trace = trace
+        self.shown_file = file
 
     @property
     def files(self) -> tempfile.TemporaryDirectory:
