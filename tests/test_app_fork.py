@@ -53,8 +53,8 @@ def parent_run(client, model, steps=6):
 def run_branch(client, at, listed, model):
     """Fork the session's run; (the live view's values, the fork message after it)."""
     values = list(client.submit(at, listed, model, api_name="/run_branch"))
-    after = client.predict("standard", "grid", api_name="/branch_message")
-    return values, after[0]
+    message, note, *_ = client.predict("standard", "grid", api_name="/branch_message")
+    return values, message or note
 
 
 def refusal(client, at, listed, model) -> str:
@@ -120,7 +120,7 @@ def test_a_forbid_holds_and_the_tree_switches_between_runs(served, no_eos_backen
     shown = client.predict("root", "standard", "grid", api_name="/show_run")
     assert session.trace is parent and shown[0][0].startswith('{"type":"start"')
     shown = client.predict("branch 1.1", "standard", "grid", api_name="/show_run")
-    assert session.trace.branch.to_dict()["at"] == [1, 4] and "branch of branch 1" in shown[3]
+    assert session.trace.branch.to_dict()["at"] == [1, 4] and "branch of branch 1" in shown[4]
 
 
 def test_refusals_are_one_line_before_the_queue_and_lose_nothing(served):
@@ -145,7 +145,7 @@ def test_refusals_are_one_line_before_the_queue_and_lose_nothing(served):
     with pytest.raises(Exception, match="forbid takes one token"):
         client.predict("1:2", "forbid 3=ocean waves and more", model, api_name="/run_branch")
     assert session.trace is parent and session.tree.names() == ["root"] and len(parent.steps) == 4
-    assert "forbid takes one token" in client.predict("standard", "grid", api_name="/branch_message")[0]
+    assert "forbid takes one token" in client.predict("standard", "grid", api_name="/branch_message")[0]  # beside the button
 
 
 def test_a_loaded_trace_of_another_model_is_refused(served, random_backend):

@@ -21,6 +21,7 @@ import gradio as gr
 from backends import BACKENDS, BackendError, backend_for
 from backends.interventions import fork_records, no_fork_reason
 from backends.known import on_zero_gpu
+from visualizer.compare import fork_step
 from visualizer.interventions import FORK_KNOBS, KINDS, InterventionError, content_hash, parse_intervention, parse_spec, \
     plan_problems
 from visualizer.live_stream import replay_value
@@ -67,7 +68,8 @@ def fork_panel() -> dict:
     ui["fork_list"] = gr.Textbox(label="Interventions, one a line (edit or delete a line to change it)", lines=3,
                                  placeholder="none: the branch repeats its parent", elem_id="dv-fork-list")
     ui["fork_btn"] = gr.Button("Fork here and run", variant="primary", elem_id="dv-fork-run")
-    ui["fork_message"] = gr.Markdown(FORK_HINT, elem_id="dv-fork-message", elem_classes=["dv-message"])
+    ui["fork_message"] = gr.Markdown(elem_id="dv-fork-message", elem_classes=["dv-message"])  # a refusal, beside its button
+    ui["fork_note"] = gr.Markdown(FORK_HINT, elem_id="dv-fork-note")  # what the branch on screen is
     return ui
 
 
@@ -235,7 +237,7 @@ def _declares_forks(entry) -> bool:
 
 
 # ---- after a branch, and switching runs -------------------------------------------------------------------------
-AFTER_BRANCH_OUTPUTS = ("fork_message", "final_text", "run_card", "run_picker", "compare_note", "compare_canvas",
+AFTER_BRANCH_OUTPUTS = ("fork_message", "fork_note", "final_text", "run_card", "run_picker", "compare_note", "compare_canvas",
                         "compare_slider", "compare_box")
 SHOW_RUN_OUTPUTS = ("live", *AFTER_BRANCH_OUTPUTS)
 
@@ -250,7 +252,7 @@ def after_branch(palette, layout_kind, session: RunSession) -> dict:
     if session.error:
         return {"fork_message": session.error}
     trace = session.trace
-    return {"fork_message": branch_said(session), "final_text": committed_text(trace) if trace.end else "",
+    return {"fork_message": "", "fork_note": branch_said(session), "final_text": committed_text(trace) if trace.end else "",
             "run_card": trace_card(trace, parent=parent_name(session)), "run_picker": run_choices(session),
             **compare_updates(palette, layout_kind, session)}
 
@@ -266,7 +268,7 @@ def show_run(name, palette, layout_kind, session: RunSession) -> dict:
     session.show(trace, name)
     parent = parent_of(session, name)
     session.compare = [parent, trace] if parent is not None else session.compare
-    return {"live": replay_value(trace, run=session.run_id), "fork_message": branch_said(session),
+    return {"live": replay_value(trace, run=session.run_id), "fork_message": "", "fork_note": branch_said(session) or FORK_HINT,
             "final_text": committed_text(trace) if trace.end else "", "run_card": trace_card(trace, parent=parent_name(session)),
             "run_picker": run_choices(session),
             **(compare_updates(palette, layout_kind, session) if parent is not None else {})}
@@ -287,8 +289,8 @@ def branch_said(session: RunSession) -> str:
 
 
 def compare_updates(palette, layout_kind, session: RunSession) -> dict:
-    """The compare view with the session's pair (parent as A, branch as B), opened."""
-    canvas, slider = show_compare(0, palette, layout_kind, session)
+    """The compare view with the session's pair (parent as A, branch as B), opened at the fork point."""
+    canvas, slider = show_compare(fork_step(session.compare[1]) or 0, palette, layout_kind, session)
     return {"compare_note": compare_note(session), "compare_canvas": canvas, "compare_slider": slider,
             "compare_box": gr.Accordion(open=True)}
 
