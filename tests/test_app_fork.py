@@ -177,3 +177,29 @@ def test_hosted_mode_caps_the_branches_of_a_session(hosted):
     run_branch(other, "1:3", "", label)
     assert session_of(other).tree.branch_count() == 1
     assert "up to 1 branches a session" in hosting.hosted_note(hosting.Limits(max_branches=1))
+
+
+def test_the_streamed_fork_refuses_before_appending_and_equals_fork_trace(random_backend):
+    """`fork_records`, the app's fork: a refused plan appends nothing and leaves no plan on the backend; a streamed
+    branch is `fork_trace`'s, step for step, and names its fork before its first step."""
+    from backends import BackendError
+    from backends.interventions import fork_records, fork_trace
+    from backends.run import record_trace
+    from visualizer.interventions import parse_spec
+    from visualizer.settings import GenerationSettings
+    from visualizer.trace import Trace
+
+    parent = record_trace(random_backend, PROMPT, GenerationSettings(seed=2, max_new_tokens=256, max_denoising_steps=5))
+    refused = Trace(model=random_backend.info, prompt=PROMPT)
+    with pytest.raises(BackendError, match="is outside this run"):
+        next(fork_records(random_backend, parent, "0" * 64, block=1, step=9, interventions=(), trace=refused))
+    assert refused.start is None and not refused.steps and random_backend.fork_plan is None
+    specs = (parse_spec("topk 3"), parse_spec("remask 2-5"))
+    streamed = Trace(model=random_backend.info, prompt=PROMPT)
+    batches = fork_records(random_backend, parent, "0" * 64, block=1, step=2, interventions=specs, trace=streamed)
+    next(batches)
+    assert streamed.branch.interventions == ("topk 3", "remask 2-5") and not streamed.steps
+    list(batches)
+    whole = fork_trace(random_backend, parent, "0" * 64, block=1, step=2, interventions=specs)
+    assert same_steps(streamed.steps, whole.steps) and streamed.branch == whole.branch
+    assert not same_steps(streamed.steps, parent.steps) and random_backend.fork_plan is None

@@ -56,6 +56,14 @@ def test_scrub_click_fork_and_compare_the_branch(no_eos_model_dir):
         deltas = page.locator(".dv-branch-deltas").text_content()
         assert "mean tau_b, blocks" in deltas and "B minus A" in deltas
         assert "branch at 1:3 (set 9=storm)" in page.locator(".dv-compare-side").nth(1).text_content()
+        # a step outside the run: refused at its box before the queue, in one line; the branch stays on screen
+        at = page.locator("#dv-fork-at textarea, #dv-fork-at input").first
+        at.fill("1:99")
+        page.get_by_role("button", name="Fork here and run").click()
+        page.wait_for_function("(box) => box.closest('.block').textContent.includes('99')", arg=at.element_handle(),
+                               timeout=30_000)
+        assert page.evaluate("() => window.dvLiveView.stats().runs") == runs + 1
+        assert "branch of root" in page.locator("#dv-run-card").text_content()
         # the session's runs: back to the root and the live view replays it
         page.locator("#dv-run-picker input").click()
         page.get_by_role("option", name="root", exact=True).click()
