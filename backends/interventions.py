@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import torch
 
 from visualizer.interventions import Branch, Intervention, plan_problems
+from visualizer.records import FINISH_CANCELLED
 from visualizer.step_names import StepName, StepNameError, locate_step
 from visualizer.trace import Trace
 
@@ -258,6 +259,29 @@ def fork_trace(backend, parent: Trace, parent_hash: str, *, block: int, step: in
                            "the parent was recorded with another model, device or library version")
     branch.branch = Branch(parent_hash, block, step, tuple(iv.spec() for iv in plan.interventions), plan.ids)
     return branch
+
+
+def fork_records(backend, parent: Trace, parent_hash: str, *, block: int, step: int,
+                 interventions: tuple[Intervention, ...], trace: Trace, stop=None):
+    """`fork_trace` as a stream, for the app's live view: the branch's records appended to `trace` batch by batch
+    (as `run.run_records` appends a run's), each batch yielded. `trace.branch` is set before the first batch, so the
+    run card names the fork while it runs. Every check of `resolve_plan` runs at the first `next()`, before anything
+    is appended (BackendError, one line); a finished re-run that left the parent before the fork step raises
+    BackendError after its last batch (a stopped one is kept as it is: it may end before the fork step)."""
+    from .run import run_records
+
+    plan = resolve_plan(backend, parent, block, step, interventions)
+    trace.branch = Branch(parent_hash, block, step, tuple(iv.spec() for iv in plan.interventions), plan.ids)
+    backend.fork_plan = plan  # as in fork_trace: read by this one run, cleared on every way out
+    try:
+        yield from run_records(backend, parent.prompt, parent.settings, trace=trace, stop=stop)
+    finally:
+        backend.fork_plan = None
+    if trace.end is not None and trace.end.finish_reason != FINISH_CANCELLED:
+        where = first_difference(parent, trace, before=(plan.block, plan.step))
+        if where is not None:
+            raise BackendError(f"the re-run left the parent at block {where[0] + 1} step {where[1] + 1}, before the "
+                               "fork: the parent was recorded with another model, device or library version")
 
 
 def first_difference(parent: Trace, branch: Trace, *, before: tuple[int, int]) -> tuple[int, int] | None:

@@ -73,6 +73,16 @@ def test_html_has_both_runs_with_their_readouts(short, long):
     assert compare_html(short, long, 99) == compare_html(short, long, 4)  # clamped to the last step
 
 
+def test_marked_positions_are_outlined_on_both_sides_and_nowhere_else(short, long):
+    outline = "inset 0 0 0 1.5px"
+    assert outline not in compare_html(short, long, 1)
+    html = compare_html(short, long, 1, marked=frozenset({(0, 1), (0, 3)}))
+    cells = re.findall(r'<span class="dv-cell[^"]*" style="([^"]*)"', html)
+    assert len(cells) == 8 + 4  # short: two blocks of 4 cells; long: one block
+    outlined = [i for i, style in enumerate(cells) if outline in style]
+    assert outlined == [1, 3, 9, 11]  # block 1's positions 1 and 3, in each pane
+
+
 def test_compare_animation_is_a_valid_gif(short, long, tmp_path):
     animation = build_compare_animation(short, long, AnimationOptions(frame_ms=100, hold_ms=500))
     assert len(animation.frames) == len(align(short, long))

@@ -145,15 +145,17 @@ def side_captions(trace_a: Trace, trace_b: Trace, at: AlignedStep) -> tuple[list
     )
 
 
-def compare_html(trace_a: Trace, trace_b: Trace, step: int, *, palette: str = "standard", layout: str = "grid") -> str:
-    """Both runs at global step `step` (clamped to the last) as one HTML fragment, side by side."""
+def compare_html(trace_a: Trace, trace_b: Trace, step: int, *, palette: str = "standard", layout: str = "grid",
+                 marked=frozenset()) -> str:
+    """Both runs at global step `step` (clamped to the last) as one HTML fragment, side by side; the (block,
+    position)s in `marked` outlined on both (a branch's changes against its parent: `branch_changes`)."""
     at = _at(trace_a, trace_b, step)
     captions = side_captions(trace_a, trace_b, at)
     colors = get_palette(palette)
     sides = []
     for trace, frame, lines in ((trace_a, at.frame_a, captions[0]), (trace_b, at.frame_b, captions[1])):
         body = render_frame_html(
-            trace, frame_state(trace, frame), animation_layout(trace, layout), colors, caption=lines[1]
+            trace, frame_state(trace, frame), animation_layout(trace, layout), colors, caption=lines[1], marked=marked
         )
         sides.append(
             f'<div class="dv-compare-side" style="flex:1 1 auto;min-width:0">'

@@ -43,8 +43,10 @@ def _budget(frame: FrameState) -> str:
     return f"budget: {left} more step{'' if left == 1 else 's'} at most"
 
 
-def _cell_span(cell: PaintedCell, palette: Palette) -> str:
+def _cell_span(cell: PaintedCell, palette: Palette, marked: bool = False) -> str:
     shadows = []
+    if marked:  # a position a branch changed (`render_frame_html(marked=)`): an outline inside the cell, over its marks
+        shadows.append(f"inset 0 0 0 1.5px {palette.foreground}")
     if cell.remasked_mark:
         shadows.append(f"inset 0 3px 0 0 {palette.mark}")
     if cell.changed_mark:
@@ -99,11 +101,14 @@ def render_frame_html(
     details=None,
     caption: str | None = None,
     legend: bool = True,
+    marked=frozenset(),
 ) -> str:
-    """The frame as an HTML fragment; `details(block, position)` adds tooltip lines.
+    """The frame as an HTML fragment; `details(block, position)` adds tooltip lines; the (block, position)s in
+    `marked` are outlined (a branch's changed positions, `visualizer.compare.branch_changes`).
 
     `caption` defaults to `frame_caption`; pass "" to leave it out (the app shows it beside the frame).
     """
+    outlined = {(cell.row, cell.col) for cell in layout.cells if (cell.block, cell.position) in marked}
     rows: dict[int, list[PaintedCell]] = {}
     for cell in paint(frame, layout, trace, palette, details):
         rows.setdefault(cell.row, []).append(cell)
@@ -118,7 +123,7 @@ def render_frame_html(
         out, col = [], 0
         for cell in sorted(rows.get(row, []), key=lambda c: c.col):
             out.append(" " * (cell.col - col))
-            out.append(_cell_span(cell, palette))
+            out.append(_cell_span(cell, palette, (cell.row, cell.col) in outlined))
             col = cell.col + cell.width
         lines.append("".join(out))
     caption = caption if caption is not None else frame_caption(trace, frame)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 import inspect
 import json
-import time
 from importlib.resources import files
 
 import gradio as gr
@@ -26,14 +25,14 @@ from prompts.builtin_guide import guide_markdown
 from prompts.demos import DEMOS
 from visualizer.animation import AnimationError, AnimationOptions, parse_blocks
 from visualizer.export import ExportError, export_to_folder
-from visualizer.live_stream import LiveEncoder, LiveRing, replay_value
+from visualizer.live_stream import replay_value
 from visualizer.settings import KNOBS
 from visualizer.replay import example_traces, load_upload, save_download
 from visualizer.thinking import committed_text
 from visualizer.trace import Trace, TraceError
 
-from . import app_run, hosting
-from .app_run import MODELS, run_live
+from . import app_run, fork_panel, hosting
+from .app_run import LIVE_MIN_INTERVAL_S, MODELS, live_values, run_live
 from .compare_runs import PIN_OUTPUTS, export_compare, pin_run, show_compare
 from .gradio_temp import own_gradio_temp_dir
 from .hosting import Hosting, generate_validator
@@ -44,10 +43,6 @@ from .sessions import RunSession, SessionRegistry
 from .views import end_message, model_info_markdown, render_view
 from .why_views import DROP_STALE_JS, HIDDEN, PIN_HINT, WHY_VIEWS, add_pin, event_view, message_html, picked_position
 
-# At most ~6 live updates a second: each costs Gradio a few ms of server CPU whatever it carries, so at
-# 25 steps/s an update carries ~4 frames (BENCHMARKS.md, "a few updates a second, paced out in the browser"); the view paces them out
-# (live_view.js), and a run's last frames and end line go out at once (`generate` flushes the end).
-LIVE_MIN_INTERVAL_S = 0.16
 LIVE_VIEW_JS = files("visualizer").joinpath("static", "live_view.js").read_text(encoding="utf-8")  # package data (pyproject)
 SESSIONS = SessionRegistry()  # frees a session's run and files when its tab closes (every app in this process)
 SESSION_TTL_S = 3 * 3600  # an idle session's state is dropped after this (Gradio's time_to_live)
@@ -227,27 +222,7 @@ class Handlers:
             session.error = str(exc)
             raise gr.Error(session.error, visible=False, print_exception=False) from None
         session.show(trace)
-        session.running = True
-        session.stop.clear()
-        encoder = LiveEncoder(trace, run=session.run_id)
-        ring = LiveRing(encoder.start_line())
-        try:
-            yield ring.value()
-            last = time.monotonic()
-            for _ in batches:
-                # paced: what arrives meanwhile waits in the backend's queue and comes with the next
-                # batch; a run's end goes out at once
-                wait = last + LIVE_MIN_INTERVAL_S - time.monotonic()
-                if wait > 0 and not trace.finished:
-                    time.sleep(wait)
-                ring.add(encoder.frame_lines() + (encoder.end_line() if trace.finished else ""))
-                yield ring.value()
-                last = time.monotonic()
-            yield ring.closed()
-        finally:
-            batches.close()  # a closed stream (the tab went) ends the run at its next step
-            session.running = False
-            session.stop.clear()
+        yield from live_values(session, trace, batches, min_interval_s=LIVE_MIN_INTERVAL_S)
 
     def export_run(self, session: RunSession, formats, blocks, frame_ms, hold_ms, width, with_prompt, palette, layout_kind,
                    progress=gr.Progress()):
@@ -350,7 +325,7 @@ def load_trace_file(path, session: RunSession, request: gr.Request) -> dict:
 
 
 AFTER_LOAD_OUTPUTS = ("run_card", "reproduce", "prompt", "demo_picker", "watch_for", "preview", "downloads",
-                      "pin_note", "compare_canvas", "compare_note")
+                      "pin_note", "compare_canvas", "compare_note", "run_picker")
 
 
 def after_load(session: RunSession) -> dict:
@@ -360,7 +335,8 @@ def after_load(session: RunSession) -> dict:
     if trace is None or session.running or not session.loaded_now:
         return {"run_card": gr.skip()}  # not {}: Gradio reads an empty dict as one value for ten outputs
     return {"run_card": trace_card(trace), "reproduce": reproduce_lines(trace), "prompt": trace.prompt, "demo_picker": None,
-            "watch_for": "", "preview": None, "downloads": None, "pin_note": PIN_HINT, "compare_canvas": "", "compare_note": ""}
+            "watch_for": "", "preview": None, "downloads": None, "pin_note": PIN_HINT, "compare_canvas": "", "compare_note": "",
+            "run_picker": fork_panel.run_choices(session)}
 
 
 def reproduce_lines(trace: Trace) -> str:
@@ -376,10 +352,11 @@ def live_run_card(session: RunSession):
     trace = session.trace
     if trace is None or trace.start is None or session.error:
         return gr.skip(), gr.skip()  # refused before it started: the card of the run before stays
+    parent = fork_panel.parent_name(session)  # a branch's card names the run it forked
     if session.running:
-        card = run_card_html(trace.prompt, trace.model.name, trace.settings.to_dict(), branch=trace.branch)
+        card = run_card_html(trace.prompt, trace.model.name, trace.settings.to_dict(), branch=trace.branch, parent=parent)
     else:
-        card = trace_card(trace)
+        card = trace_card(trace, parent=parent)
     return card, reproduce_lines(trace)
 
 
@@ -410,11 +387,15 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
                 ui |= live_panel()
                 with gr.Accordion("Save, load and export", open=False):
                     ui |= files_panel()
-                with gr.Accordion("Compare two runs", open=False):
+                with gr.Accordion("Fork this run: change what the model sees from a step on", open=False,
+                                  elem_id="dv-fork-box"):
+                    ui |= fork_panel.fork_panel()
+                with gr.Accordion("Compare two runs", open=False, elem_id="dv-compare-box") as ui["compare_box"]:
                     ui |= compare_panel()
         wire_model_and_run(demo_app, ui, handlers, mode)
         wire_why_views(ui)
         wire_files_and_compare(ui, handlers)
+        fork_panel.wire_fork(ui, handlers)
     return demo_app
 
 
@@ -596,9 +577,10 @@ def wire_model_and_run(demo_app: gr.Blocks, ui: dict, handlers: Handlers, mode: 
         return f"() => {{ window.dvLiveView && window.dvLiveView.runComing({replay}); return {hint_html}; }}"
     hidden = [ui[why.panel] for why in WHY_VIEWS if why.hide_empty]  # shown again once the new run has something
     # a message belongs to the action that caused it: the next run, upload or prompt edit clears every one (in the browser)
-    for clears in (ui["generate_btn"].click, ui["trace_upload"].change, ui["prompt"].input):
+    for clears in (ui["generate_btn"].click, ui["trace_upload"].change, ui["prompt"].input, ui["fork_btn"].click):
         clears(None, None, [ui[name] for name in MESSAGES], js=f"() => {json.dumps([''] * len(MESSAGES))}", api_visibility="private")
-    for starts, replay in ((ui["generate_btn"].click, "false"), (ui["trace_upload"].change, "true")):
+    for starts, replay in ((ui["generate_btn"].click, "false"), (ui["trace_upload"].change, "true"),
+                           (ui["fork_btn"].click, "false"), (ui["run_picker"].input, "true")):
         starts(None, None, [ui[why.panel] for why in panels], js=hints(replay))
         starts(lambda: {panel: gr.HTML(visible=HIDDEN) for panel in hidden}, None, hidden, api_visibility="private",
                concurrency_limit=None, show_progress="hidden")  # {component: update}: one output takes a list as its value

@@ -24,12 +24,17 @@ from backends import run_records
 from backends.base import BackendError, run_end
 from backends.cache import LoadedModels
 from backends.known import on_zero_gpu
+from visualizer.live_stream import LiveEncoder, LiveRing
 from visualizer.records import FINISH_CANCELLED, BlockRecord, RunEnd
 from visualizer.trace import Trace
 
 from .hosting import env_int
 from .zero_gpu import on_gpu
 
+# At most ~6 live updates a second: each costs Gradio a few ms of server CPU whatever it carries, so at
+# 25 steps/s an update carries ~4 frames (BENCHMARKS.md, "a few updates a second, paced out in the browser"); the view paces them out
+# (live_view.js), and a run's last frames and end line go out at once (`generate` flushes the end).
+LIVE_MIN_INTERVAL_S = 0.16
 GPU_SECONDS_ENV = "DV_GPU_SECONDS"
 MODELS = LoadedModels(keep=2)  # every session's loaded models (module level: ZeroGPU's worker finds them here)
 LEADER = None  # rank 0's `backends.Leader` when the app serves a model sharded under torchrun (`serve_only`)
@@ -60,6 +65,33 @@ def run_live(backend, source: str, prompt: str, settings, *, trace: Trace, stop,
         backend.check(prompt, settings)  # a bad request gets its message here, not from the GPU worker
         backend = _OnZeroGPU(backend, source, kind)
     return run_records(backend, prompt, settings, trace=trace, stop=stop)
+
+
+def live_values(session, trace: Trace, batches: Iterator[list], *, min_interval_s: float) -> Iterator[list[str]]:
+    """The live view's values for a run whose first batch (RunStart) `batches` already gave: a `LiveRing` of the
+    newest frame lines, at most one value every `min_interval_s` (what arrives meanwhile waits in the backend's queue
+    and comes with the next), the run's end at once.  `session` (a RunSession) is marked running meanwhile; closing
+    this generator (the tab went) closes `batches`, which ends the run at its next step.  Generate and a fork's
+    branch (`fork_panel.py`) stream through it."""
+    session.running = True
+    session.stop.clear()
+    encoder = LiveEncoder(trace, run=session.run_id)
+    ring = LiveRing(encoder.start_line())
+    try:
+        yield ring.value()
+        last = time.monotonic()
+        for _ in batches:
+            wait = last + min_interval_s - time.monotonic()
+            if wait > 0 and not trace.finished:
+                time.sleep(wait)
+            ring.add(encoder.frame_lines() + (encoder.end_line() if trace.finished else ""))
+            yield ring.value()
+            last = time.monotonic()
+        yield ring.closed()
+    finally:
+        batches.close()
+        session.running = False
+        session.stop.clear()
 
 
 @on_gpu(duration=env_int(GPU_SECONDS_ENV, 120))

@@ -13,7 +13,8 @@ import html
 import gradio as gr
 
 from visualizer.animation import AnimationError, AnimationOptions
-from visualizer.compare import align, build_compare_animation, compare_html
+from visualizer.branch_metrics import branch_deltas
+from visualizer.compare import align, branch_changes, build_compare_animation, compare_html, fork_step
 from visualizer.export import save_gif
 
 from .run_card import trace_card
@@ -37,7 +38,39 @@ def compare_note(session: RunSession) -> str:
     keeps A's card (and the other way round)."""
     sides = [f'<div class="dv-compare-card"><b>Run {side}:</b> {trace_card(trace) if trace else html.escape("not chosen yet")}</div>'
              for side, trace in zip("AB", session.compare)]
-    return f'<div class="dv-compare-cards">{"".join(sides)}</div>'
+    return f'<div class="dv-compare-cards">{"".join(sides)}</div>' + deltas_html(session)
+
+
+def parent_of(session: RunSession, name: str):
+    """The trace of the run `name`'s parent in the session's tree (fork_panel.py); None for a root or no such run."""
+    run = next((r for r in session.tree.runs if r.name == name), None)
+    return session.runs.get(run.parent) if run is not None and run.parent else None
+
+
+def branch_pair(session: RunSession) -> bool:
+    """Whether B is a finished branch of A in the session's tree (then the view marks what it changed)."""
+    a, b = session.compare
+    name = next((n for n, t in session.runs.items() if t is b), None)
+    return a is not None and b is not None and b.end is not None and name is not None and parent_of(session, name) is a
+
+
+def branch_marks(session: RunSession) -> frozenset:
+    """The (block, position)s to outline on both sides: where the branch B changed a committed token or a commit step
+    against its parent A (`visualizer.compare.branch_changes`); none for any other pair."""
+    changes = branch_changes(*session.compare) if branch_pair(session) else None
+    return frozenset(changes.tokens + changes.commit_steps) if changes else frozenset()
+
+
+def deltas_html(session: RunSession) -> str:
+    """The branch's end-of-run figures against its parent's (`branch_deltas`) as a small table; "" for another pair."""
+    if not branch_pair(session):
+        return ""
+    rows = "".join("<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>"
+                   for row in branch_deltas(*session.compare))
+    marked = len(branch_marks(session))
+    return ('<table class="dv-branch-deltas"><thead><tr><th>metric</th><th>parent (A)</th><th>branch (B)</th>'
+            f'<th>B minus A</th></tr></thead><tbody>{rows}</tbody></table>'
+            f'<p class="dv-branch-marked">{marked} positions outlined: their committed token or commit step changed.</p>')
 
 
 def show_compare(step, palette, layout_kind, session: RunSession):
@@ -47,8 +80,10 @@ def show_compare(step, palette, layout_kind, session: RunSession):
         return "", gr.skip()
     last = len(align(a, b)) - 1
     palette, layout_kind = view_options(palette, layout_kind)
-    html = compare_html(a, b, step, palette=palette, layout=layout_kind)
-    return html, gr.Slider(maximum=max(last, 1), value=min(int(step), last), interactive=True)
+    at = fork_step(b) if branch_pair(session) else None  # a branch's fork point, named under the slider
+    shown = compare_html(a, b, step, palette=palette, layout=layout_kind, marked=branch_marks(session))
+    return shown, gr.Slider(maximum=max(last, 1), value=min(int(step), last), interactive=True,
+                            info=f"B forks from A at {at} on this slider (its caption says fork point)" if at is not None else None)
 
 
 def export_compare(palette, layout_kind, session: RunSession, progress=gr.Progress()):

@@ -74,6 +74,7 @@ class Limits:
     max_prompt_chars: int | None = None  # checked before the prompt is tokenized (a 1 MB prompt took 4.8 s to tokenize)
     max_upload_mb: int = MAX_TRACE_BYTES // 2**20  # Gradio refuses bigger uploads before reading them ("mb" is MiB there)
     max_export_frames: int | None = None
+    max_branches: int | None = None  # forks ("Fork here") a session may hold: each keeps a whole trace in memory
 
     @classmethod
     def hosted(cls) -> "Limits":
@@ -83,6 +84,7 @@ class Limits:
             max_prompt_chars=env_int("DV_MAX_PROMPT_CHARS", 8000),
             max_upload_mb=env_int("DV_MAX_UPLOAD_MB", 20),
             max_export_frames=env_int("DV_MAX_EXPORT_FRAMES", 600),
+            max_branches=env_int("DV_MAX_BRANCHES", 8),
         )
 
     @property
@@ -132,6 +134,7 @@ def hosted_note(limits: Limits) -> str:
         *((cap, f"{KNOBS[name].label} up to {{}}") for name, cap in limits.knob_caps.items() if KNOBS[name].kind is not bool),
         (limits.max_upload_mb, "trace uploads up to {} MB"),
         (limits.max_export_frames, "exports up to {} frames"),
+        (limits.max_branches, "up to {} branches a session"),
     ]
     allowed = ", ".join(["the models in the list"] + [text.format(cap) for cap, text in caps if cap is not None])
     switched_off = [KNOBS[name].label for name, cap in limits.knob_caps.items() if KNOBS[name].kind is bool and not cap]

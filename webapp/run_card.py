@@ -36,8 +36,9 @@ def _plain(value) -> str:
 
 
 def run_card_html(prompt: str, model: str, settings: dict, *, steps: int | None = None, blocks: int | None = None,
-                  branch=None) -> str:
-    """The card as small HTML, every value escaped (a prompt or pin text is a visitor's)."""
+                  branch=None, parent: str | None = None) -> str:
+    """The card as small HTML, every value escaped (a prompt or pin text is a visitor's); `parent` names a branch's
+    parent run as the session's tree does ("root", "branch 1")."""
     esc = html.escape
     short = prompt if len(prompt) <= PROMPT_SHOWN else prompt[:PROMPT_SHOWN - 1] + "…"
     sampler = settings.get("sampler") or "the model's default"
@@ -55,15 +56,16 @@ def run_card_html(prompt: str, model: str, settings: dict, *, steps: int | None 
     if layers:
         rows.append(f"<div>layers: {esc(_plain(layers))}</div>")
     if branch is not None:
-        rows.append(f"<div>branch of {esc(branch.parent[:12])} at block {branch.block}, step {branch.step}: "
-                    f"{esc('; '.join(branch.interventions))}</div>")
+        named = f"{esc(parent)} (sha256 {esc(branch.parent[:12])})" if parent else esc(branch.parent[:12])
+        rows.append(f"<div>branch of {named} at block {branch.block}, step {branch.step}: "
+                    f"{esc('; '.join(branch.interventions) or 'no intervention')}</div>")
     return f'<div class="dv-run-card">{"".join(rows)}</div>'
 
 
-def trace_card(trace) -> str:
-    """The card of a recorded (or running) trace."""
+def trace_card(trace, parent: str | None = None) -> str:
+    """The card of a recorded (or running) trace; `parent`: a branch's parent's name in the session."""
     return run_card_html(trace.prompt, trace.model.name, trace.settings.to_dict(), steps=len(trace.steps),
-                         blocks=len(trace.blocks), branch=trace.branch)
+                         blocks=len(trace.blocks), branch=trace.branch, parent=parent)
 
 
 def _flags(settings: dict) -> list[str]:

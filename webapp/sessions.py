@@ -29,6 +29,7 @@ import uuid
 
 import gradio as gr
 
+from visualizer.run_tree import ROOT, RunTree
 from visualizer.trace import Trace
 
 
@@ -46,19 +47,26 @@ class RunSession:
         self.error = ""  # why the last Generate did not start, shown by the run's message
         self.stop = threading.Event()
         self.compare: list[Trace | None] = [None, None]  # runs A and B of the comparison
+        # the session's runs as a tree ("Fork here", fork_panel.py): a new run or loaded trace is the root, each
+        # branch a run of its own, by its tree name; `run_name` is the one on screen
+        self.tree, self.runs, self.run_name = RunTree(), {}, ""
         self._files: tempfile.TemporaryDirectory | None = None  # downloads, made by `files`
         self._files_lock = threading.Lock()
 
     def __deepcopy__(self, memo):  # gr.State deep-copies initial values; each session gets a fresh one
         return RunSession()
 
-    def show(self, trace: Trace, file: str | None = None) -> None:
+    def show(self, trace: Trace, name: str | None = None, file: str | None = None) -> None:
         """Make `trace` the session's run, under a new token (set first: an ask that read the old token
-        and then the new trace is caught by its check after the answer, `webapp.why_views.event_view`);
-        `file` is the uploaded file it came from, if any."""
+        and then the new trace is caught by its check after the answer, `webapp.why_views.event_view`).
+        Without `name` it is a new root (the tree starts over); with one, that run of the tree (a branch, or
+        a run switched back to). `file` is the uploaded file it came from, if any."""
         self.run_id = uuid.uuid4().hex[:12]
         self.trace = trace
         self.shown_file = file
+        if name is None:
+            self.tree, self.runs, name = RunTree().add_root(), {}, ROOT
+        self.runs[name], self.run_name = trace, name
 
     @property
     def files(self) -> tempfile.TemporaryDirectory:
@@ -73,6 +81,7 @@ class RunSession:
         """The session ended: stop its run, drop its traces and delete its downloads folder."""
         self.stop.set()
         self.trace, self.compare = None, [None, None]
+        self.tree, self.runs = RunTree(), {}
         with self._files_lock:
             if self._files is not None:
                 self._files.cleanup()

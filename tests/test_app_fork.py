@@ -1,0 +1,205 @@
+"""The fork in the app (issue 55, docs/lab.md "In the app"), driven through gradio_client as a browser drives it:
+a branch with no intervention equals its parent's steps bit for bit, a forbid holds, the session's runs form a tree
+the client switches between, every refusal is one line before the queue with nothing recorded lost, and hosted mode
+caps the branches a session holds."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from gradio_client import Client
+from gradio_client.exceptions import ValidationError
+
+from backends import ModelChoice
+from tests.app_api import finished_run, served_app, submit_generate
+from webapp import app as app_module, hosting
+from webapp.compare_runs import branch_marks, deltas_html
+
+pytestmark = pytest.mark.app
+
+PROMPT = "Write a six-line poem about the ocean."
+ARRAYS = ("canvas", "accepted", "argmax", "entropy_nats", "topk_ids", "topk_probs")
+LABEL = "Test model (built in)"
+
+
+@pytest.fixture(scope="module")
+def served(no_eos_model_dir):
+    """The app outside hosted mode, and the same model under a branch cap of 1 (hosted mode)."""
+    with served_app(app_module.build_app(str(no_eos_model_dir))) as url:
+        yield url, str(no_eos_model_dir)
+
+
+@pytest.fixture(scope="module")
+def hosted(no_eos_model_dir):
+    limits = hosting.Limits(knob_caps={"max_new_tokens": 512, "max_denoising_steps": 8}, max_branches=1)
+    mode = hosting.Hosting(True, limits, (ModelChoice(LABEL, str(no_eos_model_dir), "transformers", True),))
+    with served_app(app_module.build_app(hosting_mode=mode)) as url:
+        yield url, LABEL
+
+
+def session_of(client):
+    """The server's RunSession of this client (same process: the registry of every app here)."""
+    return app_module.SESSIONS._sessions[client.session_hash]
+
+
+def parent_run(client, model, steps=6):
+    text, message = finished_run(client, submit_generate(client, PROMPT, model, max_new_tokens=256, steps=steps))
+    assert message == "" and text
+    return session_of(client).trace
+
+
+def run_branch(client, at, listed, model):
+    """Fork the session's run; (the live view's values, the fork message after it)."""
+    values = list(client.submit(at, listed, model, api_name="/run_branch"))
+    message, note, *_ = client.predict("standard", "grid", api_name="/branch_message")
+    return values, message or note
+
+
+def refusal(client, at, listed, model) -> str:
+    """The one line of a fork refused before the queue (gradio_client lists it under the input it names)."""
+    try:
+        client.predict(at, listed, model, api_name="/run_branch")
+    except ValidationError as exc:
+        lines = str(exc).splitlines()
+        assert lines[0] == "1 parameter(s) failed validation:" and len(lines) == 2, str(exc)
+        return lines[1].removeprefix("- at: ")
+    raise AssertionError("the fork was not refused")
+
+
+def same_steps(a, b) -> bool:
+    return len(a) == len(b) and all(np.array_equal(getattr(x, f), getattr(y, f)) for x, y in zip(a, b) for f in ARRAYS)
+
+
+def test_a_fork_without_interventions_from_the_app_equals_its_parent(served):
+    url, model = served
+    client = Client(url, verbose=False)
+    parent = parent_run(client, model)
+    values, message = run_branch(client, "1:3", "", model)
+    session = session_of(client)
+    branch = session.trace
+    assert branch is not parent and branch.branch.to_dict()["at"] == [1, 3] and branch.branch.interventions == ()
+    assert same_steps(parent.steps, branch.steps)  # every step, so the ones from the fork step on, bit for bit
+    np.testing.assert_array_equal(branch.end.sequence, parent.end.sequence)
+    assert values[0][0].startswith('{"type":"start"') and len(values) > 1  # streamed like a run
+    assert message.startswith("branch 1: no intervention at 1:3, forked from root")
+    assert session.tree.labels() == ["root", "branch 1 (no intervention at 1:3)"]
+    # the compare view holds parent and branch: nothing changed, nothing outlined, every delta zero
+    assert session.compare == [parent, branch] and branch_marks(session) == frozenset()
+    assert deltas_html(session).count("<td>0</td>") + deltas_html(session).count("<td>n/a</td>") == 3
+
+
+def test_a_forbid_holds_and_the_tree_switches_between_runs(served, no_eos_backend):
+    url, model = served
+    client = Client(url, verbose=False)
+    parent = parent_run(client, model)
+    tokenizer = no_eos_backend.tokenizer
+
+    def one_token(p):  # committed after the fork step, and a text that is that one token again
+        token = int(parent.blocks[0].tokens[p])
+        return not parent.steps[0].accepted[p] and tokenizer.encode(tokenizer.decode([token]), add_special_tokens=False) == [token]
+
+    position = next(p for p in range(parent.canvas_length) if one_token(p))
+    token = int(parent.blocks[0].tokens[position])
+    text = tokenizer.decode([token])
+    _, message = run_branch(client, "1:2", f"forbid {position}={text}", model)
+    session = session_of(client)
+    branch = session.trace
+    assert same_steps(parent.steps[:1], branch.steps[:1])  # before the fork step: the parent's
+    for step in branch.steps[1:]:
+        assert not (step.accepted[position] and step.canvas[position] == token) and step.argmax[position] != token
+    assert branch.blocks[0].tokens[position] != token
+    assert branch.branch.interventions == (f"forbid {position}={text}",) and branch.branch.token_ids == ((token,),)
+    assert (0, position) in branch_marks(session)  # its committed token changed: outlined in the compare view
+    canvas, _ = client.predict(0, "standard", "grid", api_name="/compare_step")
+    assert "inset 0 0 0 1.5px" in canvas  # the outline, drawn on both sides
+    # a branch of the branch, then back to the root: the live view replays it, the card names no parent
+    run_branch(client, "1:4", "", model)
+    assert session.tree.names() == ["root", "branch 1", "branch 1.1"]
+    shown = client.predict("root", "standard", "grid", api_name="/show_run")
+    assert session.trace is parent and shown[0][0].startswith('{"type":"start"')
+    shown = client.predict("branch 1.1", "standard", "grid", api_name="/show_run")
+    assert session.trace.branch.to_dict()["at"] == [1, 4] and "branch of branch 1" in shown[4]
+
+
+def test_refusals_are_one_line_before_the_queue_and_lose_nothing(served):
+    url, model = served
+    client = Client(url, verbose=False)
+    assert refusal(client, "1:2", "", model) == "No run to fork yet: generate one or load a trace."
+    parent = parent_run(client, model, steps=4)
+    cases = {
+        ("1:9", ""): "Fork at ",  # a step outside the run, its range named
+        ("3:1", ""): "Fork at ",
+        ("1:2", "forbid 999=x"): "position 999 is outside the canvas",
+        ("1:2", "set 4="): "has an empty text",
+        ("1:2", "knob seed=3"): "cannot change mid-run",
+        ("1:2", "frobnicate 3"): "unknown intervention",
+    }
+    for (at, listed), said in cases.items():
+        message = refusal(client, at, listed, model)
+        assert said in message and "\n" not in message and "Traceback" not in message
+    session = session_of(client)
+    assert session.trace is parent and session.tree.names() == ["root"]  # nothing recorded was lost
+    # the model judges a text it cannot hold at one token, in the queue: one line, the parent kept
+    with pytest.raises(Exception, match="forbid takes one token"):
+        client.predict("1:2", "forbid 3=ocean waves and more", model, api_name="/run_branch")
+    assert session.trace is parent and session.tree.names() == ["root"] and len(parent.steps) == 4
+    assert "forbid takes one token" in client.predict("standard", "grid", api_name="/branch_message")[0]  # beside the button
+
+
+def test_a_loaded_trace_of_another_model_is_refused(served, random_backend):
+    from backends.run import record_trace
+    from visualizer.settings import GenerationSettings
+
+    url, model = served
+    client = Client(url, verbose=False)
+    parent_run(client, model, steps=4)  # loads the app's model, so the validator can compare
+    other = record_trace(random_backend, PROMPT, GenerationSettings(seed=1, max_new_tokens=256, max_denoising_steps=3))
+    session = session_of(client)
+    other.model = replace(other.model, name="another model")
+    session.show(other)
+    assert "This run was recorded with another model" in refusal(client, "1:2", "", model)
+    assert session.trace is other
+
+
+def test_hosted_mode_caps_the_branches_of_a_session(hosted):
+    url, label = hosted
+    client = Client(url, verbose=False)
+    parent_run(client, label, steps=4)
+    run_branch(client, "1:2", "", label)
+    session = session_of(client)
+    assert session.tree.branch_count() == 1
+    assert "already holds 1 branches" in refusal(client, "1:2", "", label)
+    assert session.tree.branch_count() == 1
+    other = Client(url, verbose=False)  # another session has its own cap
+    parent_run(other, label, steps=4)
+    run_branch(other, "1:3", "", label)
+    assert session_of(other).tree.branch_count() == 1
+    assert "up to 1 branches a session" in hosting.hosted_note(hosting.Limits(max_branches=1))
+
+
+def test_the_streamed_fork_refuses_before_appending_and_equals_fork_trace(random_backend):
+    """`fork_records`, the app's fork: a refused plan appends nothing and leaves no plan on the backend; a streamed
+    branch is `fork_trace`'s, step for step, and names its fork before its first step."""
+    from backends import BackendError
+    from backends.interventions import fork_records, fork_trace
+    from backends.run import record_trace
+    from visualizer.interventions import parse_spec
+    from visualizer.settings import GenerationSettings
+    from visualizer.trace import Trace
+
+    parent = record_trace(random_backend, PROMPT, GenerationSettings(seed=2, max_new_tokens=256, max_denoising_steps=5))
+    refused = Trace(model=random_backend.info, prompt=PROMPT)
+    with pytest.raises(BackendError, match="is outside this run"):
+        next(fork_records(random_backend, parent, "0" * 64, block=1, step=9, interventions=(), trace=refused))
+    assert refused.start is None and not refused.steps and random_backend.fork_plan is None
+    specs = (parse_spec("topk 3"), parse_spec("remask 2-5"))
+    streamed = Trace(model=random_backend.info, prompt=PROMPT)
+    batches = fork_records(random_backend, parent, "0" * 64, block=1, step=2, interventions=specs, trace=streamed)
+    next(batches)
+    assert streamed.branch.interventions == ("topk 3", "remask 2-5") and not streamed.steps
+    list(batches)
+    whole = fork_trace(random_backend, parent, "0" * 64, block=1, step=2, interventions=specs)
+    assert same_steps(streamed.steps, whole.steps) and streamed.branch == whole.branch
+    assert not same_steps(streamed.steps, parent.steps) and random_backend.fork_plan is None
