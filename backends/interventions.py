@@ -28,14 +28,12 @@ from dataclasses import dataclass
 
 import torch
 
-from visualizer.interventions import Branch, Intervention, plan_problems
+from visualizer.interventions import KINDS, Branch, Intervention, plan_problems
 from visualizer.step_names import StepName, StepNameError, locate_step
 from visualizer.trace import Trace
 
 from .base import BackendError
 
-TEXT_KINDS = ("set", "forbid", "nudge")  # the kinds whose text the tokenizer turns into ids
-ONE_TOKEN_KINDS = ("forbid", "nudge")  # a token's probability: the text must be one token
 # Why a backend that declares no interventions has none, for its one-line refusal. Diffusers' samplers
 # could be forked (its capture already holds pins through the scheduler's step and the callback's canvas),
 # but only from step 0 of the first block: no fork path is built there yet.
@@ -200,7 +198,8 @@ def resolve_plan(backend, parent: Trace, block: int, step: int, interventions: t
         raise BackendError(f"the {backend.name} backend cannot fork a run: {no_fork_reason(backend.name)}")
     missing = [iv.kind for iv in interventions if iv.kind not in kinds]
     if missing:
-        raise BackendError(f"the {backend.name} backend cannot apply {missing[0]}: it applies {', '.join(sorted(kinds))}")
+        raise BackendError(f"the {backend.name} backend cannot {KINDS[missing[0]].form.verb} ({missing[0]}): "
+                           f"it applies {', '.join(sorted(kinds))}")
     if parent.start is None:
         raise BackendError("the parent trace has no run start to re-run")
     if parent.start.batch:
@@ -219,10 +218,11 @@ def resolve_plan(backend, parent: Trace, block: int, step: int, interventions: t
 
 
 def _ids(backend, iv: Intervention) -> tuple[int, ...]:
-    if iv.kind not in TEXT_KINDS:
+    tokens = KINDS[iv.kind].tokens  # how the kind's declaration reads its text
+    if not tokens:
         return ()
     ids = text_ids(backend, iv.position, iv.text, iv.spec())
-    if iv.kind in ONE_TOKEN_KINDS and len(ids) != 1:
+    if tokens == "one" and len(ids) != 1:
         raise BackendError(f"{iv.spec()}: {iv.kind} takes one token, and {iv.text!r} is {len(ids)} tokens")
     return ids
 
