@@ -254,7 +254,7 @@ def test_fork_on_the_built_in_model_through_main(tmp_path, capsys):
         (["--at", "1:2", "--set", "3="], "empty text"),
         (["--at", "1:2", "--knob", "colour=3"], "cannot change mid-run"),
         (["--at", "1:2", "--backend", "mlx"], "the mlx backend cannot fork a run (its capture applies no edits"),
-        (["--at", "1:2", "--backend", "diffusers"], "not built there yet); forks run on: transformers"),
+        (["--at", "1:2", "--backend", "mlx"], "not even pins); forks run on: transformers, diffusers"),
         (["--at", "x"], "BLOCK:STEP"),
         (["--at", "1:2", "--forbid", "3=ocean waves"], "forbid takes one token"),
     ):
