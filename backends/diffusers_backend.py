@@ -42,6 +42,7 @@ from visualizer.settings import GenerationSettings
 
 from .base import COMMON_KNOBS, Backend, BackendError, Capabilities
 from .diffusers_capture import CALLBACK_TENSORS, capture_pipeline
+from .diffusers_edits import DIFFUSERS_KINDS
 from .registry import DIFFUSERS_SOURCE_PREFIX
 from .transformers_backend import TransformersBackend
 
@@ -73,7 +74,8 @@ SAMPLERS = (
 )
 # Which scheduler reads which knob is each spec's `knobs` above: a trace records the others as None, never a knob
 # that did nothing.
-CAPABILITIES = Capabilities(knobs=COMMON_KNOBS | {"sampler", "record_shift", "pins", "layers"}, samplers=SAMPLERS)
+CAPABILITIES = Capabilities(knobs=COMMON_KNOBS | {"sampler", "record_shift", "pins", "layers"}, samplers=SAMPLERS,
+                            interventions=DIFFUSERS_KINDS)  # forks and warm starts (diffusers_edits.py); no `knob`
 
 
 def scheduler_for(settings: GenerationSettings):
@@ -169,6 +171,7 @@ class DiffusersBackend(TransformersBackend):
             shift=bool(settings.record_shift),
             layers=tuple(settings.layers or ()),
             pins=self.pinned_ids(settings),
+            edits=self.fork_plan,  # a fork's or a warm start's, for this one run (interventions.fork_trace)
         ) as capture:
             out = pipe(prompt="", callback_on_step_end=capture.callback,
                        callback_on_step_end_tensor_inputs=CALLBACK_TENSORS, **self.call_kwargs(settings))

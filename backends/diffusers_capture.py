@@ -27,6 +27,8 @@ What each part of a record comes from, and why:
   with the pins on it, which the pipeline takes as the next step's canvas (`callback_outputs.pop("canvas")`):
   DDIM's posterior and its corrector sweeps (left as they are: their leave-one-out logits are not made
   for -inf) may move a pinned position, and it is put back before the step ends.
+- a fork's interventions (`edits`, from its step on; without a fork nothing of this is installed) go
+  in at the same places, `set`'s tokens held as the pins are: `diffusers_edits.py` says what each does where.
 
 The pipeline's private details this relies on (diffusers 0.42.1; tests/test_diffusers_backend.py
 checks each): the callback may ask for `canvas` and `logits` (`_callback_tensor_inputs`); the
@@ -55,6 +57,7 @@ from visualizer.records import LENS_FIELDS
 
 from .bridge import GenerationCancelled
 from .captured import CapturedBlock, CapturedStep, pad_after_eos
+from .diffusers_edits import PipelineEditor
 from .layer_capture import LayerTaps, block_lens, guard_hooks, layer_rms
 from .logit_summary import shift_nats, summarize_logits
 
@@ -87,7 +90,7 @@ class PipelineCapture:
 
     def __init__(self, on_step, on_block, should_stop, *, topk: int, scaled_entropy: bool,
                  canvas_length: int, eos_ids: tuple[int, ...], pad_id: int | None, confidence_sampler: bool,
-                 shift: bool = False, model=None, pins: tuple[tuple[int, int], ...] = ()):
+                 shift: bool = False, model=None, pins: tuple[tuple[int, int], ...] = (), edits=None):
         self.on_step, self.on_block, self.should_stop = on_step, on_block, should_stop
         self.shift = shift  # the KL of each position's distribution from the previous step's (logit_summary.shift_nats)
         self.previous: torch.Tensor | None = None  # the previous step's log p (one float32 distribution a row)
@@ -105,32 +108,50 @@ class PipelineCapture:
         self.inside: dict = {}  # the step's layer RMS and lens, read at the scheduler's step
         self.kept: list[list[torch.Tensor]] = []  # the block's layer outputs per step, for the lens ranks
         self.pins = pins
-        self.pinned_logits: torch.Tensor | None = None  # the step's logits with the pins held (what the scheduler saw)
+        self.pinned_logits: torch.Tensor | None = None  # the step's logits as edited (pins, set, forbid): what the scheduler saw
+        self.scheduler = None  # the pipeline's scheduler (block refinement's committed state: diffusers_edits)
+        self.edits = edits  # a fork's interventions (`diffusers_edits.PipelineEditor`); None: none
+        self.stepped = False  # the scheduler has stepped in the step in progress (DDIM's correctors come after)
 
-    # ---- pins (the first block only) ---------------------------------------------------------------
-    def _pinning(self) -> bool:
-        return bool(self.pins) and self.block == 0
+    # ---- held tokens: pins (the first block) and a fork's set (from its step to the block's end) ----------
+    def held(self) -> tuple[tuple[int, int], ...]:
+        """(position, id) held at the step in progress; a fork's set after the pins (a pin's position is never set:
+        the pins hold the parent's run, so a set there differs from the parent only where the pin does not hold)."""
+        pins = self.pins if self.block == 0 else ()
+        return pins + (self.edits.held(self.block, self.steps) if self.edits is not None else ())
 
-    def pin_canvas(self, canvas: torch.Tensor) -> torch.Tensor:
-        """The canvas with the pinned tokens on it (a copy: the pipeline's tensor is never written)."""
-        where = torch.tensor([p for p, _ in self.pins], device=canvas.device)
+    @staticmethod
+    def pin_canvas(canvas: torch.Tensor, held) -> torch.Tensor:
+        """The canvas with the held tokens on it (a copy: the pipeline's tensor is never written)."""
+        where = torch.tensor([p for p, _ in held], device=canvas.device)
         pinned = canvas.clone()
-        pinned[:, where] = torch.tensor([t for _, t in self.pins], device=canvas.device, dtype=canvas.dtype)
+        pinned[:, where] = torch.tensor([t for _, t in held], device=canvas.device, dtype=canvas.dtype)
         return pinned
 
-    def pin_logits(self, logits: torch.Tensor) -> torch.Tensor:
-        """At each pinned position every logit but the pinned token's is -inf (a copy)."""
-        rows = torch.full((len(self.pins), logits.shape[-1]), float("-inf"), dtype=logits.dtype, device=logits.device)
-        rows[torch.arange(len(self.pins)), torch.tensor([t for _, t in self.pins])] = 0.0
+    @staticmethod
+    def pin_logits(logits: torch.Tensor, held) -> torch.Tensor:
+        """At each held position every logit but the held token's is -inf (a copy)."""
+        rows = torch.full((len(held), logits.shape[-1]), float("-inf"), dtype=logits.dtype, device=logits.device)
+        rows[torch.arange(len(held)), torch.tensor([t for _, t in held])] = 0.0
         pinned = logits.clone()
-        pinned[:, torch.tensor([p for p, _ in self.pins], device=logits.device)] = rows
+        pinned[:, torch.tensor([p for p, _ in held], device=logits.device)] = rows
         return pinned
 
     def decoder_inputs(self, module, args, kwargs):
-        """Model pre-hook (installed only with pins): every decoder input of the first block holds the pins."""
-        if self._pinning() and kwargs.get("decoder_input_ids") is not None:
-            return args, {**kwargs, "decoder_input_ids": self.pin_canvas(kwargs["decoder_input_ids"])}
-        return None
+        """Model pre-hook (installed only with pins or a fork): every decoder input holds what is held; a fork's
+        step reads its canvas, and the self-conditioning as the fork edits it (`diffusers_edits`)."""
+        canvas = kwargs.get("decoder_input_ids")
+        if canvas is None:
+            return None
+        changed = dict(kwargs)
+        if self.edits is not None:
+            changed["decoder_input_ids"] = canvas = self.edits.decoder_canvas(self.block, self.steps, canvas)
+            changed["self_conditioning_logits"] = self.edits.conditioning(
+                self.block, self.steps, self.stepped, kwargs.get("self_conditioning_logits"))
+        held = self.held()
+        if held:
+            changed["decoder_input_ids"] = self.pin_canvas(canvas, held)
+        return args, changed
 
     def _check_stop(self) -> None:
         if self.should_stop is not None and self.should_stop():
@@ -143,6 +164,7 @@ class PipelineCapture:
         if self.block >= 0:
             self._close_block(kwargs["input_ids"][:, -self.canvas_length:])
         self.block, self.steps, self.accepted, self.previous = self.block + 1, 0, None, None
+        self.stepped = False
         self.kept.clear()
         self.clock = time.perf_counter()
 
@@ -152,9 +174,15 @@ class PipelineCapture:
             hiddens = self.taps.take()
             self.inside = {"layer_rms": layer_rms(hiddens)}
             self.kept.append([h.clone() for h in hiddens])  # a cudagraph-compiled decoder reuses its outputs
-        if self._pinning():
-            kwargs["model_output"] = self.pinned_logits = self.pin_logits(kwargs["model_output"])
-            kwargs["sample"] = self.pin_canvas(kwargs["sample"])
+        raw = kwargs["model_output"]
+        if self.edits is not None:  # the fork step's canvas; forbid's -inf
+            kwargs = self.edits.scheduler_inputs(self.block, self.steps, kwargs, self.scheduler)
+        held = self.held()
+        if held:
+            kwargs["model_output"] = self.pin_logits(kwargs["model_output"], held)
+            kwargs["sample"] = self.pin_canvas(kwargs["sample"], held)
+        self.pinned_logits = kwargs["model_output"] if kwargs["model_output"] is not raw else None
+        self.stepped = True
         self.out = original(*args, **kwargs)
         return self.out
 
@@ -163,13 +191,24 @@ class PipelineCapture:
         predictor step, with any corrector sweeps that followed it (the canvas is the one after them)."""
         out, canvas = self.out, tensors["canvas"]
         returned = {}
-        if self._pinning():  # the pipeline takes this canvas as the next step's
-            canvas = returned["canvas"] = self.pin_canvas(canvas)
+        given = canvas
+        if self.edits is not None:  # a forbidden token scrubbed; what the fork step turned to noise, uncommitted
+            canvas = self.edits.next_canvas(self.block, step_idx, canvas)
+            forgotten = self.edits.forgotten(self.block, step_idx)
+            if forgotten and self.accepted is not None:
+                self.accepted = self.accepted.clone()
+                self.accepted[:, forgotten] = False
+        held = self.held()
+        if held:
+            canvas = self.pin_canvas(canvas, held)
+        if canvas is not given:  # the pipeline takes this canvas as the next step's
+            returned["canvas"] = canvas
+        self.stepped = False
         # The scheduler's step count after the pipeline's set_timesteps: the predictor steps, fewer than
         # num_inference_steps when DDIM's corrector sweeps take their share of the budget.
         self.num_steps = int(pipe.scheduler.num_inference_steps)
         self.accepted = accepted_set(out, canvas, self.accepted)
-        raw = self.pinned_logits if self._pinning() else tensors["logits"]  # what the scheduler sampled from
+        raw = self.pinned_logits if self.pinned_logits is not None else tensors["logits"]  # what the scheduler sampled from
         logits = out.pred_logits if self.scaled_entropy else raw
         summary = summarize_logits(logits, self.topk, log_partition=self.shift)
         kl = None
@@ -223,9 +262,9 @@ class PipelineCapture:
 def capture_pipeline(pipe, on_step: Callable[[CapturedStep], None], on_block: Callable[[CapturedBlock], None],
                      should_stop: Callable[[], bool] | None = None, *, topk: int, scaled_entropy: bool,
                      eos_ids: tuple[int, ...], pad_id: int | None, confidence_sampler: bool = False, shift: bool = False,
-                     layers: tuple[int, ...] = (), pins: tuple[tuple[int, int], ...] = ()):
-    """Install the scheduler wrap and the encoder hook (and the layer taps and the pins' model hook when asked)
-    for the duration of the run; always undone."""
+                     layers: tuple[int, ...] = (), pins: tuple[tuple[int, int], ...] = (), edits=None):
+    """Install the scheduler wrap and the encoder hook (and the layer taps, and the model hook of the pins and of a
+    fork's `edits`, a `backends.interventions.ForkPlan`, when asked) for the duration of the run; always undone."""
     guard_hooks()  # in this thread, for a decoder the caller compiles (dynamo's config is thread-local: layer_capture)
     scheduler = pipe.scheduler
     if "step" in vars(scheduler):
@@ -234,7 +273,9 @@ def capture_pipeline(pipe, on_step: Callable[[CapturedStep], None], on_block: Ca
         on_step, on_block, should_stop, topk=topk, scaled_entropy=scaled_entropy,
         canvas_length=int(pipe.model.config.canvas_length), eos_ids=eos_ids, pad_id=pad_id,
         confidence_sampler=confidence_sampler, shift=shift, model=pipe.model, pins=tuple(pins),
+        edits=None if edits is None else PipelineEditor(edits, int(pipe.model.config.get_text_config(decoder=True).vocab_size)),
     )
+    capture.scheduler = scheduler
     original = scheduler.step
     handles = []
     try:
@@ -242,7 +283,7 @@ def capture_pipeline(pipe, on_step: Callable[[CapturedStep], None], on_block: Ca
         # names them (inspect.signature follows __wrapped__); a bare (*args, **kwargs) would drop them.
         scheduler.step = functools.wraps(original)(lambda *args, **kwargs: capture.scheduler_step(original, *args, **kwargs))
         handles.append(pipe.model.model.encoder.register_forward_pre_hook(capture.block_starts, with_kwargs=True))
-        if pins:
+        if pins or edits is not None:
             handles.append(pipe.model.register_forward_pre_hook(capture.decoder_inputs, with_kwargs=True))
         with (LayerTaps(pipe.model, layers) if layers else contextlib.nullcontext()) as taps:
             capture.taps = taps

@@ -1,4 +1,4 @@
-"""A fork on the transformers backend: re-run a recorded run from its seed and apply interventions from one step on.
+"""A fork on the transformers backend (and, through `diffusers_edits.py`, on diffusers): re-run a recorded run from its seed and apply interventions from one step on.
 
     branch = fork_trace(backend, parent, parent_hash, block=1, step=10, interventions=(parse_intervention("forbid", "11=moon"),))
 
@@ -28,20 +28,15 @@ from dataclasses import dataclass
 
 import torch
 
-from visualizer.interventions import Branch, Intervention, plan_problems
+from visualizer.interventions import KINDS, Branch, Intervention, plan_problems
 from visualizer.records import FINISH_CANCELLED
 from visualizer.step_names import StepName, StepNameError, locate_step
 from visualizer.trace import Trace
 
 from .base import BackendError
 
-TEXT_KINDS = ("set", "forbid", "nudge")  # the kinds whose text the tokenizer turns into ids
-ONE_TOKEN_KINDS = ("forbid", "nudge")  # a token's probability: the text must be one token
-# Why a backend that declares no interventions has none, for its one-line refusal. Diffusers' samplers
-# could be forked (its capture already holds pins through the scheduler's step and the callback's canvas),
-# but only from step 0 of the first block: no fork path is built there yet.
+# Why a backend that declares no interventions has none, for its one-line refusal (diffusers forks: diffusers_edits.py).
 NOT_FORKED = {
-    "diffusers": "its capture holds pins from the first step only; interventions from a later step are not built there yet",
     "mlx": "its capture applies no edits to a run, not even pins",
 }
 
@@ -49,6 +44,21 @@ NOT_FORKED = {
 def no_fork_reason(name: str) -> str:
     """Why the backend `name` cannot fork, for its one-line refusal."""
     return NOT_FORKED.get(name, "it declares no interventions")
+
+
+def edit_conditioning(conditioning, topk: int | None, nudges) -> torch.Tensor:
+    """The self-conditioning logits (batch, canvas, vocab) truncated to their top `topk` at every position, then
+    `nudges` ((position, token, eps), ...) moving eps of probability onto a token: a copy in the input's dtype (the
+    model's tensor is never written). Both backends that fork hand the next step this."""
+    logits = conditioning.to(torch.float32, copy=True)
+    if topk is not None and topk < logits.shape[-1]:
+        values, ids = logits.topk(topk, dim=-1)
+        logits = torch.full_like(logits, float("-inf")).scatter(-1, ids, values)
+    for position, token, eps in nudges:
+        probs = logits[:, position].softmax(-1) * (1 - eps)
+        probs[:, token] += eps
+        logits[:, position] = probs.log()
+    return logits.to(conditioning.dtype)
 
 
 class PinTable:
@@ -158,15 +168,7 @@ class Editor:
         if topk is None and not nudges:
             return out
         next_canvas, argmax, conditioning, finished = out
-        logits = conditioning.to(torch.float32, copy=True)  # (batch, canvas, vocab); the model's tensor is never written
-        if topk is not None and topk < logits.shape[-1]:
-            values, ids = logits.topk(topk, dim=-1)
-            logits = torch.full_like(logits, float("-inf")).scatter(-1, ids, values)
-        for position, token, eps in nudges:
-            probs = logits[:, position].softmax(-1) * (1 - eps)
-            probs[:, token] += eps
-            logits[:, position] = probs.log()
-        return next_canvas, argmax, logits.to(conditioning.dtype), finished
+        return next_canvas, argmax, edit_conditioning(conditioning, topk, nudges), finished
 
     def _change_knobs(self, sampler) -> None:
         self.knobs_applied = True
@@ -201,7 +203,8 @@ def resolve_plan(backend, parent: Trace, block: int, step: int, interventions: t
         raise BackendError(f"the {backend.name} backend cannot fork a run: {no_fork_reason(backend.name)}")
     missing = [iv.kind for iv in interventions if iv.kind not in kinds]
     if missing:
-        raise BackendError(f"the {backend.name} backend cannot apply {missing[0]}: it applies {', '.join(sorted(kinds))}")
+        raise BackendError(f"the {backend.name} backend cannot {KINDS[missing[0]].form.verb} ({missing[0]}): "
+                           f"it applies {', '.join(sorted(kinds))}")
     if parent.start is None:
         raise BackendError("the parent trace has no run start to re-run")
     if parent.start.batch:
@@ -220,10 +223,11 @@ def resolve_plan(backend, parent: Trace, block: int, step: int, interventions: t
 
 
 def _ids(backend, iv: Intervention) -> tuple[int, ...]:
-    if iv.kind not in TEXT_KINDS:
+    tokens = KINDS[iv.kind].tokens  # how the kind's declaration reads its text
+    if not tokens:
         return ()
     ids = text_ids(backend, iv.position, iv.text, iv.spec())
-    if iv.kind in ONE_TOKEN_KINDS and len(ids) != 1:
+    if tokens == "one" and len(ids) != 1:
         raise BackendError(f"{iv.spec()}: {iv.kind} takes one token, and {iv.text!r} is {len(ids)} tokens")
     return ids
 

@@ -113,7 +113,7 @@ BACKENDS: dict[str, BackendEntry] = {
             "diffusers", "backends.diffusers_backend", "DiffusersBackend",
             available=lambda: importlib.util.find_spec("diffusers") is not None,
             install_hint="pip install -r requirements.txt", claims=is_diffusers_source,
-            loads_unclaimed=True, helpers=("backends.diffusers_capture",),
+            loads_unclaimed=True, helpers=("backends.diffusers_capture", "backends.diffusers_edits"),
             samplers=(SAMPLER_ENTROPY_BOUND, SAMPLER_DISCRETE_DDIM, SAMPLER_BLOCK_REFINEMENT),
         ),
     )

@@ -134,7 +134,7 @@ def test_bad_starts_are_refused_in_one_line(tmp_path):
         (["--start-from", f"{tmp_path / 'none.json'}:1:1"], "cannot read"),
         (["--start-from", f"{small}:1:1", "--backend", "mlx"], "the mlx backend cannot warm-start a run (its capture "
                                                                 "applies no edits"),
-        (["--start-from-text", "3=x", "--backend", "diffusers"], "; warm starts run on: transformers"),
+        (["--start-from-text", "3=x", "--backend", "mlx"], "; warm starts run on: transformers, diffusers"),
         (["--start-from-text", "3="], "empty text"),
         (["--start-from", f"{small}:1:1"], "that run's canvas is 8 positions and this model's 256"),
         (["--start-from-text", "300=x"], "position 300 is outside the canvas"),

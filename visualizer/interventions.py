@@ -4,8 +4,9 @@
     problem = intervention_problem(iv, canvas_length=256)   # None, or one line
     iv.spec()                                          # "forbid 11=moon": what a branch's trace records
 
-Each kind is one declaration (`KINDS`): its argument's shape, its parse, its check against the canvas, and
-its one-line help; a backend says which kinds it applies (`backends.base.Capabilities.interventions`).
+Each kind is one declaration (`KINDS`, added by `declare_kind`), as a knob is: its argument's `Form` (parse, check,
+record, metavar, what a backend that lacks it cannot do), its help, its tokens and how long it lasts; the fork
+command's flags are made from the table. A backend says which kinds it applies (`backends.base.Capabilities.interventions`).
 Positions count from 0, as pins do; a fork point's block and step count from 1, as the app's captions do.
 
 A branch (`Branch`) is a trace's optional top-level field: the parent's content hash, the fork point and
@@ -18,6 +19,8 @@ import hashlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from .knobs import Form
 
 # The knobs a fork may change from its step on: the ones a step reads afresh (the temperature schedule's ends, the
 # entropy bound); the others (the step budget, the seed, the sampler) fix the run before its first step.
@@ -46,15 +49,38 @@ class Intervention:
 
 
 @dataclass(frozen=True)
-class Kind:
-    """One kind of intervention, declared once: the CLI's flag and help, the parse and the check come from here."""
+class InterventionKind:
+    """One kind of intervention, declared once, as a knob is (`visualizer.knobs.Form`): its argument's form (parse,
+    check, format back for the record, the CLI's metavar), its help, how its text becomes tokens and how long it
+    lasts. `cli/fork.py` makes `--NAME` from it; `parse_intervention` and `intervention_problem` read nothing else;
+    a backend lists the names it applies (`backends.base.Capabilities.interventions`) and refuses the rest saying
+    `form.verb`. A new kind is one `declare_kind(...)` and the backend code that applies it."""
 
-    name: str
-    usage: str  # the argument's shape, as --help and refusals show it ("POS=TEXT")
-    help: str  # one line: what it does from the fork point on
-    parse: Callable[[str], Intervention]  # the argument -> an Intervention (InterventionError: one line)
-    unparse: Callable[[Intervention], str]  # the inverse of `parse`, for the record
+    name: str  # the flag (--NAME) and the first word of the record ("forbid 11=moon")
+    help: str  # one line: what it does from the fork point on (the CLI's --help)
+    form: Form  # parse: arg -> Intervention; check: Intervention -> one line or None; format: Intervention -> arg
     positions: Callable[[Intervention], range] = lambda iv: range(0)  # the canvas positions it touches
+    tokens: str = ""  # "" no text; "one": its text must be one token (a token's probability); "many": any number
+    lasts: str = "block"  # "step" (the fork step only), "block" (to the block's end) or "run" (to the run's end)
+
+    @property
+    def usage(self) -> str:
+        """The argument's shape, as --help and refusals show it ("POS=TEXT")."""
+        return self.form.metavar
+
+    def parse(self, arg: str) -> Intervention:
+        """The argument -> an Intervention, checked (InterventionError: one line)."""
+        iv = self.form.parse(arg)
+        problem = self.form.check(iv)
+        if problem:
+            raise InterventionError(f"--{self.name} {arg!r}: {problem}")
+        return iv
+
+    def unparse(self, iv: Intervention) -> str:
+        return self.form.format(iv)
+
+
+Kind = InterventionKind  # the name the first version of this table used
 
 
 def _position(text: str, flag: str, usage: str) -> int:
@@ -81,10 +107,7 @@ def _text_at(kind: str, usage: str):
 def _parse_remask(arg: str) -> Intervention:
     first, sep, last = arg.partition("-")
     start = _position(first, "remask", "POS or POS-POS")
-    end = _position(last, "remask", "POS or POS-POS") if sep else start
-    if end < start:
-        raise InterventionError(f"--remask {arg!r}: the last position comes before the first")
-    return Intervention("remask", position=start, last=end)
+    return Intervention("remask", position=start, last=_position(last, "remask", "POS or POS-POS") if sep else start)
 
 
 def _parse_nudge(arg: str) -> Intervention:
@@ -95,35 +118,33 @@ def _parse_nudge(arg: str) -> Intervention:
     try:
         amount = float(eps)
     except ValueError:
-        amount = math.nan
-    if not 0 < amount < 1:  # NaN fails too
-        raise InterventionError(f"--nudge {arg!r}: EPS must be a probability above 0 and below 1 (got {eps!r})")
+        amount = math.nan  # refused by the check, which names the range
     return Intervention("nudge", position=iv.position, text=iv.text, amount=amount)
 
 
 def _parse_topk(arg: str) -> Intervention:
-    if not arg.strip().isdigit() or int(arg) < 1:
+    if not arg.strip().isdigit():
         raise InterventionError(f"--topk takes K, a whole number from 1 (got {arg!r})")
     return Intervention("topk", k=int(arg))
 
 
 def _parse_knob(arg: str) -> Intervention:
-    from .settings import KNOBS
-
     name, sep, value = arg.partition("=")
-    name = name.strip()
     if not sep or not value.strip():
         raise InterventionError(f"--knob takes NAME=VALUE (got {arg!r})")
-    if name not in FORK_KNOBS:
-        raise InterventionError(f"--knob {name!r} cannot change mid-run: a fork changes {', '.join(FORK_KNOBS)}")
     try:
         number = float(value)
     except ValueError:
-        raise InterventionError(f"--knob {name}: {KNOBS[name].label} must be {KNOBS[name].range_text()} (got {value!r})") from None
-    problem = KNOBS[name].problem(number)
-    if problem:
-        raise InterventionError(f"--knob {name}: {problem}")
-    return Intervention("knob", knob=name, amount=number)
+        number = math.nan  # refused by the check, which names the knob's range
+    return Intervention("knob", knob=name.strip(), amount=number)
+
+
+def _check_knob(iv: Intervention) -> str | None:
+    from .settings import KNOBS
+
+    if iv.knob not in FORK_KNOBS:
+        return f"{iv.knob!r} cannot change mid-run: a fork changes {', '.join(FORK_KNOBS)}"
+    return KNOBS[iv.knob].problem(iv.amount)  # NaN fails: "entropy bound must be a number above 0 ..."
 
 
 def _number(value: float) -> str:
@@ -136,28 +157,64 @@ def _one(iv: Intervention) -> range:
     return range(iv.position, iv.position + 1)
 
 
-KINDS: dict[str, Kind] = {kind.name: kind for kind in (
-    Kind("set", "POS=TEXT", "place TEXT's tokens from position POS at the fork step and keep them accepted to the "
-         "block's end (pins that start there)", _text_at("set", "POS=TEXT"), lambda iv: f"{iv.position}={iv.text}",
-         _one),  # the whole span is known once the text is tokenized (backends.interventions)
-    Kind("remask", "POS or POS-POS", "turn these positions back to noise on the canvas the fork step denoises",
-         _parse_remask, lambda iv: f"{iv.position}" if iv.last == iv.position else f"{iv.position}-{iv.last}",
-         lambda iv: range(iv.position, iv.last + 1)),
-    Kind("forbid", "POS=TEXT", "TEXT (one token) is never sampled, taken as the argmax or accepted at POS, nor "
-         "conditioned on, from the fork step to the block's end", _text_at("forbid", "POS=TEXT"),
-         lambda iv: f"{iv.position}={iv.text}", _one),
-    Kind("nudge", "POS=TEXT:EPS", "move EPS of probability onto TEXT (one token) at POS in the distribution the next "
-         "step is conditioned on (self-conditioning), from the fork step to the block's end", _parse_nudge,
-         lambda iv: f"{iv.position}={iv.text}:{_number(iv.amount)}", _one),
-    Kind("topk", "K", "truncate the distribution the next step is conditioned on to its top K at every position, "
-         "from the fork step to the run's end", _parse_topk, lambda iv: str(iv.k)),
-    Kind("knob", "NAME=VALUE", f"change a sampler knob from the fork step to the run's end ({', '.join(FORK_KNOBS)})",
-         _parse_knob, lambda iv: f"{iv.knob}={_number(iv.amount)}"),
-)}
+def _fine(iv: Intervention) -> None:
+    return None
+
+
+def _text_form(kind: str, verb: str) -> Form:
+    return Form(parse=_text_at(kind, "POS=TEXT"), check=_fine, format=lambda iv: f"{iv.position}={iv.text}",
+                metavar="POS=TEXT", verb=verb, repeat=True)
+
+
+KINDS: dict[str, InterventionKind] = {}
+
+
+def declare_kind(kind: InterventionKind) -> InterventionKind:
+    """Add a kind to the table (`KINDS`): the fork command's flag, the parse, the check and the record follow.
+    A name already declared is refused (a kind is declared once)."""
+    if kind.name in KINDS:
+        raise ValueError(f"intervention kind {kind.name!r} is already declared")
+    if kind.tokens not in ("", "one", "many") or kind.lasts not in ("step", "block", "run"):
+        raise ValueError(f"intervention kind {kind.name!r}: tokens is '', 'one' or 'many'; lasts step, block or run")
+    KINDS[kind.name] = kind
+    return kind
+
+
+for _kind in (
+    InterventionKind("set", "place TEXT's tokens from position POS at the fork step and keep them accepted to the "
+                     "block's end (pins that start there)", _text_form("set", "set tokens mid-run"),
+                     _one, tokens="many"),  # the whole span is known once the text is tokenized (backends.interventions)
+    InterventionKind("remask", "turn these positions back to noise on the canvas the fork step denoises",
+                     Form(parse=_parse_remask,
+                          check=lambda iv: "the last position comes before the first" if iv.last < iv.position else None,
+                          format=lambda iv: f"{iv.position}" if iv.last == iv.position else f"{iv.position}-{iv.last}",
+                          metavar="POS or POS-POS", verb="turn positions back to noise", repeat=True),
+                     lambda iv: range(iv.position, iv.last + 1), lasts="step"),
+    InterventionKind("forbid", "TEXT (one token) is never sampled, taken as the argmax or accepted at POS, nor "
+                     "conditioned on, from the fork step to the block's end", _text_form("forbid", "forbid a token"),
+                     _one, tokens="one"),
+    InterventionKind("nudge", "move EPS of probability onto TEXT (one token) at POS in the distribution the next "
+                     "step is conditioned on (self-conditioning), from the fork step to the block's end",
+                     Form(parse=_parse_nudge,
+                          check=lambda iv: None if 0 < iv.amount < 1 else  # NaN fails too
+                          f"EPS must be a probability above 0 and below 1 (got {iv.amount!r})",
+                          format=lambda iv: f"{iv.position}={iv.text}:{_number(iv.amount)}",
+                          metavar="POS=TEXT:EPS", verb="nudge the self-conditioning", repeat=True),
+                     _one, tokens="one"),
+    InterventionKind("topk", "truncate the distribution the next step is conditioned on to its top K at every "
+                     "position, from the fork step to the run's end",
+                     Form(parse=_parse_topk, check=lambda iv: None if iv.k >= 1 else f"K must be a whole number from 1 "
+                          f"(got {iv.k})", format=lambda iv: str(iv.k), metavar="K",
+                          verb="truncate the self-conditioning", repeat=True), lasts="run"),
+    InterventionKind("knob", f"change a sampler knob from the fork step to the run's end ({', '.join(FORK_KNOBS)})",
+                     Form(parse=_parse_knob, check=_check_knob, format=lambda iv: f"{iv.knob}={_number(iv.amount)}",
+                          metavar="NAME=VALUE", verb="change a knob mid-run", repeat=True), lasts="run"),
+):
+    declare_kind(_kind)
 
 
 def parse_intervention(kind: str, arg: str) -> Intervention:
-    """One intervention of a declared kind from its argument (InterventionError: one line)."""
+    """One intervention of a declared kind from its argument, checked (InterventionError: one line)."""
     if kind not in KINDS:
         raise InterventionError(f"unknown intervention {kind!r}: the kinds are {', '.join(KINDS)}")
     return KINDS[kind].parse(arg)
@@ -170,8 +227,14 @@ def parse_spec(spec: str) -> Intervention:
 
 
 def intervention_problem(iv: Intervention, canvas_length: int) -> str | None:
-    """One line when `iv` does not fit a canvas of `canvas_length` positions; None when it does."""
-    touched = KINDS[iv.kind].positions(iv)
+    """One line when `iv` is not a value of its kind or does not fit a canvas of `canvas_length` positions."""
+    declared = KINDS.get(iv.kind)
+    if declared is None:
+        return f"unknown intervention {iv.kind!r}: the kinds are {', '.join(KINDS)}"
+    problem = declared.form.check(iv)
+    if problem:
+        return f"{iv.spec()}: {problem}"
+    touched = declared.positions(iv)
     if touched and touched[-1] >= canvas_length:
         return f"{iv.spec()}: position {touched[-1]} is outside the canvas (positions 0 to {canvas_length - 1})"
     return None
