@@ -149,7 +149,7 @@ def serve(args) -> None:
     # the app's model slot: its handlers and its check before the queue see the stand-in as loaded
     app_module.MODELS = StandInModels(ReplayBackend(trace, args.rate, Path(args.events)))
     queue_app(app_module.build_app("replay")).launch(
-        server_port=args.port, quiet=True, css=app_module.CSS
+        server_port=args.port, quiet=True, **app_module.page_style()
     )
 
 

@@ -1,5 +1,6 @@
-"""Compare that fits (issue 58): at 1400x1000 both panes show their whole canvas (no sideways scroll), each pane is
-titled by its run, and the exported comparison GIF's file appears right beside its button."""
+"""Compare that fits (issue 58): at 1400x1000 and 1280x800 both panes stand side by side and show their whole canvas
+(no sideways scroll), on a phone one under the other, still without; each pane is titled by its run, and the exported
+comparison GIF's file appears right beside its button."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.app,
 
 PANES = """() => Array.from(document.querySelectorAll('.dv-compare-side')).map((side) => {
   const canvas = side.querySelector('.dv-canvas').parentElement;
-  return { title: side.querySelector('.dv-compare-label').textContent, scroll: canvas.scrollWidth, client: canvas.clientWidth };
+  return { title: side.querySelector('.dv-compare-label').textContent, scroll: canvas.scrollWidth, client: canvas.clientWidth,
+           top: side.getBoundingClientRect().top, page: document.documentElement.scrollWidth <= window.innerWidth };
 })"""
+SIZES = ((1400, 1000, "side by side"), (1280, 800, "side by side"), (390, 844, "one under the other"))
 
 
 def test_both_panes_fit_are_titled_and_the_gif_lies_beside_its_button(no_eos_model_dir, tmp_path):
@@ -27,11 +30,15 @@ def test_both_panes_fit_are_titled_and_the_gif_lies_beside_its_button(no_eos_mod
             page.get_by_role("button", name=f"Use this run as {side}").click()
             page.get_by_text(f"Run {side}:").first.wait_for(timeout=30_000)
         page.locator(".dv-compare-side").nth(1).wait_for(timeout=30_000)
-        panes = page.evaluate(PANES)
-        assert len(panes) == 2
-        for side, pane in zip("AB", panes):
-            assert pane["scroll"] <= pane["client"], pane  # the whole canvas in view, no sideways scroll
-            assert pane["title"].startswith(f"{side}: '") and "seed" in pane["title"] and "sampler" in pane["title"]
+        for width, height, placed in SIZES:
+            page.set_viewport_size({"width": width, "height": height})
+            panes = page.evaluate(PANES)
+            assert len(panes) == 2
+            for side, pane in zip("AB", panes):
+                assert pane["scroll"] <= pane["client"] and pane["page"], (width, pane)  # the whole canvas, no sideways scroll
+                assert pane["title"].startswith(f"{side}: '") and "seed" in pane["title"] and "sampler" in pane["title"]
+            assert (panes[0]["top"] == panes[1]["top"]) == (placed == "side by side"), (width, panes)
+        page.set_viewport_size({"width": 1400, "height": 1000})
         cards = page.locator("#dv-compare-cards .dv-compare-card")
         assert cards.count() == 2
         for card in (cards.nth(0), cards.nth(1)):  # pinning B kept A's card

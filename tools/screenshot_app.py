@@ -30,7 +30,7 @@ def app_page(*, model=None, hosting_mode=None, chromium="/usr/bin/chromium", wid
     from playwright.sync_api import sync_playwright
 
     ui = app_module.build_app(model, hosting_mode)
-    queue_app(ui).launch(prevent_thread_lock=True, quiet=True, css=app_module.CSS)
+    queue_app(ui).launch(prevent_thread_lock=True, quiet=True, **app_module.page_style())
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)

@@ -32,6 +32,7 @@ from .states import frame_refs, frame_state
 from .trace import Trace
 
 GAP = 16  # pixels between the two images
+PANE_MIN_PX = 340  # a compare pane's least width in the app: two fit side by side in the canvas column at 1280 px
 
 
 @dataclass(frozen=True)
@@ -158,11 +159,11 @@ def compare_html(trace_a: Trace, trace_b: Trace, step: int, *, palette: str = "s
             trace, frame_state(trace, frame), animation_layout(trace, layout), colors, caption=lines[1], marked=marked
         )
         sides.append(
-            f'<div class="dv-compare-side" style="flex:1 1 auto;min-width:0">'
+            f'<div class="dv-compare-side" style="flex:1 1 {PANE_MIN_PX}px;min-width:0">'
             f'<div class="dv-compare-label" style="font-weight:600;margin:0 0 4px 0">{escape(lines[0])}</div>{body}</div>'
         )
-    # each side's basis is its canvas's natural width: when both do not fit in one row the second wraps under the
-    # first, and each then takes the whole width (no sideways scroll at desktop widths)
+    # side by side while both get PANE_MIN_PX, else B under A; a pane narrower than 16 cells a row lays its canvas
+    # out 8 a row in glyphs that fit (the app's container query, webapp/app.py HEAD): no sideways scroll
     return (
         f'<div class="dv-compare" style="display:flex;flex-wrap:wrap;gap:{GAP}px;align-items:flex-start">'
         f'{"".join(sides)}</div>'

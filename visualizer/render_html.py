@@ -118,7 +118,7 @@ def render_frame_html(
         if row in headers:
             label = f" block {headers[row] + 1} "
             rule = ("──" + label).ljust(layout.columns, "─")
-            lines.append(f'<span style="color:{palette.rule}">{escape(rule)}</span>')
+            lines.append(f'<span class="dv-rule" style="color:{palette.rule}">{escape(rule)}</span>')
             continue
         out, col = [], 0
         for cell in sorted(rows.get(row, []), key=lambda c: c.col):
@@ -133,7 +133,7 @@ def render_frame_html(
         f'font-family:{FONT_STACK};font-size:12.5px;padding:12px;border-radius:8px;overflow-x:auto">'
         + (caption_html if caption else "")
         + (legend_html(palette, thought=has_channel(trace), pins=bool(trace.start and trace.start.pins)) if legend else "")
-        + '<pre class="dv-canvas" style="margin:0;line-height:1.45;font-family:inherit;white-space:pre">'
+        + f'<pre class="dv-canvas" data-layout="{layout.kind}" style="margin:0;line-height:1.45;font-family:inherit;white-space:pre">'
         + "\n".join(lines)
         + "</pre></div>"
     )

@@ -49,7 +49,7 @@ def run_card_html(prompt: str, model: str, settings: dict, *, steps: int | None 
     if knobs:
         rows.append(f"<div>knobs changed: {esc(knobs)}</div>")
     if steps is not None:
-        rows.append(f"<div>{steps} steps over {blocks or 0} blocks</div>")
+        rows.append(f"<div>{steps} step{'' if steps == 1 else 's'} over {blocks or 0} block{'' if blocks == 1 else 's'}</div>")
     pins, layers = settings.get("pins") or (), settings.get("layers")
     if pins:
         rows.append(f"<div>pins: {esc('; '.join(f'{pos}={text}' for pos, text in pins))}</div>")

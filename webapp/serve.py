@@ -26,7 +26,7 @@ from backends.process_group import end_process
 from backends.sharded import PARALLEL_KINDS
 
 from . import app_run, hosting
-from .app import CSS, build_app
+from .app import build_app, page_style
 from .hosting import Hosting
 
 # Gradio's queue looks for work every 1 ms on Linux and for progress every 10 ms, idle or busy: the app
@@ -101,7 +101,7 @@ def main(argv=None) -> None:
     launched = False
     try:
         queue_app(demo_app).launch(
-            server_name=args.host, server_port=args.port, css=CSS, theme=gr.themes.Soft(),
+            server_name=args.host, server_port=args.port, **page_style(),
             max_file_size=mode.limits.max_file_size,  # Gradio refuses a bigger upload before anything reads it
         )
         launched = True

@@ -601,6 +601,7 @@
         }
       }
       this.pre.replaceChildren(...nodes);
+      this.pre.dataset.layout = layout.kind;  // a narrow frame lays the grid out 8 cells a row (webapp/app.py's CSS)
       this.frameBox.style.background = pal.background;
       this.frameBox.style.color = pal.foreground;
       for (const rule of this.pre.querySelectorAll(".dv-rule")) rule.style.color = pal.rule;
