@@ -190,25 +190,12 @@ class Backend(ABC):
             )
         rows_ids = [self._check_row(prompt, settings, row, len(prompts)) for row, prompt in enumerate(prompts)]
         settings = self.resolve(settings)
-        pins = self.pinned_ids(settings)
-        sampler = self.capabilities.sampler(settings.sampler)
         stop = stop or threading.Event()
         started = time.perf_counter()
         decoder = self._piece_decoder()
         tables = [PieceTable(decoder=decoder) for _ in prompts]
         yield [
-            (
-                row,
-                RunStart(
-                    prompt_ids=frozen_array(ids, np.int32),
-                    settings=settings.to_dict(),
-                    max_blocks=math.ceil(settings.max_new_tokens / self.info.canvas_length),
-                    sampler_rule=sampler.rule.to_dict(),
-                    batch=None if len(prompts) == 1 else {"size": len(prompts), "row": row},
-                    pins=pins,
-                    new_pieces=tables[row].new(ids + [token for _, token in pins]),
-                ),
-            )
+            (row, self.run_start(ids, settings, tables[row], batch=None if len(prompts) == 1 else {"size": len(prompts), "row": row}))
             for row, ids in enumerate(rows_ids)
         ]
 
@@ -236,6 +223,19 @@ class Backend(ABC):
             for row in range(len(prompts))
         ]
         return outcome.model_error
+
+    def run_start(self, ids: list[int], settings: GenerationSettings, table: PieceTable, *, batch: dict | None) -> RunStart:
+        """The RunStart of one run of `ids` with resolved `settings`; `table` is the run's piece table."""
+        pins = self.pinned_ids(settings)
+        return RunStart(
+            prompt_ids=frozen_array(ids, np.int32),
+            settings=settings.to_dict(),
+            max_blocks=math.ceil(settings.max_new_tokens / self.info.canvas_length),
+            sampler_rule=self.capabilities.sampler(settings.sampler).rule.to_dict(),
+            batch=batch,
+            pins=pins,
+            new_pieces=table.new(ids + [token for _, token in pins]),
+        )
 
     def _piece_decoder(self) -> PieceDecoder:
         """The decoded texts every run of this model shares (`text.PieceDecoder`), made at first use."""
