@@ -115,10 +115,11 @@ class PipelineCapture:
 
     # ---- held tokens: pins (the first block) and a fork's set (from its step to the block's end) ----------
     def held(self) -> tuple[tuple[int, int], ...]:
-        """(position, id) held at the step in progress; a fork's set after the pins (a pin's position is never set:
-        the pins hold the parent's run, so a set there differs from the parent only where the pin does not hold)."""
+        """(position, id) held at the step in progress: the pins in the first block, then a fork's set, which wins
+        where both hold a position (as applying them in that order does; one token a position)."""
         pins = self.pins if self.block == 0 else ()
-        return pins + (self.edits.held(self.block, self.steps) if self.edits is not None else ())
+        fork = self.edits.held(self.block, self.steps) if self.edits is not None else ()
+        return tuple(dict(pins + fork).items()) if fork else pins
 
     @staticmethod
     def pin_canvas(canvas: torch.Tensor, held) -> torch.Tensor:
