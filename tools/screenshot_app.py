@@ -1,6 +1,8 @@
 """Screenshot of the app mid-run, in a real headless browser (for the README).
 
     python -m tools.screenshot_app --out assets/screenshot.png [--model FOLDER] [--demo acrostic] [--at-step 15]
+    python -m tools.screenshot_app --size 1280x800 --out docs/images/app-1280x800.png
+    python -m tools.screenshot_app --size 390x844 --out docs/images/app-phone.png      # a phone: the canvas first
 
 Launches the app, opens it in headless Chromium through Playwright (Debian's /usr/bin/chromium,
 no browser download), picks a demo prompt, presses Generate and takes the picture as soon as the
@@ -59,11 +61,13 @@ def main(argv=None) -> int:
     parser.add_argument("--demo", default="acrostic")
     parser.add_argument("--at-step", type=int, default=15)
     parser.add_argument("--chromium", default="/usr/bin/chromium")
+    parser.add_argument("--size", default="1400x1000", help="the viewport, WIDTHxHEIGHT in CSS pixels")
     args = parser.parse_args(argv)
+    width, height = (int(n) for n in args.size.lower().split("x"))
 
     from prompts.demos import demo
 
-    with app_page(model=args.model, chromium=args.chromium, width=1400, height=1000) as page:  # the whole run in one view (issue 58)
+    with app_page(model=args.model, chromium=args.chromium, width=width, height=height) as page:  # the whole run in one view (issue 58)
         page.get_by_label("Demo prompt").click()
         page.get_by_role("option", name=demo(args.demo).title).click()
         page.get_by_role("button", name="Generate").click()
