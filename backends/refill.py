@@ -41,6 +41,7 @@ from types import SimpleNamespace
 import torch
 
 from visualizer.records import FINISH_CANCELLED, FINISH_ERROR
+from visualizer.samplers import SAMPLER_ENTROPY_BOUND
 from visualizer.trace import Trace
 
 from .base import BackendError, run_end
@@ -312,6 +313,8 @@ def refill_traces(backend, prompts: Sequence[str], seeds: Sequence[int], setting
     first = resolved[0] if resolved else backend.resolve(settings)
     if first.compiled:
         raise BackendError("refilling rows runs eager only (a compiled graph keeps its batch shape): leave out --compiled")
+    if first.sampler not in (None, SAMPLER_ENTROPY_BOUND):
+        raise BackendError(f"refilling rows runs transformers' own sampler ({SAMPLER_ENTROPY_BOUND}), not {first.sampler}")
     if first.pins or first.layers or first.kl_to_final or backend.fork_plan is not None or backend.parallel is not None:
         raise BackendError("refilling rows records stock runs on one model: no pins, --layers, --kl-to-final or --parallel")
     ids = [backend._check_row(p, s, row, len(prompts)) for row, (p, s) in enumerate(zip(prompts, resolved))]

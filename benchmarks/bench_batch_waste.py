@@ -9,9 +9,10 @@ is the one the run writes into probe.json (`visualizer.batch_cost`: row-passes n
 run, counted from the traces' own steps).  "oracle" is not a run: the same generations' needed
 passes, sorted within each seed and cut into batches of that size, as a perfect estimate of each
 row's length would group them (a row's steps change with its batch, so it is a bound, not a forecast).
-"refill" is not a run either: batch 1's generations (each alone: the reference a refilling loop would keep) in plan
-order, each taking the first row of the batch that falls free, as a loop that refills finished rows within a block
-would run them; every row computes until the last generation ends (a compiled graph keeps its batch shape).  Generations per second are this machine's, wall clock
+"refill" is a run: the refilling loop (backends/refill.py, `--batch-order refill`), each finished row taking the next
+generation at once, the batch shrinking at the end (eager), its row-passes counted by the loop.  "refill bound" is
+not a run: batch 1's generations (each alone: the refilling loop's reference) in plan order, each taking the first
+row that falls free, every row computing until the last generation ends, as a fixed-shape (compiled) loop would.  Generations per second are this machine's, wall clock
 around `run_probe`, the model loaded once before; on a shared CPU compare rows of one call only.
 """
 
@@ -69,7 +70,7 @@ def main(argv=None) -> None:
             print(f"| {rows} | oracle | – | {needed:,} | {ran:,} | {needed / ran:.3f} | – |", flush=True)
         if rows > 1 and alone is not None:
             needed, ran = refill([r.decoder_passes for r in alone], rows)
-            print(f"| {rows} | refill | – | {needed:,} | {ran:,} | {needed / ran:.3f} | – |", flush=True)
+            print(f"| {rows} | refill bound | – | {needed:,} | {ran:,} | {needed / ran:.3f} | – |", flush=True)
 
 
 def oracle(results, rows: int) -> tuple[int, int]:

@@ -64,7 +64,9 @@ def add_probe_command(subparsers) -> None:
     parser.add_argument("--batch-order", choices=ORDERS, default=None,
                         help="which generations share a batch: suite (default for a new run: the suite's order) or length "
                         "(each regime's prompts together, shortest first, so rows of about one expected length share a "
-                        "batch and fewer finished rows wait for the slowest). Recorded in the plan: a rerun keeps it")
+                        "batch and fewer finished rows wait for the slowest) or refill (eager: a row whose generation ended "
+                        "takes the next one at once, each trace that of its generation run alone). Recorded in the plan: "
+                        "a rerun keeps it")
     parser.add_argument("--include-exploratory", action="store_true", help="also run and report the exploratory prompts")
     parser.add_argument("--model", default=None, help="model folder or hub id (default: the built-in model)")
     parser.add_argument("--backend", choices=backend_names(), default=None, help="default: picked from the model")
@@ -125,7 +127,7 @@ def probe_command(args) -> int:
                                                   batch_order=args.batch_order, lengths=prompt_lengths(probes)),
                 work=lambda plan, mine, kill_hook: run_batches(backend, mine, by_item, out=out, settings=run_settings,
                                                                check=check_answer, plan_rows=plan.batch_size,
-                                                               on_generated=kill_hook),
+                                                               refill=plan.order == "refill", on_generated=kill_hook),
                 finish=lambda plan: finish_results(out, plan),
                 watch=lambda plan, todo: progress_bar(out, plan, todo),
                 describe=_describe,
@@ -239,6 +241,8 @@ def _probes_from_args(args):
         raise CliError("--columns and --regime describe a --prompts file: give one with --prompts")
     settings = settings_from_args(args)
     refuse_problems(settings.problems())
+    if args.batch_order == "refill" and settings.compiled:
+        raise CliError("--batch-order refill runs eager (a compiled graph keeps its batch shape): leave out --compiled")
     if args.prompts:
         columns = dict(item.split("=", 1) for item in args.columns or () if "=" in item)
         if len(columns) != len(args.columns or ()):

@@ -10,6 +10,9 @@ generation only when every row has finished, so a row that is done is computed u
 row of its batch ends.  A row *needed* the steps its own blocks used (transformers'
 `decoder_forward_passes`); its batch *ran*, in each block, as many steps as its slowest row there.
 The useful fraction of a batch is the row-passes needed over the row-passes run (rows x passes).
+
+A batch of the refilling loop (backends/refill.py) changes width at every pass: its row-passes are counted by the
+loop itself as it runs them (`refilled_cost`: recorded as that many passes of one row, so rows x passes holds).
 """
 
 from __future__ import annotations
@@ -38,6 +41,11 @@ def batch_cost(traces: Sequence) -> BatchCost:
     blocks = max((len(t.blocks) for t in traces), default=0)
     passes = sum(max(t.blocks[k].steps_used for t in traces if len(t.blocks) > k) for k in range(blocks))
     return BatchCost(passes, len(traces))
+
+
+def refilled_cost(row_passes: int) -> BatchCost:
+    """The cost of a refilled batch: the row-passes its loop ran, as passes of one row."""
+    return BatchCost(row_passes, 1)
 
 
 def useful_fraction(*, needed: int, ran: int) -> float | None:

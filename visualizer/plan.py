@@ -16,8 +16,12 @@ Batches never mix seeds (a batch is generated with one seed).  Within a seed the
   rows are computed until its slowest row ends (visualizer.batch_cost), and a row needs steps with
   its answer's length.  The cheap first estimate is the regime, then the prompt's length (`lengths`,
   in characters), the order of items of equal estimate kept.
-Either way each batch's traces are those of stock `generate` on that batch: the order changes
-which rows share a batch, never how a batch is generated.  Which process runs
+- "refill": the suite's order, each batch up to REFILL_CHUNK x `batch_size` generations that the refilling loop
+  (backends/refill.py) runs on `batch_size` rows, each finished row taking the batch's next generation at once.
+  A batch is then the unit of saving and resuming, not of rows run together.
+With "suite" and "length" each batch's traces are those of stock `generate` on that batch: the order changes
+which rows share a batch, never how a batch is generated.  With "refill" each trace is that of its generation
+run alone (batch 1, stock `generate`), whatever else shared its rows.  Which process runs
 a batch is not part of the plan: it changes nothing in the traces (cli/distributed.py deals them).
 """
 
@@ -25,7 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ORDERS = ("suite", "length")  # how a seed's items are cut into batches (module docstring)
+ORDERS = ("suite", "length", "refill")  # how a seed's items are cut into batches (module docstring)
+REFILL_CHUNK = 8  # a "refill" batch holds up to this many times its rows of generations (module docstring)
 
 
 def item_id(regime: str, prompt_id: str, seed: int) -> str:
@@ -42,7 +47,7 @@ class Batch:
 
 @dataclass(frozen=True)
 class Plan:
-    batch_size: int  # the most rows a batch holds
+    batch_size: int  # the most rows a batch holds (order "refill": the rows the loop runs at once)
     batches: tuple[Batch, ...]
     order: str = "suite"  # one of ORDERS
 
@@ -80,6 +85,7 @@ def make_plan(items: list[tuple[str, str, int]], *, batch_size: int, order: str 
             regimes = list(dict.fromkeys(regime for regime, _ in pairs))
             pairs = sorted(pairs, key=lambda pair: (regimes.index(pair[0]), (lengths or {}).get(pair, 0)))
         ids = [item_id(regime, prompt_id, seed) for regime, prompt_id in pairs]
-        for start in range(0, len(ids), batch_size):
-            batches.append(Batch(len(batches), seed, tuple(ids[start:start + batch_size])))
+        size = batch_size * REFILL_CHUNK if order == "refill" else batch_size
+        for start in range(0, len(ids), size):
+            batches.append(Batch(len(batches), seed, tuple(ids[start:start + size])))
     return Plan(batch_size, tuple(batches), order)
