@@ -237,6 +237,12 @@ class Backend(ABC):
             new_pieces=table.new(ids + [token for _, token in pins]),
         )
 
+    def record_refilled(self, prompts: list[str], seeds: list[int], settings: GenerationSettings, *, rows: int,
+                        stop: threading.Event | None = None) -> tuple[list, int]:
+        """One Trace per prompt, each with its seed, through a refilling loop on `rows` rows, and the row-passes it
+        ran (the transformers backend: `backends/refill.py`); the others have none."""
+        raise BackendError(f"the {self.name} backend has no refilling loop: use --batch-order suite or length")
+
     def _piece_decoder(self) -> PieceDecoder:
         """The decoded texts every run of this model shares (`text.PieceDecoder`), made at first use."""
         decoder = getattr(self, "_pieces", None)

@@ -53,6 +53,7 @@ def main(argv=None) -> None:
     print("| batch | order | batches | passes needed | row-passes run | useful fraction | generations/s |")
     print("|---|---|---|---|---|---|---|")
     alone = None  # batch 1's generations: the passes each needs when it runs alone
+    grouped = None  # the last batched run's generations in an order that groups whole rows (the oracle's)
     for rows in args.batch_sizes:
         for order in args.orders if rows > 1 else args.orders[:1]:  # a batch of one wastes nothing, in any order
             with tempfile.TemporaryDirectory(prefix="waste-") as out:
@@ -65,8 +66,9 @@ def main(argv=None) -> None:
             print(f"| {rows} | {order} | {len(manifest['plan']['batches'])} | {cost['needed']:,} | {cost['ran']:,} | "
                   f"{cost['useful_fraction']:.3f} | {len(results) / elapsed:.3f} |", flush=True)
             alone = results if rows == 1 else alone
-        if rows > 1:
-            needed, ran = oracle(results, rows)
+            grouped = results if order != "refill" else grouped  # refill's generations are batch 1's
+        if rows > 1 and grouped is not None:
+            needed, ran = oracle(grouped, rows)
             print(f"| {rows} | oracle | – | {needed:,} | {ran:,} | {needed / ran:.3f} | – |", flush=True)
         if rows > 1 and alone is not None:
             needed, ran = refill([r.decoder_passes for r in alone], rows)

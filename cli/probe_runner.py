@@ -237,10 +237,8 @@ def _generated(backend, batches: Sequence[Batch], probes: dict, settings: Genera
     def record(batch: Batch):
         chosen = [probes[item] for item in batch.items]
         if refill:
-            from backends.refill import refill_traces
-
-            traces, row_passes = refill_traces(backend, [p.prompt for p in chosen], [batch.seed] * len(chosen),
-                                               settings, rows=plan_rows or 1, stop=stop)
+            traces, row_passes = backend.record_refilled([p.prompt for p in chosen], [batch.seed] * len(chosen),
+                                                         settings, rows=plan_rows or 1, stop=stop)
             return batch, chosen, traces, refilled_cost(row_passes)
         prompts = filled_prompts([p.prompt for p in chosen], plan_rows, settings)
         traces = _record_batch(backend, prompts, settings.replace(seed=batch.seed), stop)

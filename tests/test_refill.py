@@ -33,7 +33,7 @@ def assert_each_is_its_run_alone(backend, prompts, seeds, settings, traces):
 
 
 def test_every_refilled_trace_is_its_generation_run_alone(builtin_backend):
-    settings = GenerationSettings(max_new_tokens=256, max_denoising_steps=16)
+    settings = GenerationSettings(max_new_tokens=256, max_denoising_steps=12)
     seeds = [0, 1, 2, 0, 3, 1]
     traces, row_passes = refill_traces(builtin_backend, MORE, seeds, settings, rows=3)
     steps = [len(t.steps) for t in traces]
