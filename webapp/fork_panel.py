@@ -185,9 +185,7 @@ class ForkHandlers:
     def validator(self):
         """Gradio's validator of `/run_branch`: outside the queue, one `gr.validate` per input."""
         def validate(at, listed, model, session):
-            problem = self.problem(at, listed, model, session)
-            if session is not None:
-                session.error = problem or ""  # the chained `/branch_message` says it beside the button too
+            problem = self.problem(at, listed, model, session)  # drawn at the fork point's box (a refused event chains nothing)
             return [gr.validate(problem is None, problem or ""), gr.validate(True, ""), gr.validate(True, ""),
                     gr.validate(True, "")]
         return validate
