@@ -78,6 +78,12 @@ class ReplayBackend:
     def supports_thinking(self) -> bool:
         return False  # it replays what was recorded; the knob stays off
 
+    def pinned_ids(self, settings) -> tuple:
+        return ()  # the app's validator asks; a replay holds no pins
+
+    def check(self, prompt, settings) -> list[int]:
+        return []  # nor a prompt to fit in a context
+
     @property
     def capabilities(self):
         """One sampler, the recorded one, and no knob: it replays what was recorded."""
