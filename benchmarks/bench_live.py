@@ -78,6 +78,12 @@ class ReplayBackend:
     def supports_thinking(self) -> bool:
         return False  # it replays what was recorded; the knob stays off
 
+    def pinned_ids(self, settings) -> tuple:
+        return ()  # the app's validator asks; a replay holds no pins
+
+    def check(self, prompt, settings) -> list[int]:
+        return []  # nor a prompt to fit in a context
+
     @property
     def capabilities(self):
         """One sampler, the recorded one, and no knob: it replays what was recorded."""
@@ -134,10 +140,10 @@ class StandInModels:
     def __init__(self, backend):
         self.backend = backend
 
-    def get(self, source):
+    def get(self, source, kind=None):  # the app asks for a model on a backend kind (None: its own) since 52737f9
         return self.backend
 
-    def loaded(self, source):
+    def loaded(self, source, kind=None):
         return True
 
 

@@ -68,27 +68,3 @@ def test_on_a_phone_the_canvas_comes_first(page):
     assert boxes["canvas"][1] < boxes["prompt"][1] and boxes["canvas"][1] < boxes["generate"][1]
     page.set_viewport_size({"width": 1400, "height": 1000})
 
-
-NO_SIDEWAYS_SCROLL = """() => { const frame = document.querySelector('#dv-live .dv-frame');
-  return document.documentElement.scrollWidth <= window.innerWidth && frame.scrollWidth <= frame.clientWidth; }"""
-
-
-def test_on_a_phone_the_canvas_fits_the_width_and_a_run_brings_it_into_view(page):
-    page.set_viewport_size({"width": 390, "height": 844})
-    try:
-        page.locator("#dv-generate").scroll_into_view_if_needed()  # a visitor scrolls down to Generate
-        assert page.evaluate("() => document.querySelector('.dv-canvas').getBoundingClientRect().bottom") < 0
-        runs = press_generate(page)
-        page.wait_for_function("""() => { const r = document.querySelector('.dv-canvas').getBoundingClientRect();
-            return r.top >= 0 && r.top < window.innerHeight; }""", timeout=10_000)  # the run's canvas in view
-        wait_for_run_end(page, runs + 1)
-        assert page.evaluate(NO_SIDEWAYS_SCROLL), "the canvas scrolls sideways on a phone"
-        row = page.evaluate("""() => [0, 7, 8].map((i) => document.querySelector(`.dv-canvas span[data-i="${i}"]`)
-            .getBoundingClientRect().top)""")
-        assert row[0] == row[1] < row[2]  # 8 cells a row
-    finally:
-        page.set_viewport_size({"width": 1400, "height": 1000})
-        page.evaluate("() => window.scrollTo(0, 0)")
-    assert page.evaluate(NO_SIDEWAYS_SCROLL)
-    row = page.evaluate("() => [0, 15].map((i) => document.querySelector(`.dv-canvas span[data-i=\"${i}\"]`).getBoundingClientRect().top)")
-    assert row[0] == row[1]  # at 1400 px, 16 a row again

@@ -1,7 +1,7 @@
 """Watch DiffusionGemma denoise: the Gradio UI, laid out and wired (`python app.py` serves it: serve.py).
 
     demo = build_app()                            # the built-in model, this server's mode (hosting.py)
-    serve.queue_app(demo).launch()                # as `python app.py` launches it
+    serve.queue_app(demo).launch(**page_style())  # as `python app.py` launches it (its css, head and theme)
 
 Thin on purpose: the backend yields step records, `visualizer` turns them into frames; the
 handlers here only adapt between the two and Gradio.  Each browser session keeps its own run in
@@ -83,6 +83,9 @@ HEAD = """<style>
   .dv-canvas[data-layout="text"] { white-space: pre-wrap !important; }
 }
 @media (max-width: 720px) {  /* a phone: the page's side margins go to the canvas */
+  /* no scroll anchoring: when a run's canvas fills in, Chrome would keep the panels under it still and push the
+     canvas, just scrolled into view by Generate, off the top */
+  html, body { overflow-anchor: none; }
   .gradio-container { padding-left: 6px !important; padding-right: 6px !important; }
   .gradio-container .main { padding-left: 0 !important; padding-right: 0 !important; }
   #dv-live .html-container { padding-left: 0 !important; padding-right: 0 !important; }
