@@ -75,9 +75,9 @@ CSS = """
 HEAD = """<style>
 /* A frame too narrow for 16 cells a row (a phone, a compare pane) shows 8, in glyphs shrunk to fit its width: no
    sideways scroll.  The cells are spans separated by whitespace text, which a grid does not lay out; a block's rule
-   spans the row.  55ch = 8 cells of 6 characters and 7 gaps = 33.1em of DejaVu Sans Mono (0.602em a character). */
+   spans the row, and 2px between rows keeps rows of one colour from reading as columns.  55ch = 8 cells of 6 characters and 7 gaps = 33.1em of DejaVu Sans Mono (0.602em a character). */
 @container (max-width: 780px) {
-  .dv-canvas[data-layout="grid"] { display: grid; grid-template-columns: repeat(8, 6ch); column-gap: 1ch;
+  .dv-canvas[data-layout="grid"] { display: grid; grid-template-columns: repeat(8, 6ch); column-gap: 1ch; row-gap: 2px;
                                    font-size: min(12.5px, calc(100cqi / 33.2)); }
   .dv-canvas[data-layout="grid"] .dv-rule { grid-column: 1 / -1; overflow: hidden; }
   .dv-canvas[data-layout="text"] { white-space: pre-wrap !important; }
