@@ -23,13 +23,13 @@ from gradio_client import Client
 from webapp import app as app_module
 from webapp import hosting
 from tests.app_api import served_app
+from tests.torchrun import free_port
 from visualizer.replay import example_traces
 
 pytestmark = [pytest.mark.app, pytest.mark.processes]
 
 
 ROOT = Path(__file__).resolve().parent.parent
-PORTS = (7962, 7963)
 START_TIMEOUT_S = 300  # against a hang only: the loop returns as soon as the app answers
 
 
@@ -91,11 +91,11 @@ def load_example(url: str, index: int) -> str:
 def test_closing_a_hosted_app_leaves_the_other_apps_examples_readable(tmp_path, monkeypatch):
     monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path))
     monkeypatch.setenv("GRADIO_HEARTBEAT_INTERVAL", "0.5")
-    first, url = start_app(PORTS[0], tmp_path)
+    first, url = start_app(free_port(), tmp_path)  # from the OS: a fixed number met a leftover or a second run
     try:
         assert load_example(url, 0) == ""
         mode = hosting.Hosting(True, hosting.Limits.hosted(), tuple(hosting.hosted_choices()))
-        with served_app(app_module.build_app(hosting_mode=mode), server_port=PORTS[1]) as second:
+        with served_app(app_module.build_app(hosting_mode=mode)) as second:  # Gradio takes a free port
             assert load_example(second, 0) == ""  # it serves the same example file
         assert load_example(url, 0) == ""
     finally:
