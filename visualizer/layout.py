@@ -33,6 +33,10 @@ ELLIPSIS = "…"
 EOS_GLYPH = "∎"  # one-character EOS for the text layout, where trailing EOS fill the canvas
 PAD_GLYPH = "▫"  # a pad token: an empty box, never taken for a space's dot (SPACE_GLYPH)
 EMPTY_GLYPH = "∙"  # a cell of a block the run has not reached (grid layout)
+# The text layout in a frame too narrow for its 96 columns (a phone): 44 characters of 13px DejaVu Sans Mono
+# (0.602em each) fill a 390 px phone's frame, so its lines end where the layout ends them, never where the browser
+# wraps them (issue 58).
+NARROW_TEXT_COLUMNS = 44
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ import numpy as np
 
 from .readout import (READOUT_CONTROL_TIP, READOUT_TAU_TIP, SENTENCE_CONTROL, SENTENCE_TAU, SENTENCE_UNDEFINED, fmt,
                       order_words, readout_heading, readout_rows)
-from .layout import PAD_GLYPH, EOS_GLYPH, Layout, display_text, grid_layout, pinned_positions, text_layout, text_slot_text
+from .layout import NARROW_TEXT_COLUMNS, PAD_GLYPH, EOS_GLYPH, Layout, display_text, grid_layout, pinned_positions, text_layout, text_slot_text
 from .metrics import live_readouts
 from .metrics.commits import step_budget
 from .metrics.order import Undefined
@@ -167,6 +167,8 @@ class LiveEncoder:
         if trace.steps and end is not None:
             layout = text_layout(trace)
             message["text_layout"] = layout_message(layout)
+            # the same text at a phone's width, which the browser takes when its frame is narrow (live_view.js)
+            message["text_layout_narrow"] = layout_message(text_layout(trace, columns=NARROW_TEXT_COLUMNS))
             # the structure-first figure of the finished run (server-made SVG, its text escaped)
             message["structure_svg"] = structure_first_svg(trace, width=720)  # wide enough for its title
             if run_thought_mask(trace).any():  # the same with the thought tokens counted, for the browser's switch

@@ -80,7 +80,10 @@ HEAD = """<style>
   .dv-canvas[data-layout="grid"] { display: grid; grid-template-columns: repeat(8, 6ch); column-gap: 1ch; row-gap: 2px;
                                    font-size: min(12.5px, calc(100cqi / 33.2)); }
   .dv-canvas[data-layout="grid"] .dv-rule { grid-column: 1 / -1; overflow: hidden; }
-  .dv-canvas[data-layout="text"] { white-space: pre-wrap !important; }
+  /* the text layout here is the server's narrow one (layout.NARROW_TEXT_COLUMNS = 44 columns = 26.5em): its glyphs
+     as large as 13px allows in the frame's width; a line is still wrapped, never scrolled, should the font be wider */
+  .dv-canvas[data-layout="text"] { white-space: pre-wrap !important; overflow-wrap: anywhere;
+                                   font-size: min(13px, calc(100cqi / 26.6)); line-height: 1.5 !important; }
 }
 @media (max-width: 720px) {  /* a phone: the page's side margins go to the canvas */
   /* no scroll anchoring: when a run's canvas fills in, Chrome would keep the panels under it still and push the

@@ -29,6 +29,7 @@
   const SPEEDS = [0.5, 1, 2, 4];
   const FONT_STACK = "'DejaVu Sans Mono', Menlo, Consolas, 'Liberation Mono', monospace";
   const TAU_COLOR = "#7c3aed", CONTROL_COLOR = "#9ca3af", CURSOR_COLOR = "#f59e0b";
+  const NARROW_FRAME_PX = 780;  // a frame this narrow (inside its padding) gets the narrow text layout, as HEAD's @container rule the 8-cell grid
   const COMMIT_COLOR = "#16a34a", REMASK_COLOR = "#9ca3af", MARK_COLOR = "#ef4444";
   const VIRIDIS = [[68, 1, 84], [71, 44, 122], [59, 81, 139], [44, 113, 142], [33, 144, 141],
     [39, 173, 129], [92, 200, 99], [170, 220, 50], [253, 231, 37]];
@@ -97,6 +98,7 @@
       this.paletteName = palette || "standard";
       this.includeThought = false;  // count the thinking channel's tokens in the commit-order panel
       this.layoutKind = "grid";
+      this.layout = null;  // the layout drawn (setLayout)
       this.wantLayout = "grid";
       this.stats = { framesShown: 0, lastShownAt: 0, shownIndex: -1, linesRead: 0 };
       this.following = true;
@@ -118,6 +120,8 @@
       this.pre.addEventListener("click", (event) => this.pickToken(event.target));
       this.pre.addEventListener("mouseleave", () => clearTimeout(this.hoverTimer));  // gone before it rested: no ask
       this.frameBox.append(this.status, this.legend, this.pre);
+      // a phone turned sideways, a window resized: the text layout follows the frame's width (layoutFor)
+      new ResizeObserver(() => { if (this.start && this.layoutKind === "text") this.setLayout("text"); }).observe(this.frameBox);
 
       const bar = el("div", "display:flex;flex-wrap:wrap;align-items:center;gap:8px 10px;margin:8px 0");  // wraps on a phone
       bar.className = "dv-replay-bar";
@@ -561,12 +565,23 @@
 
     setLayout(kind, force) {
       if (!this.start) { this.wantLayout = kind; return; }
-      const layout = kind === "text" && this.end && this.end.text_layout ? this.end.text_layout : this.start.layout;
-      if (!force && layout.kind === this.layoutKind) { this.wantLayout = kind; return; }
-      this.layoutKind = layout.kind;
+      const layout = this.layoutFor(kind);
       this.wantLayout = kind;
+      if (!force && layout === this.layout) return;
+      this.layout = layout;
+      this.layoutKind = layout.kind;
       this.buildCanvas(layout);
       this.schedule();
+    }
+
+    // The text layout in a frame too narrow for its 96 columns (a phone, as webapp/app.py's HEAD asks of the grid)
+    // is the same text laid out at fewer columns by the server (layout.NARROW_TEXT_COLUMNS): lines the browser
+    // wrapped again would break mid-line and scatter the indentation.
+    layoutFor(kind) {
+      if (kind !== "text" || !this.end || !this.end.text_layout) return this.start.layout;
+      const style = getComputedStyle(this.frameBox);
+      const inner = this.frameBox.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+      return this.end.text_layout_narrow && inner <= NARROW_FRAME_PX ? this.end.text_layout_narrow : this.end.text_layout;
     }
 
     buildCanvas(layout) {
