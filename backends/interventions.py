@@ -222,6 +222,18 @@ def resolve_plan(backend, parent: Trace, block: int, step: int, interventions: t
                     seed=int(settings.seed))
 
 
+def token_problem(backend, interventions: tuple[Intervention, ...]) -> str | None:
+    """The first intervention whose text the backend's tokenizer cannot use as its kind needs (no token, several
+    for forbid or nudge, past the canvas), in one line; None. The app's validator asks this of a model in memory,
+    so such a fork is refused before the model queue; `resolve_plan` makes the same checks for every caller."""
+    for iv in interventions:
+        try:
+            _ids(backend, iv)
+        except BackendError as exc:
+            return str(exc)
+    return None
+
+
 def _ids(backend, iv: Intervention) -> tuple[int, ...]:
     tokens = KINDS[iv.kind].tokens  # how the kind's declaration reads its text
     if not tokens:

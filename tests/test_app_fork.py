@@ -141,11 +141,17 @@ def test_refusals_are_one_line_before_the_queue_and_lose_nothing(served):
         assert said in message and "\n" not in message and "Traceback" not in message
     session = session_of(client)
     assert session.trace is parent and session.tree.names() == ["root"]  # nothing recorded was lost
-    # the model judges a text it cannot hold at one token, in the queue: one line, the parent kept
-    with pytest.raises(Exception, match="forbid takes one token"):
-        client.predict("1:2", "forbid 3=ocean waves and more", model, api_name="/run_branch")
+    # the loaded model's tokenizer judges the texts, before the queue too: one line, the parent kept
+    last = parent.canvas_length - 1
+    tokenized = {
+        ("1:2", "forbid 3=ocean waves and more"): "forbid takes one token, and 'ocean waves and more' is",
+        ("1:2", "nudge 3=ocean waves and more:0.1"): "nudge takes one token",
+        ("1:2", f"set {last}=ocean waves and more"): f"tokens from position {last} run past the canvas of",
+    }
+    for (at, listed), said in tokenized.items():
+        message = refusal(client, at, listed, model)
+        assert said in message and "\n" not in message and "Traceback" not in message
     assert session.trace is parent and session.tree.names() == ["root"] and len(parent.steps) == 4
-    assert "forbid takes one token" in client.predict("standard", "grid", api_name="/branch_message")[0]  # beside the button
 
 
 def test_a_loaded_trace_of_another_model_is_refused(served, random_backend):

@@ -19,7 +19,7 @@ import functools
 import gradio as gr
 
 from backends import BACKENDS, BackendError, backend_for
-from backends.interventions import fork_records, no_fork_reason
+from backends.interventions import fork_records, no_fork_reason, token_problem
 from backends.known import on_zero_gpu
 from visualizer.compare import fork_step
 from visualizer.interventions import FORK_KNOBS, KINDS, InterventionError, content_hash, parse_intervention, parse_spec, \
@@ -178,8 +178,9 @@ class ForkHandlers:
         if name not in BACKENDS or not _declares_forks(BACKENDS[name]):
             able = [n for n, e in BACKENDS.items() if _declares_forks(e)]
             return f"The {name} backend cannot fork a run ({no_fork_reason(name)}); forks run on: {', '.join(able)}."
-        if MODELS.loaded(choice.source, kind):
-            return model_mismatch(session.trace, MODELS.get(choice.source, kind).info)
+        if MODELS.loaded(choice.source, kind):  # its tokenizer judges the texts here, outside the queue
+            backend = MODELS.get(choice.source, kind)
+            return model_mismatch(session.trace, backend.info) or token_problem(backend, fork_request(at, listed, session)[2])
         return None
 
     def validator(self):
