@@ -322,13 +322,22 @@ def warm_starts(capabilities) -> bool:
     return "set" in capabilities.interventions
 
 
-def warm_start_trace(backend, prompt: str, settings, placed: tuple[tuple[int, int], ...], *, stop=None,
-                     on_record=None) -> tuple[Trace, tuple[tuple[int, int], ...]]:
-    """A run of `prompt` whose first canvas holds `placed` ((position, id), ...) instead of its own noise there,
-    not held: the stock sampler decides from the first step on. Pinned positions keep their pins. Returns the
-    trace and what was placed (BackendError in one line when the backend cannot or the tokens do not fit)."""
-    from .run import record_trace
+def warm_start_records(backend, prompt: str, settings, placed: tuple[tuple[int, int], ...], *, trace: Trace, stop=None):
+    """`warm_start_trace` as a stream, for the app's live view: the run's records appended to `trace` batch by batch,
+    each batch yielded. Every check runs at the first `next()`, before anything is appended (BackendError, one line);
+    what was placed is `trace.warm_start.placed`'s to record (the caller sets it: this returns nothing)."""
+    from .run import run_records
 
+    placed = _placeable(backend, settings, placed)
+    backend.fork_plan = ForkPlan(0, 0, (), (), seed=int(settings.seed), placed=placed) if placed else None
+    try:
+        yield from run_records(backend, prompt, settings, trace=trace, stop=stop)
+    finally:
+        backend.fork_plan = None
+
+
+def _placeable(backend, settings, placed) -> tuple[tuple[int, int], ...]:
+    """`placed` checked against the backend (BackendError in one line), less the pinned positions, sorted."""
     if not warm_starts(backend.capabilities):
         raise BackendError(f"the {backend.name} backend cannot warm-start a run: {no_fork_reason(backend.name)}")
     canvas, vocab = backend.info.canvas_length, backend.info.vocab_size
@@ -337,7 +346,17 @@ def warm_start_trace(backend, prompt: str, settings, placed: tuple[tuple[int, in
         raise BackendError(f"the start's token {bad[1]} at position {bad[0]} is outside this model's canvas of "
                            f"{canvas} or vocabulary of {vocab}")
     pinned = {p for p, _ in backend.pinned_ids(backend.resolve(settings))}
-    placed = tuple(sorted((p, t) for p, t in dict(placed).items() if p not in pinned))
+    return tuple(sorted((p, t) for p, t in dict(placed).items() if p not in pinned))
+
+
+def warm_start_trace(backend, prompt: str, settings, placed: tuple[tuple[int, int], ...], *, stop=None,
+                     on_record=None) -> tuple[Trace, tuple[tuple[int, int], ...]]:
+    """A run of `prompt` whose first canvas holds `placed` ((position, id), ...) instead of its own noise there,
+    not held: the stock sampler decides from the first step on. Pinned positions keep their pins. Returns the
+    trace and what was placed (BackendError in one line when the backend cannot or the tokens do not fit)."""
+    from .run import record_trace
+
+    placed = _placeable(backend, settings, placed)
     backend.fork_plan = ForkPlan(0, 0, (), (), seed=int(settings.seed), placed=placed) if placed else None
     try:
         trace = record_trace(backend, prompt, settings, stop=stop, on_record=on_record)
