@@ -205,6 +205,9 @@ def resolve_plan(backend, parent: Trace, block: int, step: int, interventions: t
     if missing:
         raise BackendError(f"the {backend.name} backend cannot {KINDS[missing[0]].form.verb} ({missing[0]}): "
                            f"it applies {', '.join(sorted(kinds))}")
+    problem = knob_problem(backend, parent.settings, interventions)
+    if problem:
+        raise BackendError(problem)
     if parent.start is None:
         raise BackendError("the parent trace has no run start to re-run")
     if parent.start.batch:
@@ -220,6 +223,17 @@ def resolve_plan(backend, parent: Trace, block: int, step: int, interventions: t
         raise BackendError("knob entropy_bound cannot change in a compiled run (the bound is compiled into the sampler)")
     return ForkPlan(block - 1, step - 1, tuple(interventions), tuple(_ids(backend, iv) for iv in interventions),
                     seed=int(settings.seed))
+
+
+def knob_problem(backend, settings, interventions: tuple[Intervention, ...]) -> str | None:
+    """One line when a `knob` changes what the run's sampler does not read afresh each step on this backend (its
+    `SamplerSpec.fork_knobs`, named in the line); None. Asked before anything runs (`resolve_plan`, the app's validator)."""
+    spec = backend.capabilities.sampler(settings.sampler)
+    bad = [iv.knob for iv in interventions if iv.kind == "knob" and iv.knob not in spec.fork_knobs]
+    if not bad:
+        return None
+    reads = ", ".join(sorted(spec.fork_knobs)) or "none"
+    return f"the {backend.name} backend's {spec.name} sampler cannot change {bad[0]} mid-run: it reads {reads} afresh each step"
 
 
 def token_problem(backend, interventions: tuple[Intervention, ...]) -> str | None:

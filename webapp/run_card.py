@@ -62,7 +62,7 @@ def run_card_html(prompt: str, model: str, settings: dict, *, steps: int | None 
     if warm_start is not None and warm_start.source is not None:  # where a warm start's first canvas came from
         named = f"{esc(parent)} (sha256 {esc(warm_start.source[:12])})" if parent else esc(warm_start.source[:12])
         rows.append(f"<div>started from the canvas of {named} at block {warm_start.block}, step {warm_start.step}: "
-                    f"{len(warm_start.placed)} tokens placed</div>")
+                    f"{len(warm_start.placed)} token{'' if len(warm_start.placed) == 1 else 's'} placed</div>")
     return f'<div class="dv-run-card">{"".join(rows)}</div>'
 
 
