@@ -182,14 +182,13 @@ def test_knobs_set_to_their_current_values_equal_the_parent_bit_for_bit(backend,
     ("entropy-bound", "knob entropy_bound=1000"),  # a step argument
     ("entropy-bound", "knob t_max=0.2"),  # the scheduler's config, read each step
     ("discrete-ddim", "knob temperature=0"),
-    ("block-refinement", "knob refine_threshold=0.01"),
-    ("block-refinement", "knob editing_threshold=0.01"),  # editing turned on: a committed token may be redrawn
+    ("block-refinement", "knob refine_threshold=0.0001"),  # random weights: no sample is 0.001 probable
+    ("block-refinement", "knob editing_threshold=0.0001"),  # editing turned on: committed tokens are redrawn
 ])
 def test_a_changed_knob_changes_the_run_only_from_the_fork_step_on(backend, parents, sampler, spec):
     parent = parents[sampler]
     branch = fork(backend, parent, (1, 3), spec)
-    changed = first_changed(parent, branch)  # steps 1 and 2 are the parent's; step 3 reads the new value
-    assert changed == 2 or ("editing" in spec and changed is not None and changed > 2)  # an edit needs a commit first
+    assert first_changed(parent, branch) == 2  # steps 1 and 2 are the parent's; step 3 reads the new value
     assert branch.branch.interventions == (spec,)
     if spec.endswith("entropy_bound=1000") or "refine_threshold" in spec:  # a looser bar accepts more at once
         assert branch.steps[2].accepted.sum() > parent.steps[2].accepted.sum()
