@@ -134,6 +134,9 @@ def test_refusals_are_one_line_before_the_queue_and_lose_nothing(served):
         ("1:2", "forbid 999=x"): "position 999 is outside the canvas",
         ("1:2", "set 4="): "has an empty text",
         ("1:2", "knob seed=3"): "cannot change mid-run",
+        # a knob diffusers' samplers read, not this run's: its sampler's declared knobs judge it, no model asked
+        ("1:2", "knob temperature=0.5"): "entropy-bound sampler cannot change temperature mid-run: it reads "
+                                          "entropy_bound, t_max, t_min afresh each step",
         ("1:2", "frobnicate 3"): "unknown intervention",
     }
     for (at, listed), said in cases.items():

@@ -20,7 +20,7 @@ import inspect
 import gradio as gr
 
 from backends import BACKENDS, BackendError, backend_for
-from backends.interventions import fork_records, no_fork_reason, token_problem, warm_start_records, warm_starts
+from backends.interventions import fork_records, knob_problem, no_fork_reason, token_problem, warm_start_records, warm_starts
 from backends.known import on_zero_gpu
 from visualizer.compare import fork_step
 from visualizer.interventions import FORK_KNOBS, KINDS, InterventionError, content_hash, parse_intervention, parse_spec, \
@@ -184,6 +184,10 @@ class ForkHandlers:
         if name not in BACKENDS or not _declares_forks(BACKENDS[name]):
             able = [n for n, e in BACKENDS.items() if _declares_forks(e)]
             return f"The {name} backend cannot fork a run ({no_fork_reason(name)}); forks run on: {', '.join(able)}."
+        # a knob the run's sampler does not read afresh: its declared capabilities judge it, no model needed
+        problem = knob_problem(BACKENDS[name], session.trace.settings, fork_request(at, listed, session)[2])
+        if problem:
+            return problem
         if MODELS.loaded(choice.source, kind):  # its tokenizer judges the texts here, outside the queue
             backend = MODELS.get(choice.source, kind)
             return model_mismatch(session.trace, backend.info) or token_problem(backend, fork_request(at, listed, session)[2])
