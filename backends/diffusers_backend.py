@@ -55,6 +55,7 @@ SAMPLERS = (
         "the block keeps its last canvas.",
         AcceptRule(renoises=True, last_step_samples=True, budget=BUDGET_ENTROPY_BOUND, entropy=ENTROPY_SCALED),
         knobs=frozenset({"entropy_bound", "t_min", "t_max"}),  # no temperature: EntropyBoundScheduler has its own t schedule
+        fork_knobs=frozenset({"entropy_bound", "t_min", "t_max"}),  # a fork's knob: diffusers_edits.py
     ),
     SamplerSpec(
         SAMPLER_DISCRETE_DDIM,
@@ -63,6 +64,7 @@ SAMPLERS = (
         "'accepted' here means the canvas holds the step's predicted token.",
         AcceptRule(renoises=True, last_step_samples=True, budget=None, entropy=ENTROPY_RAW),
         knobs=frozenset({"temperature", "corrector_steps", "corrector_k"}),
+        fork_knobs=frozenset({"temperature"}),  # the corrector's budget is split before the first step
     ),
     SamplerSpec(
         SAMPLER_BLOCK_REFINEMENT,
@@ -70,12 +72,13 @@ SAMPLERS = (
         "above the threshold; commits accumulate and the uncommitted rest is renoised.",
         AcceptRule(renoises=False, last_step_samples=True, budget=None, entropy=ENTROPY_RAW),
         knobs=frozenset({"temperature", "refine_threshold", "editing_threshold"}),
+        fork_knobs=frozenset({"temperature", "refine_threshold", "editing_threshold"}),
     ),
 )
 # Which scheduler reads which knob is each spec's `knobs` above: a trace records the others as None, never a knob
 # that did nothing.
 CAPABILITIES = Capabilities(knobs=COMMON_KNOBS | {"sampler", "record_shift", "pins", "layers"}, samplers=SAMPLERS,
-                            interventions=DIFFUSERS_KINDS)  # forks and warm starts (diffusers_edits.py); no `knob`
+                            interventions=DIFFUSERS_KINDS)  # forks and warm starts (diffusers_edits.py)
 
 
 def scheduler_for(settings: GenerationSettings):

@@ -24,7 +24,11 @@ What differs, and why:
   appears there at all, not only never accepted.
 - block refinement keeps what it committed in the scheduler (`_committed`, diffusers 0.42.1; tests check it is
   there): a position remasked or scrubbed at the fork step is dropped from it, or the scheduler would keep the noise.
-- `knob` is refused: the schedulers read their knobs from their frozen config (`scheduler_for`), not from the run.
+- `knob` goes in at the scheduler's step from the fork step on, the way each scheduler reads it: `entropy_bound`,
+  `temperature` (DDIM, block refinement) and block refinement's thresholds as the step's own arguments (which
+  override the config, diffusers 0.42.1), entropy-bound's `t_min`/`t_max` (read from its config each step) in the
+  config of the run's own scheduler (`scheduler_for` makes one a run). What a sampler does not read afresh (DDIM's
+  corrector, fixed before the first step) is refused (`SamplerSpec.fork_knobs`, `interventions.knob_problem`).
 - DDIM's corrector sweeps (their leave-one-out logits are not made for -inf, as with pins) are not edited: what they
   draw at a set or forbidden position is put back or scrubbed in the callback, before the next step reads it.
 
@@ -38,8 +42,11 @@ import torch
 
 from .interventions import ForkPlan, edit_conditioning
 
-# The kinds a diffusers fork applies (`Capabilities.interventions`): every kind but `knob`.
-DIFFUSERS_KINDS = frozenset({"set", "remask", "forbid", "nudge", "topk"})
+# The kinds a diffusers fork applies (`Capabilities.interventions`): all of them.
+DIFFUSERS_KINDS = frozenset({"set", "remask", "forbid", "nudge", "topk", "knob"})
+# A knob as `scheduler.step` takes it (a keyword that overrides the config); the others are config entries.
+STEP_ARGUMENTS = {"entropy_bound": "entropy_bound", "temperature": "temperature", "refine_threshold": "threshold",
+                  "editing_threshold": "editing_threshold"}
 
 
 class PipelineEditor:
@@ -55,6 +62,7 @@ class PipelineEditor:
         self.topk = min((iv.k for iv in plan.interventions if iv.kind == "topk"), default=None)
         self.remasked = sorted({p for iv in plan.interventions if iv.kind == "remask"
                                 for p in range(iv.position, iv.last + 1)})
+        self.knobs = {iv.knob: float(iv.amount) for iv in plan.interventions if iv.kind == "knob"}
         self.scrub_draws = torch.Generator(device="cpu").manual_seed(plan.seed)  # the fork's own, for forbid
         self.fork_canvas: torch.Tensor | None = None  # the canvas the fork step denoises, made once
         self.renoised: list[int] = []  # positions the fork step's canvas turned to noise (committed state dropped)
@@ -117,12 +125,21 @@ class PipelineEditor:
                 committed = committed.clone()
                 committed[:, self.renoised] = False
                 scheduler._committed = committed
+        if self.knobs and self.after_fork(block, step):
+            kwargs = self._with_knobs(kwargs, scheduler)
         if self.forbidden and self.in_fork_block(block, step):
             logits = kwargs["model_output"].clone()
             for position, token in self.forbidden:
                 logits[:, position, token] = float("-inf")
             kwargs["model_output"] = logits
         return kwargs
+
+    def _with_knobs(self, kwargs: dict, scheduler) -> dict:
+        """The step's arguments with the fork's knobs; the config ones set on the run's scheduler (a new one a run)."""
+        config = {name: value for name, value in self.knobs.items() if name not in STEP_ARGUMENTS}
+        if config and any(scheduler.config[name] != value for name, value in config.items()):
+            scheduler.register_to_config(**config)
+        return {**kwargs, **{STEP_ARGUMENTS[name]: value for name, value in self.knobs.items() if name in STEP_ARGUMENTS}}
 
     def forgotten(self, block: int, step: int) -> list[int]:
         """The positions the fork step turned back to noise: no longer committed (the capture's accumulated set)."""

@@ -205,6 +205,9 @@ def resolve_plan(backend, parent: Trace, block: int, step: int, interventions: t
     if missing:
         raise BackendError(f"the {backend.name} backend cannot {KINDS[missing[0]].form.verb} ({missing[0]}): "
                            f"it applies {', '.join(sorted(kinds))}")
+    problem = knob_problem(backend, parent.settings, interventions)
+    if problem:
+        raise BackendError(problem)
     if parent.start is None:
         raise BackendError("the parent trace has no run start to re-run")
     if parent.start.batch:
@@ -220,6 +223,29 @@ def resolve_plan(backend, parent: Trace, block: int, step: int, interventions: t
         raise BackendError("knob entropy_bound cannot change in a compiled run (the bound is compiled into the sampler)")
     return ForkPlan(block - 1, step - 1, tuple(interventions), tuple(_ids(backend, iv) for iv in interventions),
                     seed=int(settings.seed))
+
+
+def knob_problem(backend, settings, interventions: tuple[Intervention, ...]) -> str | None:
+    """One line when a `knob` changes what the run's sampler does not read afresh each step on this backend (its
+    `SamplerSpec.fork_knobs`, named in the line); None. Asked before anything runs (`resolve_plan`, the app's validator)."""
+    spec = backend.capabilities.sampler(settings.sampler)
+    bad = [iv.knob for iv in interventions if iv.kind == "knob" and iv.knob not in spec.fork_knobs]
+    if not bad:
+        return None
+    reads = ", ".join(sorted(spec.fork_knobs)) or "none"
+    return f"the {backend.name} backend's {spec.name} sampler cannot change {bad[0]} mid-run: it reads {reads} afresh each step"
+
+
+def token_problem(backend, interventions: tuple[Intervention, ...]) -> str | None:
+    """The first intervention whose text the backend's tokenizer cannot use as its kind needs (no token, several
+    for forbid or nudge, past the canvas), in one line; None. The app's validator asks this of a model in memory,
+    so such a fork is refused before the model queue; `resolve_plan` makes the same checks for every caller."""
+    for iv in interventions:
+        try:
+            _ids(backend, iv)
+        except BackendError as exc:
+            return str(exc)
+    return None
 
 
 def _ids(backend, iv: Intervention) -> tuple[int, ...]:
@@ -310,13 +336,22 @@ def warm_starts(capabilities) -> bool:
     return "set" in capabilities.interventions
 
 
-def warm_start_trace(backend, prompt: str, settings, placed: tuple[tuple[int, int], ...], *, stop=None,
-                     on_record=None) -> tuple[Trace, tuple[tuple[int, int], ...]]:
-    """A run of `prompt` whose first canvas holds `placed` ((position, id), ...) instead of its own noise there,
-    not held: the stock sampler decides from the first step on. Pinned positions keep their pins. Returns the
-    trace and what was placed (BackendError in one line when the backend cannot or the tokens do not fit)."""
-    from .run import record_trace
+def warm_start_records(backend, prompt: str, settings, placed: tuple[tuple[int, int], ...], *, trace: Trace, stop=None):
+    """`warm_start_trace` as a stream, for the app's live view: the run's records appended to `trace` batch by batch,
+    each batch yielded. Every check runs at the first `next()`, before anything is appended (BackendError, one line);
+    what was placed is `trace.warm_start.placed`'s to record (the caller sets it: this returns nothing)."""
+    from .run import run_records
 
+    placed = _placeable(backend, settings, placed)
+    backend.fork_plan = ForkPlan(0, 0, (), (), seed=int(settings.seed), placed=placed) if placed else None
+    try:
+        yield from run_records(backend, prompt, settings, trace=trace, stop=stop)
+    finally:
+        backend.fork_plan = None
+
+
+def _placeable(backend, settings, placed) -> tuple[tuple[int, int], ...]:
+    """`placed` checked against the backend (BackendError in one line), less the pinned positions, sorted."""
     if not warm_starts(backend.capabilities):
         raise BackendError(f"the {backend.name} backend cannot warm-start a run: {no_fork_reason(backend.name)}")
     canvas, vocab = backend.info.canvas_length, backend.info.vocab_size
@@ -325,7 +360,17 @@ def warm_start_trace(backend, prompt: str, settings, placed: tuple[tuple[int, in
         raise BackendError(f"the start's token {bad[1]} at position {bad[0]} is outside this model's canvas of "
                            f"{canvas} or vocabulary of {vocab}")
     pinned = {p for p, _ in backend.pinned_ids(backend.resolve(settings))}
-    placed = tuple(sorted((p, t) for p, t in dict(placed).items() if p not in pinned))
+    return tuple(sorted((p, t) for p, t in dict(placed).items() if p not in pinned))
+
+
+def warm_start_trace(backend, prompt: str, settings, placed: tuple[tuple[int, int], ...], *, stop=None,
+                     on_record=None) -> tuple[Trace, tuple[tuple[int, int], ...]]:
+    """A run of `prompt` whose first canvas holds `placed` ((position, id), ...) instead of its own noise there,
+    not held: the stock sampler decides from the first step on. Pinned positions keep their pins. Returns the
+    trace and what was placed (BackendError in one line when the backend cannot or the tokens do not fit)."""
+    from .run import record_trace
+
+    placed = _placeable(backend, settings, placed)
     backend.fork_plan = ForkPlan(0, 0, (), (), seed=int(settings.seed), placed=placed) if placed else None
     try:
         trace = record_trace(backend, prompt, settings, stop=stop, on_record=on_record)

@@ -57,6 +57,7 @@ ENTROPY_BOUND = SamplerSpec(
     "back into noise at the next (remasked).",
     AcceptRule(renoises=True, last_step_samples=True, budget=BUDGET_ENTROPY_BOUND),
     knobs=frozenset({"entropy_bound", "t_min", "t_max"}),
+    fork_knobs=frozenset({"entropy_bound", "t_min", "t_max"}),  # the sampler's attribute, the schedule's (interventions.py)
 )
 CAPABILITIES = Capabilities(
     knobs=COMMON_KNOBS | {"sampler", "compiled", "pins", "layers", "record_shift", "kl_to_final"},

@@ -13,7 +13,7 @@ from gradio_client import Client
 from gradio_client.exceptions import ValidationError
 
 from backends import ModelChoice
-from tests.app_api import finished_run, served_app, submit_generate
+from tests.app_api import KNOBS, finished_run, served_app, submit_generate
 from webapp import app as app_module, hosting
 from webapp.compare_runs import branch_marks, deltas_html
 
@@ -134,6 +134,9 @@ def test_refusals_are_one_line_before_the_queue_and_lose_nothing(served):
         ("1:2", "forbid 999=x"): "position 999 is outside the canvas",
         ("1:2", "set 4="): "has an empty text",
         ("1:2", "knob seed=3"): "cannot change mid-run",
+        # a knob diffusers' samplers read, not this run's: its sampler's declared knobs judge it, no model asked
+        ("1:2", "knob temperature=0.5"): "entropy-bound sampler cannot change temperature mid-run: it reads "
+                                          "entropy_bound, t_max, t_min afresh each step",
         ("1:2", "frobnicate 3"): "unknown intervention",
     }
     for (at, listed), said in cases.items():
@@ -141,11 +144,17 @@ def test_refusals_are_one_line_before_the_queue_and_lose_nothing(served):
         assert said in message and "\n" not in message and "Traceback" not in message
     session = session_of(client)
     assert session.trace is parent and session.tree.names() == ["root"]  # nothing recorded was lost
-    # the model judges a text it cannot hold at one token, in the queue: one line, the parent kept
-    with pytest.raises(Exception, match="forbid takes one token"):
-        client.predict("1:2", "forbid 3=ocean waves and more", model, api_name="/run_branch")
+    # the loaded model's tokenizer judges the texts, before the queue too: one line, the parent kept
+    last = parent.canvas_length - 1
+    tokenized = {
+        ("1:2", "forbid 3=ocean waves and more"): "forbid takes one token, and 'ocean waves and more' is",
+        ("1:2", "nudge 3=ocean waves and more:0.1"): "nudge takes one token",
+        ("1:2", f"set {last}=ocean waves and more"): f"tokens from position {last} run past the canvas of",
+    }
+    for (at, listed), said in tokenized.items():
+        message = refusal(client, at, listed, model)
+        assert said in message and "\n" not in message and "Traceback" not in message
     assert session.trace is parent and session.tree.names() == ["root"] and len(parent.steps) == 4
-    assert "forbid takes one token" in client.predict("standard", "grid", api_name="/branch_message")[0]  # beside the button
 
 
 def test_a_loaded_trace_of_another_model_is_refused(served, random_backend):
@@ -203,3 +212,60 @@ def test_the_streamed_fork_refuses_before_appending_and_equals_fork_trace(random
     whole = fork_trace(random_backend, parent, "0" * 64, block=1, step=2, interventions=specs)
     assert same_steps(streamed.steps, whole.steps) and streamed.branch == whole.branch
     assert not same_steps(streamed.steps, parent.steps) and random_backend.fork_plan is None
+
+
+def warm_refusal(client, at, model, **knobs) -> str:
+    """The one line of a warm start refused before the queue (named under its start step)."""
+    try:
+        client.predict(PROMPT, model, **{**KNOBS, "max_denoising_steps": 4, **knobs}, start_at=at, api_name="/run_warm")
+    except ValidationError as exc:
+        lines = str(exc).splitlines()
+        assert len(lines) == 2, str(exc)
+        return lines[1].removeprefix("- start_at: ")
+    raise AssertionError("the warm start was not refused")
+
+
+def test_a_warm_start_from_the_app_equals_record_start_from(served, no_eos_backend, tmp_path):
+    """/run_warm from a step of the session's run is `record --start-from` from the same step, bit for bit."""
+    import argparse
+
+    from backends.run import record_trace
+    from cli.warm_start import read_start, record_warm
+    from webapp.run_card import trace_card
+
+    url, model = served
+    client = Client(url, verbose=False)
+    assert "No run to start from yet" in warm_refusal(client, "1:2", model)
+    parent = parent_run(client, model)
+    assert warm_refusal(client, "1:9", model).startswith("Start from ")  # a step outside the run, its range named
+    knobs = {**KNOBS, "max_new_tokens": 256, "max_denoising_steps": 6, "seed": 1}
+    values = list(client.submit(PROMPT, model, **knobs, start_at="1:3", api_name="/run_warm"))
+    message, note, *_ = client.predict("standard", "grid", api_name="/warm_message")
+    session = session_of(client)
+    warm = session.trace
+    assert values[0][0].startswith('{"type":"start"') and message == ""  # streamed like a run
+    assert note.startswith("start 1: warm start from root's canvas at 1:3;")
+    assert session.tree.labels() == ["root", "start 1 (warm start from root's canvas at 1:3)"]
+    assert "started from the canvas of root" in trace_card(warm, parent="root")
+    path = tmp_path / "parent.json"
+    path.write_bytes(parent.to_json().encode("utf-8"))  # the bytes the app hashed
+    request = read_start(argparse.Namespace(start_from=f"{path}:1:3", start_from_text=[]), None, None)
+    cli = record_warm(no_eos_backend, PROMPT, warm.settings, request, stop=None, on_record=None)
+    assert same_steps(cli.steps, warm.steps) and cli.warm_start == warm.warm_start and warm.warm_start.placed
+    np.testing.assert_array_equal(cli.end.sequence, warm.end.sequence)
+    assert warm.settings.seed == 1 and list(warm.warm_start.placed) == [
+        (p, int(parent.steps[2].canvas[p])) for p in parent.steps[2].accepted.nonzero()[0]]
+    plain = record_trace(no_eos_backend, PROMPT, warm.settings)  # the same run without the start is another run
+    assert not same_steps(plain.steps, warm.steps)
+
+
+def test_hosted_mode_counts_a_warm_start_with_the_branches(hosted):
+    url, label = hosted
+    client = Client(url, verbose=False)
+    parent_run(client, label, steps=4)
+    list(client.submit(PROMPT, label, **{**KNOBS, "max_denoising_steps": 4}, start_at="1:2", api_name="/run_warm"))
+    session = session_of(client)
+    assert session.tree.branch_count() == 1 and session.trace.warm_start is not None
+    assert "already holds 1 branches" in warm_refusal(client, "1:2", label)
+    assert "already holds 1 branches" in refusal(client, "1:2", "", label)
+    assert session.tree.branch_count() == 1

@@ -82,3 +82,28 @@ def test_scrub_click_fork_and_compare_the_branch(no_eos_model_dir):
         wait_for_value(page, "dv-run-picker", "root")
         page.locator("#dv-run-picker input").click()
         assert page.get_by_role("option", name="branch 1 (set 9=storm at 1:3)").count() == 0
+
+
+def test_start_a_new_run_from_the_canvas_on_screen(no_eos_model_dir):
+    """Scrub to a step, *Start a new run from this canvas*: a run streams, joins the session's runs
+    as a start of the root, and its card says where it started. SCREENSHOTS=folder writes lab-warm-start.png."""
+    with app_in_chromium(no_eos_model_dir) as page:
+        page.set_viewport_size({"width": 1400, "height": 1000})
+        generate_and_wait(page)
+        page.get_by_text("Fork this run").click()
+        show(page, 2)
+        wait_for_value(page, "dv-fork-at", "1:3")
+        runs = page.evaluate("() => window.dvLiveView.stats().runs")
+        page.get_by_role("button", name="Start a new run from this canvas").click()
+        wait_for_run_end(page, runs + 1)
+        wait_for_text(page, "#dv-fork-note", "start 1: warm start from root's canvas at 1:3")
+        wait_for_text(page, "#dv-run-card", "started from the canvas of root")
+        assert "at block 1, step 3" in page.locator("#dv-run-card").text_content()
+        page.locator("#dv-run-picker input").click()
+        assert page.get_by_role("option", name="start 1 (warm start from root's canvas at 1:3)").count() == 1
+        page.keyboard.press("Escape")
+        page.get_by_role("option", name="root", exact=True).wait_for(state="hidden", timeout=30_000)
+        if os.environ.get("SCREENSHOTS"):
+            page.locator("#dv-fork-box").scroll_into_view_if_needed()
+            page.screenshot(path=f"{os.environ['SCREENSHOTS']}/lab-warm-start.png")
+            page.locator("#dv-run-card").screenshot(path=f"{os.environ['SCREENSHOTS']}/lab-warm-start-card.png")

@@ -1,6 +1,7 @@
 """Forks on the diffusers backend (issue 55), on each of its three schedulers: a fork with no intervention equals its
 parent from the fork step on bit for bit, each intervention holds from its step, a forbidden token never appears at
-its position after the fork, and what diffusers cannot apply (`knob`) is refused in one line naming what it can.
+its position after the fork, a knob changes the run from its step on (each sampler's own knobs; the others refused in
+one line naming those it reads).
 
 The project's random-weight model with no EOS (tests/conftest.py) on the CPU, eager; the CLI on the built-in model.
 The compiled path is the transformers backend's (diffusers records `compiled` as not read): its forks are
@@ -159,12 +160,50 @@ def test_nudge_and_topk_change_what_the_next_step_is_conditioned_on(backend, par
         assert kept[np.r_[0:12, 13:256]].max() <= 4 and kept[12] <= 5  # the nudge may add one outside the top 4
 
 
-# ---- refusals and the warm start ----------------------------------------------------------------------------
-def test_a_knob_is_refused_naming_what_diffusers_applies(backend, parents):
+# ---- knobs: each sampler's own, from the fork step on -------------------------------------------------------
+FORK_KNOBS = {"entropy-bound": ("entropy_bound", "t_min", "t_max"), "discrete-ddim": ("temperature",),
+              "block-refinement": ("temperature", "refine_threshold", "editing_threshold")}
+
+
+@pytest.mark.parametrize("sampler", SAMPLERS)
+def test_knobs_set_to_their_current_values_equal_the_parent_bit_for_bit(backend, parents, sampler):
+    parent = parents[sampler]
+    assert backend.capabilities.sampler(sampler).fork_knobs == frozenset(FORK_KNOBS[sampler])
+    current = parent.settings.to_dict()  # editing_threshold is off (None) in the parent: no value to set it to
+    specs = [f"knob {name}={current[name]!r}" for name in FORK_KNOBS[sampler] if current[name] is not None]
+    assert specs
+    branch = fork(backend, parent, (1, 3), *specs)
+    assert all(same_step(a, b) for a, b in zip(parent.steps, branch.steps)) and len(branch.steps) == len(parent.steps)
+    np.testing.assert_array_equal(branch.end.sequence, parent.end.sequence)
+    assert branch.branch.interventions == tuple(specs)
+
+
+@pytest.mark.parametrize("sampler, spec", [
+    ("entropy-bound", "knob entropy_bound=1000"),  # a step argument
+    ("entropy-bound", "knob t_max=0.2"),  # the scheduler's config, read each step
+    ("discrete-ddim", "knob temperature=0"),
+    ("block-refinement", "knob refine_threshold=0.0001"),  # random weights: no sample is 0.001 probable
+    ("block-refinement", "knob editing_threshold=0.0001"),  # editing turned on: committed tokens are redrawn
+])
+def test_a_changed_knob_changes_the_run_only_from_the_fork_step_on(backend, parents, sampler, spec):
+    parent = parents[sampler]
+    branch = fork(backend, parent, (1, 3), spec)
+    assert first_changed(parent, branch) == 2  # steps 1 and 2 are the parent's; step 3 reads the new value
+    assert branch.branch.interventions == (spec,)
+    if spec.endswith("entropy_bound=1000") or "refine_threshold" in spec:  # a looser bar accepts more at once
+        assert branch.steps[2].accepted.sum() > parent.steps[2].accepted.sum()
+
+
+@pytest.mark.parametrize("sampler, spec, reads", [
+    ("entropy-bound", "knob temperature=0.5", "entropy_bound, t_max, t_min"),  # its own t schedule, no temperature
+    ("discrete-ddim", "knob refine_threshold=0.5", "temperature"),  # the corrector's budget is fixed before step 1
+])
+def test_a_knob_the_sampler_does_not_read_is_refused_naming_those_it_does(backend, parents, sampler, spec, reads):
     with pytest.raises(BackendError) as info:
-        fork(backend, parents["entropy-bound"], (1, 2), "knob t_min=0.5")
-    assert str(info.value) == ("the diffusers backend cannot change a knob mid-run (knob): "
-                               "it applies forbid, nudge, remask, set, topk")
+        fork(backend, parents[sampler], (1, 2), spec)
+    knob = spec.split()[1].split("=")[0]
+    assert str(info.value) == (f"the diffusers backend's {sampler} sampler cannot change {knob} mid-run: "
+                               f"it reads {reads} afresh each step")
 
 
 @pytest.mark.parametrize("sampler", SAMPLERS)
@@ -199,5 +238,6 @@ def test_fork_through_main_on_a_diffusers_run_of_the_built_in_model(tmp_path, ca
     capsys.readouterr()
     assert main(["fork", str(run), "--at", "1:2", "--knob", "t_min=0.5", "--out", str(tmp_path / "no.json")]) == 2
     err = capsys.readouterr().err
-    assert "cannot change a knob mid-run (knob): it applies forbid, nudge, remask, set, topk" in err and err.count("\n") == 1
+    assert ("block-refinement sampler cannot change t_min mid-run: it reads editing_threshold, refine_threshold, "
+            "temperature afresh each step") in err and err.count("\n") == 1
     assert not (tmp_path / "no.json").exists()

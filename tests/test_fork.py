@@ -140,6 +140,14 @@ def test_a_knob_changes_from_the_fork_step_on(random_backend, parent):
     assert all(same_step(a, b) for a, b in zip(parent.steps, again.steps))
 
 
+def test_a_knob_another_backend_reads_is_refused_naming_what_this_sampler_reads(random_backend, parent):
+    """temperature is a fork knob on diffusers; transformers' entropy-bound reads its t schedule instead."""
+    with pytest.raises(BackendError) as info:
+        fork(random_backend, parent, (1, 4), "knob temperature=0.5")
+    assert str(info.value) == ("the transformers backend's entropy-bound sampler cannot change temperature mid-run: "
+                               "it reads entropy_bound, t_max, t_min afresh each step")
+
+
 def test_a_branch_replays_from_its_trace(random_backend, parent, tmp_path):
     branch = fork(random_backend, parent, (1, 2), "set 5=sea", "remask 40-41")
     loaded = Trace.load(branch.save(tmp_path / "branch.json"))
@@ -182,7 +190,7 @@ def test_a_trace_without_a_branch_writes_none_and_bad_branches_are_refused(paren
     ("nudge", "3=sea", "POS=TEXT:EPS"),
     ("topk", "0", "from 1"),
     ("knob", "seed=3", "cannot change mid-run"),
-    ("knob", "nonsense=3", "cannot change mid-run: a fork changes entropy_bound, t_min, t_max"),
+    ("knob", "nonsense=3", "cannot change mid-run: a fork changes entropy_bound, t_min, t_max, temperature, "),
     ("knob", "entropy_bound=-1", "entropy bound must be"),
 ])
 def test_bad_interventions_are_refused_in_one_line(kind, arg, message):

@@ -22,9 +22,11 @@ from dataclasses import dataclass
 
 from .knobs import Form
 
-# The knobs a fork may change from its step on: the ones a step reads afresh (the temperature schedule's ends, the
-# entropy bound); the others (the step budget, the seed, the sampler) fix the run before its first step.
-FORK_KNOBS = ("entropy_bound", "t_min", "t_max")
+# The knobs a fork may change from its step on: the ones some sampler's step reads afresh (the temperature schedule's
+# ends, the entropy bound; diffusers' temperature and block refinement's thresholds); the others (the step budget, the
+# seed, the sampler) fix the run before its first step. Which a sampler reads on a backend is its
+# `SamplerSpec.fork_knobs`; the backend refuses the rest (`backends.interventions.knob_problem`).
+FORK_KNOBS = ("entropy_bound", "t_min", "t_max", "temperature", "refine_threshold", "editing_threshold")
 
 
 class InterventionError(ValueError):

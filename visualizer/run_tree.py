@@ -39,6 +39,14 @@ class RunTree:
         summary = f"{', '.join(specs) or 'no intervention'} at {block}:{step}"
         return replace(self, runs=(*self.runs, TreeRun(name, parent, summary))), name
 
+    def add_start(self, source: str, block: int, step: int) -> tuple[RunTree, str]:
+        """The tree with a new run warm-started from `source`'s canvas at block:step (from 1), and its name:
+        "start 1", "start 2", ... under its source, so it is counted with the branches (the hosted cap)."""
+        if source not in self.names():
+            raise ValueError(f"no run named {source!r} in this session")
+        name = f"start {sum(1 for run in self.runs if run.name.startswith('start ')) + 1}"
+        return replace(self, runs=(*self.runs, TreeRun(name, source, f"warm start from {source}'s canvas at {block}:{step}"))), name
+
     def names(self) -> list[str]:
         return [run.name for run in self.runs]
 

@@ -80,6 +80,9 @@ class SamplerSpec:
     note: str
     rule: AcceptRule
     knobs: frozenset[str] = frozenset()
+    # Of those, the ones each step reads afresh on that backend, so a fork's `knob` may change them from its step on
+    # (`backends.interventions.knob_problem` refuses the others, naming these).
+    fork_knobs: frozenset[str] = frozenset()
 
 
 def is_sampler_name(name) -> bool:

@@ -401,7 +401,8 @@ def live_run_card(session: RunSession):
         return gr.skip(), gr.skip()  # refused before it started: the card of the run before stays
     parent = fork_panel.parent_name(session)  # a branch's card names the run it forked
     if session.running:
-        card = run_card_html(trace.prompt, trace.model.name, trace.settings.to_dict(), branch=trace.branch, parent=parent)
+        card = run_card_html(trace.prompt, trace.model.name, trace.settings.to_dict(), branch=trace.branch, parent=parent,
+                             warm_start=trace.warm_start)
     else:
         card = trace_card(trace, parent=parent)
     return card, reproduce_lines(trace)
@@ -442,7 +443,9 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
         wire_model_and_run(demo_app, ui, handlers, mode)
         wire_why_views(ui)
         wire_files_and_compare(ui, handlers)
-        fork_panel.wire_fork(ui, handlers)
+        fork_panel.wire_fork(ui, handlers, generate_validator(  # the warm start checks what /generate checks
+            mode, list(ui["knobs"]), register_session=SESSIONS.register, loaded=MODELS.loaded,
+            model_judges=handlers.loaded_model_problem))
     return demo_app
 
 
@@ -624,10 +627,12 @@ def wire_model_and_run(demo_app: gr.Blocks, ui: dict, handlers: Handlers, mode: 
         return f"() => {{ window.dvLiveView && window.dvLiveView.runComing({replay}); return {hint_html}; }}"
     hidden = [ui[why.panel] for why in WHY_VIEWS if why.hide_empty]  # shown again once the new run has something
     # a message belongs to the action that caused it: the next run, upload or prompt edit clears every one (in the browser)
-    for clears in (ui["generate_btn"].click, ui["trace_upload"].change, ui["prompt"].input, ui["fork_btn"].click):
+    for clears in (ui["generate_btn"].click, ui["trace_upload"].change, ui["prompt"].input, ui["fork_btn"].click,
+                   ui["warm_btn"].click):
         clears(None, None, [ui[name] for name in MESSAGES], js=f"() => {json.dumps([''] * len(MESSAGES))}", api_visibility="private")
     for starts, replay in ((ui["generate_btn"].click, "false"), (ui["trace_upload"].change, "true"),
-                           (ui["fork_btn"].click, "false"), (ui["run_picker"].input, "true")):
+                           (ui["fork_btn"].click, "false"), (ui["warm_btn"].click, "false"),
+                           (ui["run_picker"].input, "true")):
         starts(None, None, [ui[why.panel] for why in panels], js=hints(replay))
         starts(lambda: {panel: gr.HTML(visible=HIDDEN) for panel in hidden}, None, hidden, api_visibility="private",
                concurrency_limit=None, show_progress="hidden")  # {component: update}: one output takes a list as its value

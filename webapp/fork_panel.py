@@ -15,11 +15,12 @@ outside the queue, and a refusal changes nothing the session holds.
 from __future__ import annotations
 
 import functools
+import inspect
 
 import gradio as gr
 
 from backends import BACKENDS, BackendError, backend_for
-from backends.interventions import fork_records, no_fork_reason
+from backends.interventions import fork_records, knob_problem, no_fork_reason, token_problem, warm_start_records, warm_starts
 from backends.known import on_zero_gpu
 from visualizer.compare import fork_step
 from visualizer.interventions import FORK_KNOBS, KINDS, InterventionError, content_hash, parse_intervention, parse_spec, \
@@ -29,9 +30,11 @@ from visualizer.run_tree import branch_cap_refusal, fork_point
 from visualizer.step_names import StepNameError, locate_step, parse_step
 from visualizer.thinking import committed_text
 from visualizer.trace import Trace
+from visualizer.warm_start import WarmStart, accepted_tokens
 
 from . import app_run
 from .app_run import LIVE_MIN_INTERVAL_S, MODELS, live_values
+from .knob_widgets import APP_KNOBS, settings_from_widgets
 from .compare_runs import compare_note, parent_of, show_compare
 from .run_card import trace_card
 from .sessions import RunSession
@@ -67,7 +70,10 @@ def fork_panel() -> dict:
         ui["fork_remove"] = gr.Button("Remove the last", size="sm", elem_id="dv-fork-remove")
     ui["fork_list"] = gr.Textbox(label="Interventions, one a line (edit or delete a line to change it)", lines=3,
                                  placeholder="none: the branch repeats its parent", elem_id="dv-fork-list")
-    ui["fork_btn"] = gr.Button("Fork here and run", variant="primary", elem_id="dv-fork-run")
+    with gr.Row():
+        ui["fork_btn"] = gr.Button("Fork here and run", variant="primary", elem_id="dv-fork-run")
+        # the warm start: the canvas at *Fork at* as the first canvas of a new run, with the prompt and knobs above
+        ui["warm_btn"] = gr.Button("Start a new run from this canvas", elem_id="dv-warm-run")
     ui["fork_message"] = gr.Markdown(elem_id="dv-fork-message", elem_classes=["dv-message"])  # a refusal, beside its button
     ui["fork_note"] = gr.Markdown(FORK_HINT, elem_id="dv-fork-note")  # what the branch on screen is
     return ui
@@ -178,8 +184,13 @@ class ForkHandlers:
         if name not in BACKENDS or not _declares_forks(BACKENDS[name]):
             able = [n for n, e in BACKENDS.items() if _declares_forks(e)]
             return f"The {name} backend cannot fork a run ({no_fork_reason(name)}); forks run on: {', '.join(able)}."
-        if MODELS.loaded(choice.source, kind):
-            return model_mismatch(session.trace, MODELS.get(choice.source, kind).info)
+        # a knob the run's sampler does not read afresh: its declared capabilities judge it, no model needed
+        problem = knob_problem(BACKENDS[name], session.trace.settings, fork_request(at, listed, session)[2])
+        if problem:
+            return problem
+        if MODELS.loaded(choice.source, kind):  # its tokenizer judges the texts here, outside the queue
+            backend = MODELS.get(choice.source, kind)
+            return model_mismatch(session.trace, backend.info) or token_problem(backend, fork_request(at, listed, session)[2])
         return None
 
     def validator(self):
@@ -224,6 +235,113 @@ class ForkHandlers:
             session.compare = [None, None]
             session.error = str(exc)
             raise gr.Error(session.error, visible=False, print_exception=False) from None
+
+
+    # ---- the warm start (docs/lab.md "The warm start"), as `record --start-from` -----------------------------
+    def start_request(self, at, session: RunSession) -> tuple[int, int, tuple]:
+        """(block, step, placed) of a warm start from the session's run at `at`: ValueError in one line where the run,
+        the server or the hosted cap refuses (a warm start counts as a branch)."""
+        trace = session.trace
+        if trace is None or trace.start is None or not trace.steps:
+            raise ValueError("No run to start from yet: generate one or load a trace.")
+        if session.running or not trace.finished:
+            raise ValueError("Start from a finished run: wait for this one to end (or stop it).")
+        try:
+            name = locate_step(trace, parse_step(at))
+        except StepNameError as exc:
+            raise ValueError(f"Start from {exc}") from None
+        cap = branch_cap_refusal(session.tree, self.mode.limits.max_branches)
+        if cap:
+            raise ValueError(cap)
+        if app_run.LEADER is not None or on_zero_gpu():
+            raise ValueError("Warm starts do not run on this server (a sharded or ZeroGPU model): use the CLI's "
+                             "record --start-from.")
+        return name.block + 1, name.step + 1, accepted_tokens(trace.steps[name.index])
+
+    def start_problem(self, at, model, sampler, session: RunSession) -> str | None:
+        """Why this warm start cannot run, in one line, or None (never loading a model)."""
+        try:
+            self.start_request(at, session)
+            choice = self.mode.choice_for(model)
+            name = self.handlers.kind_for_run(choice, sampler) or backend_for(choice.source)
+        except (ValueError, BackendError) as exc:
+            return str(exc)
+        if name in BACKENDS and not _warm_starts(BACKENDS[name]):
+            able = [n for n, e in BACKENDS.items() if _warm_starts(e)]
+            return f"The {name} backend cannot warm-start a run ({no_fork_reason(name)}); warm starts run on: {', '.join(able)}."
+        return _other_canvas(session.trace, MODELS.get(choice.source, None).info) if MODELS.loaded(choice.source) else None
+
+    def warm_validator(self, generate_validator):
+        """`/run_warm`'s validator: the generate event's (prompt, model and knobs, outside the queue), then the start."""
+        def validate(prompt, model, session, request: gr.Request, start_at=None, **knobs):
+            checks = generate_validator(prompt, model, session, request, **knobs)
+            problem = None
+            if all(check.get("is_valid", True) for check in checks):
+                problem = self.start_problem(start_at, model, knobs.get("sampler") or None, session)
+            return [*checks, gr.validate(problem is None, problem or "")]
+        return validate
+
+    def run_warm(self, prompt, model, session: RunSession, start_at=None, **knobs):
+        """A new run of `prompt` with `knobs` whose first canvas holds what the session's run accepted at `start_at`
+        ("block:step", from 1), not held (as `record --start-from`), streamed like a run; it joins the session's tree
+        under the run it started from."""
+        session.error = ""
+        source, source_name = session.trace, session.run_name
+        try:
+            block, step, placed = self.start_request(start_at, session)
+            choice = self.handlers.choice_for(model)
+            _, backend = self.handlers.backend_for_run(choice, knobs.get("sampler"))
+            settings = settings_from_widgets(knobs, backend.capabilities.knobs_for(knobs.get("sampler") or None))
+            problem = next(filter(None, (self.mode.limits.knob_problem(k, v) for k, v in settings.to_dict().items())), None)
+            problem = problem or _other_canvas(source, backend.info)
+            if problem:
+                raise ValueError(problem)
+            if settings.compiled:
+                raise ValueError("torch.compile is off in the app (ZeroGPU forbids it).")
+            trace = Trace(model=backend.info, prompt=prompt)
+            batches = warm_start_records(backend, prompt, settings, placed, trace=trace, stop=session.stop)
+            next(batches)  # RunStart: a bad request raises here, before the session changes
+        except (BackendError, ValueError) as exc:
+            session.error = str(exc)
+            raise gr.Error(session.error, visible=False, print_exception=False) from None
+        pinned = {p for p, _ in backend.pinned_ids(backend.resolve(settings))}
+        trace.warm_start = WarmStart(content_hash(source.to_json().encode("utf-8")), block, step, (),
+                                     tuple(sorted((p, t) for p, t in placed if p not in pinned)))
+        session.tree, name = session.tree.add_start(source_name, block, step)
+        session.show(trace, name)
+        session.compare = [source, trace]
+        yield from live_values(session, trace, batches, min_interval_s=LIVE_MIN_INTERVAL_S)
+
+
+def _other_canvas(source: Trace, info) -> str | None:
+    """One line when the run started from has another canvas or vocabulary than the model that would run."""
+    if (source.canvas_length, source.model.vocab_size) == (info.canvas_length, info.vocab_size):
+        return None
+    return (f"This run's canvas ({source.canvas_length} positions, {source.model.vocab_size} ids) does not fit "
+            f"{info.name}'s ({info.canvas_length}, {info.vocab_size}): start from a run of a model with the same canvas.")
+
+
+def _warm_starts(entry) -> bool:
+    try:
+        return warm_starts(entry.capabilities)
+    except ImportError:
+        return False
+
+
+def _naming_knobs(handler):
+    """`handler(prompt, model, session, start_at, **knobs)` with a signature naming `start_at` and every knob,
+    keyword-only (as app.py's `_naming_knobs` for `/generate`): the `/run_warm` API's parameter names."""
+    def fn(prompt, model, session, **kwargs):
+        yield from handler(prompt, model, session, **kwargs)
+
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    fn.__signature__ = inspect.signature(fn).replace(parameters=[
+        *list(inspect.signature(fn).parameters.values())[:3],
+        *(inspect.Parameter(knob.name, keyword, default=None) for knob in APP_KNOBS),
+        inspect.Parameter("start_at", keyword, default=None),  # last, as in the event's inputs
+    ])
+    fn.__doc__ = handler.__doc__
+    return fn
 
 
 def _declares_forks(entry) -> bool:
@@ -283,7 +401,8 @@ def branch_said(session: RunSession) -> str:
         return ""
     end = session.trace.end
     how = f"finished: {end.finish_reason}" if end else "not finished"
-    return f"{run.name}: {run.summary}, forked from {run.parent}; {len(session.trace.steps)} steps, {how}."
+    said = run.summary if session.trace.warm_start is not None else f"{run.summary}, forked from {run.parent}"
+    return f"{run.name}: {said}; {len(session.trace.steps)} steps, {how}."
 
 
 def compare_updates(palette, layout_kind, session: RunSession) -> dict:
@@ -294,7 +413,7 @@ def compare_updates(palette, layout_kind, session: RunSession) -> dict:
 
 
 # ---- the wiring -------------------------------------------------------------------------------------------------
-def wire_fork(ui: dict, handlers) -> None:
+def wire_fork(ui: dict, handlers, generate_validator=None) -> None:
     """The panel's events: the slider's step and a clicked position into the panel (no queue), `/run_branch` in the
     model's queue (its validator outside it), `/show_run` to switch runs."""
     forks = ForkHandlers(handlers)
@@ -312,6 +431,14 @@ def wire_fork(ui: dict, handlers) -> None:
         concurrency_limit=1, concurrency_id="model", show_progress="minimal", validator=forks.validator(), preprocess=False,
     ).then(**named(after_branch, AFTER_BRANCH_OUTPUTS), inputs=[palette, layout_kind, session], api_name="branch_message",
            concurrency_limit=None, show_progress="hidden")
+    if generate_validator is not None:  # the warm start: the generate event's inputs and checks, and the start step
+        ui["warm_btn"].click(
+            _naming_knobs(forks.run_warm), [ui["prompt"], ui["model_picker"], session], ui["live"],
+            inputs_kwargs={**ui["knobs"], "start_at": ui["fork_at"]}, api_name="run_warm", concurrency_limit=1,
+            concurrency_id="model", show_progress="minimal", validator=forks.warm_validator(generate_validator),
+            preprocess=False,
+        ).then(**named(after_branch, AFTER_BRANCH_OUTPUTS), inputs=[palette, layout_kind, session], api_name="warm_message",
+               concurrency_limit=None, show_progress="hidden")
     ui["live"].run_started(run_choices, session, ui["run_picker"], **quiet)  # a new run (root) or branch joins the list
     ui["run_picker"].input(**named(show_run, SHOW_RUN_OUTPUTS), inputs=[ui["run_picker"], palette, layout_kind, session],
                            api_name="show_run", concurrency_limit=None, show_progress="hidden")

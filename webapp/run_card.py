@@ -36,7 +36,7 @@ def _plain(value) -> str:
 
 
 def run_card_html(prompt: str, model: str, settings: dict, *, steps: int | None = None, blocks: int | None = None,
-                  branch=None, parent: str | None = None) -> str:
+                  branch=None, parent: str | None = None, warm_start=None) -> str:
     """The card as small HTML, every value escaped (a prompt or pin text is a visitor's); `parent` names a branch's
     parent run as the session's tree does ("root", "branch 1")."""
     esc = html.escape
@@ -59,13 +59,18 @@ def run_card_html(prompt: str, model: str, settings: dict, *, steps: int | None 
         named = f"{esc(parent)} (sha256 {esc(branch.parent[:12])})" if parent else esc(branch.parent[:12])
         rows.append(f"<div>branch of {named} at block {branch.block}, step {branch.step}: "
                     f"{esc('; '.join(branch.interventions) or 'no intervention')}</div>")
+    if warm_start is not None and warm_start.source is not None:  # where a warm start's first canvas came from
+        named = f"{esc(parent)} (sha256 {esc(warm_start.source[:12])})" if parent else esc(warm_start.source[:12])
+        rows.append(f"<div>started from the canvas of {named} at block {warm_start.block}, step {warm_start.step}: "
+                    f"{len(warm_start.placed)} token{'' if len(warm_start.placed) == 1 else 's'} placed</div>")
     return f'<div class="dv-run-card">{"".join(rows)}</div>'
 
 
 def trace_card(trace, parent: str | None = None) -> str:
     """The card of a recorded (or running) trace; `parent`: a branch's parent's name in the session."""
     return run_card_html(trace.prompt, trace.model.name, trace.settings.to_dict(), steps=len(trace.steps),
-                         blocks=len(trace.blocks), branch=trace.branch, parent=parent)
+                         blocks=len(trace.blocks), branch=trace.branch, parent=parent,
+                         warm_start=trace.warm_start)
 
 
 def _flags(settings: dict) -> list[str]:
