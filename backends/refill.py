@@ -60,6 +60,7 @@ _ROWS: contextvars.ContextVar = contextvars.ContextVar("refill_rows")
 class Job:
     ids: list[int]  # the templated prompt ids
     seed: int  # seeds this generation alone, as `torch.manual_seed(seed)` before stock `generate`
+    steps: int | None = None  # this generation's own max_denoising_steps (benchmarks force early stops with it)
 
 
 class _Rng:
@@ -116,6 +117,8 @@ class _Generation:
         self.model, self.recorder = model, recorder
         device = model.device
         self.rng = _Rng(job.seed, device)
+        if job.steps is not None:
+            generate_kwargs = generate_kwargs | {"max_denoising_steps": job.steps}
         config, self.model_kwargs = model._prepare_generation_config(None, **generate_kwargs)
         self.config = config
         self.input_ids = torch.tensor([job.ids], device=device)
@@ -222,25 +225,25 @@ def _register_by_row() -> None:
 
 
 @contextlib.contextmanager
-def _by_row(model, caches: list):
-    """The decoder's attention and experts run row by row on `caches` for the duration (the text config's
-    implementations, restored after)."""
+def _by_row(model, caches: list, exact: bool = True):
+    """The decoder's attention (and with `exact` its experts) run row by row on `caches` for the duration (the text
+    config's implementations, restored after)."""
     config = model.config.get_text_config()
     attention, experts = config._attn_implementation, getattr(config, "_experts_implementation", None)
     token = _ROWS.set((caches, experts, model.config.canvas_length))
     config._attn_implementation = _BY_ROW
-    if experts is not None:
+    if experts is not None and exact:
         config._experts_implementation = _BY_ROW
     try:
         yield
     finally:
         config._attn_implementation = attention
-        if experts is not None:
+        if experts is not None and exact:
             config._experts_implementation = experts
         _ROWS.reset(token)
 
 
-def _decoder_pass(model, rows: list[_Generation]) -> torch.Tensor:
+def _decoder_pass(model, rows: list[_Generation], exact: bool = True) -> torch.Tensor:
     """One decoder pass over every active row: (rows, canvas, vocab) logits, each row's as its pass alone gives."""
     canvas = torch.cat([g.canvas for g in rows])
     sc = [g.self_conditioning for g in rows]
@@ -257,7 +260,7 @@ def _decoder_pass(model, rows: list[_Generation]) -> torch.Tensor:
                              values=layer.values.new_zeros(len(rows), layer.values.shape[1], 0, layer.values.shape[3]))
              for layer in rows[0].cache.layers]
     cache = SimpleNamespace(layers=empty, is_compileable=False)
-    with _by_row(model, [g.cache for g in rows]):
+    with _by_row(model, [g.cache for g in rows], exact):
         return model(decoder_input_ids=canvas, self_conditioning_logits=logits_in, self_conditioning_mask=mask,
                      decoder_attention_mask={"full_attention": None, "sliding_attention": None}, past_key_values=cache,
                      decoder_position_ids=torch.cat([g.decoder_position_ids for g in rows])).logits
@@ -266,11 +269,13 @@ def _decoder_pass(model, rows: list[_Generation]) -> torch.Tensor:
 def refill_generate(model, jobs: Sequence[Job], *, rows: int, generate_kwargs: dict,
                     on_step: Callable[[int, CapturedStep], None], on_block: Callable[[int, CapturedBlock], None],
                     on_done: Callable[[int], None] = lambda job: None, should_stop: Callable[[], bool] | None = None,
-                    topk: int = 0, shift: bool = False) -> int:
+                    topk: int = 0, shift: bool = False, exact: bool = True) -> int:
     """Generate every job with at most `rows` at a time, each finished row refilled with the next job before the
     next decoder pass; `on_step(job, step)` and `on_block(job, block)` get each job's records (their `row` is 0:
     each is a run of one), `on_done(job)` when its generation ends.  Returns the row-passes the loop ran (each
-    pass counts its rows)."""
+    pass counts its rows).  `exact=False` runs the experts batched (one grouped pass over every row's tokens, each
+    expert's weights read once a pass, not once a row): exact only up to batch invariance
+    (benchmarks/bench_batch_invariance.py), and much cheaper on a GPU, where the experts' weights dominate a pass."""
     if rows < 1:
         raise ValueError(f"rows must be at least 1 (got {rows})")
     guard_hooks()
@@ -286,7 +291,7 @@ def refill_generate(model, jobs: Sequence[Job], *, rows: int, generate_kwargs: d
                                          lambda block, i=index: on_block(i, block), should_stop,
                                          topk=topk, agree=None, shift=shift, pins=())
                 active.append((index, _Generation(model, job, generate_kwargs, recorder)))
-            logits = _decoder_pass(model, [g for _, g in active])
+            logits = _decoder_pass(model, [g for _, g in active], exact)
             row_passes += len(active)
             for (_, generation), row_logits in zip(active, logits.split(1)):
                 generation.step(row_logits)
