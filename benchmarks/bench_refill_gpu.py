@@ -60,7 +60,8 @@ def today(model, jobs, rows: int, device: str) -> tuple[int, list[torch.Tensor]]
     return ran, blocks
 
 
-def refill(model, jobs, rows: int, exact: bool) -> tuple[int, dict[int, torch.Tensor]]:
+def refill(model, jobs, rows: int, exact: bool) -> tuple[int, dict[int, torch.Tensor], int]:
+    """The refilling loop: the row-passes it ran, each job's block, and the passes the blocks needed (their steps)."""
     blocks: dict[int, torch.Tensor] = {}
     used: list[int] = []  # each block's steps: the passes it needed (a block can converge before its cap)
 
@@ -71,15 +72,18 @@ def refill(model, jobs, rows: int, exact: bool) -> tuple[int, dict[int, torch.Te
     ran = refill_generate(model, jobs, rows=rows, generate_kwargs=dict(max_new_tokens=256), on_step=lambda j, s: None,
                           on_block=on_block, exact=exact)
     print(f"refill {rows} rows: {sum(used)} passes needed (caps {sum(j.steps for j in jobs)})", flush=True)
-    return ran, blocks
+    return ran, blocks, sum(used)
 
 
-def alone(model, job: Job, device: str) -> torch.Tensor:
+def alone(model, job: Job, device: str) -> tuple[torch.Tensor, int]:
+    """The job run alone (batch 1, stock generate): its block and the steps it ran (random weights can converge
+    before the cap)."""
     torch.manual_seed(job.seed)
     ids = torch.tensor([job.ids], device=device)
-    with capture_steps(model, lambda s: None, lambda b: None, topk=0):
+    used = []
+    with capture_steps(model, lambda s: None, lambda b: used.append(b.steps_used), topk=0):
         out = model.generate(ids, max_new_tokens=256, max_denoising_steps=job.steps)
-    return out.sequences[0, ids.shape[1]:].cpu()
+    return out.sequences[0, ids.shape[1]:].cpu(), sum(used)
 
 
 def timed(device: str, fn, *args):
@@ -128,30 +132,34 @@ def main(argv=None) -> int:
     draw = random.Random(0)
     jobs = [Job([draw.randrange(107, args.vocab) for _ in range(args.prompt_length)], seed=i, steps=draw.randint(low, high))
             for i in range(args.generations)]
-    needed = sum(j.steps for j in jobs)
     # warm-up: one batched and one refilled pass at every shape, so the first timed variant pays no start-up
     for rows in (int(r) for r in args.rows.split(",")):
         warm = [Job(j.ids, j.seed, 2) for j in jobs[:rows]]
         today(model, warm, rows, args.device)
         refill(model, warm, rows, exact=False)
     results: dict[str, dict[int, torch.Tensor]] = {}
+    needed = None  # the passes the generations need: their blocks' steps, counted by the refilling loop
     for rows in (int(r) for r in args.rows.split(",")):
+        runs = []
         for variant in args.variants.split(","):
+            if torch.cuda.is_available():
+                torch.cuda.reset_peak_memory_stats()
             if variant == "today":
                 seconds, (ran, blocks) = timed(args.device, today, model, jobs, rows, args.device)
                 blocks = dict(enumerate(blocks))
             else:
-                seconds, (ran, blocks) = timed(args.device, refill, model, jobs, rows, variant == "exact")
-            results[f"{variant} {rows}"] = blocks
+                seconds, (ran, blocks, needed) = timed(args.device, refill, model, jobs, rows, variant == "exact")
+                results[f"{variant} {rows}"] = blocks  # today's rows run to their batch's largest cap: not compared
             peak = torch.cuda.max_memory_allocated() / 2**30 if args.device.startswith("cuda") else None
-            emit(args.out, dict(kind="run", rows=rows, variant=variant, generations=len(jobs), needed=needed, ran=ran,
-                                useful=needed / ran, seconds=seconds, gen_per_s=len(jobs) / seconds,
-                                pass_ms=seconds / (ran / rows) * 1e3, peak_gib=peak))
+            runs.append(dict(kind="run", rows=rows, variant=variant, generations=len(jobs), ran=ran, seconds=seconds,
+                             gen_per_s=len(jobs) / seconds, pass_ms=seconds / (ran / rows) * 1e3, peak_gib=peak))
+        for run in runs:
+            emit(args.out, {**run, "needed": needed, "useful": None if needed is None else needed / run["ran"]})
     # each generation alone: the refilling loop's reference, and its seconds
     alone_seconds = []
     for job in jobs[:args.alone]:
-        seconds, block = timed(args.device, alone, model, job, args.device)
-        alone_seconds.append(seconds / job.steps)
+        seconds, (block, steps) = timed(args.device, alone, model, job, args.device)
+        alone_seconds.append(seconds / steps)
         for key, blocks in results.items():
             same = torch.equal(blocks[jobs.index(job)], block)
             agree = (blocks[jobs.index(job)] == block).float().mean().item()
@@ -160,17 +168,18 @@ def main(argv=None) -> int:
     emit(args.out, dict(kind="alone", generations=args.alone, step_ms=1e3 * sorted(alone_seconds)[len(alone_seconds) // 2]))
     # the fork: a parent of 48 steps, and one row's state after `--fork-at` of them
     parent = Job(jobs[0].ids, seed=0, steps=48)
-    parent_s, _ = timed(args.device, alone, model, parent, args.device)
+    parent_s, (_, parent_steps) = timed(args.device, alone, model, parent, args.device)
     from backends.capture import _StepRecorder
 
     recorder = _StepRecorder(model, lambda s: None, lambda b: None, None, topk=0, agree=None, shift=False, pins=())
     with torch.no_grad():
         generation = _Generation(model, parent, dict(max_new_tokens=256), recorder)
-        for _ in range(args.fork_at):
+        for _ in range(min(args.fork_at, parent_steps)):
             generation.step(_decoder_pass(model, [generation]))
     kept = state_bytes(generation)
-    emit(args.out, dict(kind="fork", steps=48, at=args.fork_at, parent_s=parent_s, replay_fork_s=parent_s,
-                        kept_fork_s=parent_s * (48 - args.fork_at) / 48, state_bytes=kept,
+    at = min(args.fork_at, parent_steps)
+    emit(args.out, dict(kind="fork", steps=parent_steps, at=at, parent_s=parent_s, replay_fork_s=parent_s,
+                        kept_fork_s=parent_s * (parent_steps - at) / parent_steps, state_bytes=kept,
                         state_mib=sum(kept.values()) / 2**20))
     return 0
 
