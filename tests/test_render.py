@@ -118,6 +118,17 @@ def test_text_layout_follows_real_newlines_and_indentation():
     assert texts[0] == "def f():" and texts[1] == NEWLINE_GLYPH and texts[2] == "return"
 
 
+def test_text_layout_wraps_between_words_not_inside_a_word_cut_into_tokens():
+    trace = fake_trace(["11111"], canvas_length=5)
+    # tokens 10..14 = "One", " evening", " I", "nside", " it": " Inside" does not fit a 14-column line after "One evening"
+    trace.pieces.update({10: "One", 11: " evening", 12: " I", 13: "nside", 14: " it"})
+    cells = [text_layout(trace, columns=14).cell(0, p) for p in range(5)]
+    assert [(c.row, c.col) for c in cells[:2]] == [(1, 0), (1, 3)]
+    assert [(c.row, c.col) for c in cells[2:]] == [(2, 0), (2, 2), (2, 7)]  # " I" went down with "nside"
+    word = [text_layout(trace, columns=5).cell(0, p) for p in (2, 3)]  # a word longer than the line: cut, as before
+    assert word[0].row < word[1].row
+
+
 def test_text_layout_is_fixed_over_the_run_and_marks_eos_compactly():
     trace = fake_trace(["1000", "1111"], canvas_length=4, eos_at=2)
     layout = text_layout(trace)

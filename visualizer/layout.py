@@ -16,7 +16,7 @@ same thing.  Noise cells show block glyphs, never the random token underneath.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -100,14 +100,15 @@ def final_tokens(trace: Trace) -> list[np.ndarray]:
 
 
 def text_layout(trace: Trace, *, columns: int = 96) -> Layout:
-    """Slots from the final text: real newlines and indentation, wrapped at `columns`."""
+    """Slots from the final text: real newlines and indentation, wrapped at `columns` between words (a word cut
+    into tokens moves to the next line whole, unless it alone is longer than a line)."""
     canvas = trace.canvas_length
     blocks = final_tokens(trace)
     n_blocks = max(trace.max_blocks, len(blocks))
     cells, headers, row = [], [], 0
     for block in range(n_blocks):
         headers.append((block, row))
-        row, col = row + 1, 0
+        row, col, word = row + 1, 0, None
         tokens = blocks[block] if block < len(blocks) else np.full(canvas, -1)
         for position, token in enumerate(tokens):
             piece = "" if token < 0 else trace.piece(token)
@@ -116,10 +117,19 @@ def text_layout(trace: Trace, *, columns: int = 96) -> Layout:
             shown = " " if special else text_slot_text(piece)
             trailing = piece.rpartition("\n")[2] if breaks else ""
             width = max(1, min(len(shown), columns))
+            if word is None or special or piece[:1].isspace():
+                word = len(cells)  # a word starts here: a line too long wraps before it, not inside it
             if col + width > columns and col > 0:
-                row, col = row + 1, 0
+                start = cells[word] if word < len(cells) else None  # the word's first cell, when it began before this token
+                if start is not None and start.row == row and start.col > 0 and col - start.col + width <= columns:
+                    cells[word:] = [replace(c, row=row + 1, col=c.col - start.col) for c in cells[word:]]  # it moves down whole
+                    row, col = row + 1, col - start.col
+                else:
+                    row, col = row + 1, 0
             cells.append(Cell(block, position, row, col, width))
             col += width
+            if special or piece[-1:].isspace():
+                word = None  # a space or newline ends the word
             if breaks:
                 row, col = row + breaks, min(len(trailing.expandtabs(4)), columns - 1)  # keep the indentation
         row += 1
