@@ -4,6 +4,7 @@ and print each fork's time over the parent's and whether the no-intervention for
     python -m benchmarks.bench_fork                       # the random test model, CPU or CUDA, eager
     python -m benchmarks.bench_fork --compiled --device cuda --steps 48 --at 24
     python -m benchmarks.bench_fork --backend diffusers --sampler block-refinement --model builtin
+    python -m benchmarks.bench_fork --model fullshape --device cuda --steps 48 --at 24 --reps 2   # the 26B shape
 
 A fork keeps no state: it replays the parent's steps up to the fork from the seed, so it costs about one parent run
 (the goal: the steps after t plus the replay of the steps up to t). Alternating repetitions; medians printed.
@@ -39,8 +40,9 @@ def same(a, b) -> bool:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", help="a model folder, or 'builtin' for the built-in model (default: the random test "
-                   "model, built in a temporary folder)")
+    p.add_argument("--model", help="a model folder, 'builtin' for the built-in model, or 'fullshape' for the real "
+                   "26B-A4B shape with random bf16 weights (benchmarks/bench_capture_fullshape.py; transformers only) "
+                   "(default: the random test model, built in a temporary folder)")
     p.add_argument("--backend", choices=("transformers", "diffusers"), default="transformers")
     p.add_argument("--sampler", choices=tuple(DIFFUSERS_KNOBS), help="the diffusers scheduler (default: entropy-bound)")
     p.add_argument("--device", default=None)
@@ -53,7 +55,8 @@ def main() -> None:
         from backends import BUILTIN_MODEL_DIR
 
         args.model = str(BUILTIN_MODEL_DIR)
-    source = args.model or str(build_random_model(tempfile.mkdtemp(prefix="bench-fork-")))
+    source = args.model if args.model == "fullshape" else (
+        args.model or str(build_random_model(tempfile.mkdtemp(prefix="bench-fork-"))))
     started = time.perf_counter()
     backend, settings = load(args, source)
     load_s = time.perf_counter() - started
@@ -86,6 +89,13 @@ def main() -> None:
 def load(args, source):
     """The backend and the run's settings: transformers' entropy-bound, or a diffusers scheduler."""
     settings = GenerationSettings(seed=1, max_new_tokens=256, max_denoising_steps=args.steps, compiled=args.compiled)
+    if source == "fullshape":  # no folder holds it: built in memory, the probe benchmark's way
+        from benchmarks.bench_capture_fullshape import REAL_SHAPE
+        from benchmarks.bench_probe_scale import full_shape_backend
+
+        shape = argparse.Namespace(model=None, device=args.device or "cuda", layers=REAL_SHAPE["num_hidden_layers"],
+                                   experts=REAL_SHAPE["num_experts"], vocab=REAL_SHAPE["vocab_size"], steps=args.steps)
+        return full_shape_backend(shape), settings
     if args.backend == "transformers":
         from backends.transformers_backend import TransformersBackend
 

@@ -9,7 +9,8 @@ import threading
 import pytest
 
 from backends.base import BackendError
-from backends.refill import refill_traces
+from backends import refill as refill_module
+from backends.refill import Job, refill_generate, refill_traces
 from backends.run import record_trace
 from tests.test_batch_capture import PROMPTS, builtin_backend, without_times  # noqa: F401 -- the fixture
 from visualizer.settings import GenerationSettings
@@ -74,3 +75,61 @@ def test_what_it_cannot_run_is_refused_with_one_line(builtin_backend, change, wo
     with pytest.raises(BackendError, match=words) as caught:
         refill_traces(builtin_backend, PROMPTS[:1], [0], GenerationSettings(**change), rows=2)
     assert "\n" not in str(caught.value)
+
+
+def jobs_and_kwargs(backend, prompts, seeds, settings, caps=None):
+    """The loop's inputs for these prompts, as `refill_traces` makes them: templated ids, one seed and cap each."""
+    resolved = [backend.resolve(settings.replace(seed=s)) for s in seeds]
+    ids = [backend._check_row(p, s, row, len(prompts)) for row, (p, s) in enumerate(zip(prompts, resolved))]
+    caps = caps or [None] * len(prompts)
+    return [Job(i, s.seed, cap) for i, s, cap in zip(ids, resolved, caps)], backend.generate_kwargs(resolved[0])
+
+
+def looped(backend, jobs, kwargs, rows, exact=True):
+    """Each job's blocks (steps_used, tokens) and the row-passes the loop ran."""
+    blocks: dict[int, list] = {i: [] for i in range(len(jobs))}
+    ran = refill_generate(backend.model, jobs, rows=rows, generate_kwargs=kwargs, on_step=lambda j, s: None,
+                          on_block=lambda j, b: blocks[j].append((b.steps_used, b.tokens.tolist())), exact=exact)
+    return blocks, ran
+
+
+def test_a_jobs_own_step_cap_ends_it_as_that_cap_alone_would(builtin_backend):
+    # Job.steps: each generation its own max_denoising_steps (the GPU benchmark forces the study's step counts so)
+    settings = GenerationSettings(max_new_tokens=256, max_denoising_steps=12)
+    caps, seeds = [2, 6, 3, 5], [0, 1, 2, 3]
+    jobs, kwargs = jobs_and_kwargs(builtin_backend, MORE[:4], seeds, settings, caps)
+    blocks, ran = looped(builtin_backend, jobs, kwargs, rows=2)
+    assert ran == sum(steps for job in blocks.values() for steps, _ in job)  # no pass computed a finished row
+    for prompt, seed, cap, job in zip(MORE, seeds, caps, blocks.values()):
+        assert all(steps <= cap for steps, _ in job)
+        alone = record_trace(builtin_backend, prompt, settings.replace(seed=seed, max_denoising_steps=cap))
+        assert [(b.steps_used, list(b.tokens)) for b in alone.blocks] == job
+
+
+def test_experts_batched_run_one_grouped_pass_and_waste_nothing(builtin_backend, monkeypatch):
+    # exact=False: the experts see every row's tokens at once (each expert's weights read once a pass, not a row)
+    calls = []
+    row_by_row = refill_module._row_experts
+    monkeypatch.setattr(refill_module, "_row_experts", lambda *a: calls.append(1) or row_by_row(*a))
+    settings = GenerationSettings(max_new_tokens=256, max_denoising_steps=6)
+    jobs, kwargs = jobs_and_kwargs(builtin_backend, MORE[:4], [0, 1, 2, 3], settings)
+    batched, ran = looped(builtin_backend, jobs, kwargs, rows=3, exact=False)
+    assert calls == []  # the model's own experts implementation, on the whole batch
+    assert ran == sum(steps for job in batched.values() for steps, _ in job)
+    exact, _ = looped(builtin_backend, jobs, kwargs, rows=3, exact=True)
+    assert len(calls) > 0
+    # the same generations up to the experts' float32 rounding over more tokens (a row given another row's experts
+    # output would share few tokens with its own run)
+    for job in exact:
+        for (_, mine), (_, theirs) in zip(batched[job], exact[job]):
+            assert sum(a == b for a, b in zip(mine, theirs)) >= 0.9 * len(theirs)
+
+
+def test_experts_batched_on_one_row_are_its_run_alone(builtin_backend):
+    # one row: the grouped experts see that row's tokens only, as its pass alone does
+    settings = GenerationSettings(max_new_tokens=256, max_denoising_steps=8)
+    jobs, kwargs = jobs_and_kwargs(builtin_backend, PROMPTS[:2], [4, 5], settings)
+    batched, _ = looped(builtin_backend, jobs, kwargs, rows=1, exact=False)
+    for prompt, seed, job in zip(PROMPTS, [4, 5], batched.values()):
+        alone = record_trace(builtin_backend, prompt, settings.replace(seed=seed))
+        assert [(b.steps_used, list(b.tokens)) for b in alone.blocks] == job
