@@ -15,10 +15,12 @@ runs for every active row at once (`_decoder_pass`); its logits are handed to ea
 in place of the decoder call.  A finished row is replaced before the next pass; with nothing left to refill the
 batch shrinks (eager: every shape runs without compiling), so no pass computes a finished row.
 
-Two parts of the pass run row by row, each on exactly the tensors of the row's pass alone (`_by_row`): the
+Three parts of the pass run row by row, each on exactly the tensors of the row's pass alone: the
 attention (a row's keys are its own cache joined to its canvas, so prompts of different lengths need no padding:
-a right- or left-padded row's logits differ from its pass alone) and the experts (grouped by expert over the whole
-batch, an expert's product over more tokens rounds differently in float32).  The projections, norms, dense MLP and
+a right- or left-padded row's logits differ from its pass alone), the experts (grouped by expert over the whole
+batch, an expert's product over more tokens rounds differently in float32; `_by_row`) and the self-conditioning
+input (a product summed over the whole vocabulary, whose GPU kernel splits the sum differently for more rows;
+`_soft_embeddings`).  The projections, norms, dense MLP and
 head are batched: each row's logits then equal its pass alone bit for bit on the CPU (the built-in model, float32,
 as the backend loads it; checked by tests/test_refill.py), so each refilled trace equals its generation run alone
 with stock `generate`, step for step.  On a GPU batched kernels differ from batch 1 anyway
@@ -243,25 +245,48 @@ def _by_row(model, caches: list, exact: bool = True):
         _ROWS.reset(token)
 
 
+def _soft_embeddings(decoder, logits: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """One row's self-conditioning input, as the stock decoder computes it (`DiffusionGemmaDecoderModel.forward`):
+    the previous step's distribution times the embedding matrix.  Row by row because that product sums over the
+    whole vocabulary (262,144 at the real shape), and on a GPU its kernel splits that sum differently for more rows:
+    on an H200 a refilled row's first pass with self-conditioning was the first to differ from its pass alone
+    (benchmarks/bench_refill_identity.py)."""
+    weight = decoder.embed_tokens.weight
+    return torch.matmul(logits.softmax(dim=-1, dtype=torch.float32).to(weight.dtype), weight) * (
+        decoder.embed_tokens.embed_scale.to(dtype))
+
+
+@contextlib.contextmanager
+def _given_soft_embeddings(decoder, soft: torch.Tensor):
+    """The decoder's self-conditioning block fed `soft` in place of the zeros it computes when given no logits."""
+    def replace(module, args):
+        return args[0], soft
+
+    handle = decoder.self_conditioning.register_forward_pre_hook(replace)
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
 def _decoder_pass(model, rows: list[_Generation], exact: bool = True) -> torch.Tensor:
     """One decoder pass over every active row: (rows, canvas, vocab) logits, each row's as its pass alone gives."""
     canvas = torch.cat([g.canvas for g in rows])
-    sc = [g.self_conditioning for g in rows]
-    mask = None
-    if all(s is None for s in sc):
-        logits_in = None
-    else:  # a row at its block's first step has none: zeros, masked out (the decoder then adds zeros, as alone)
-        like = next(s for s in sc if s is not None)
-        logits_in = torch.cat([torch.zeros_like(like) if s is None else s for s in sc])
-        if any(s is None for s in sc):
-            mask = torch.tensor([s is not None for s in sc], device=canvas.device)
+    decoder = model.model.decoder
+    soft = contextlib.nullcontext()
+    if any(g.self_conditioning is not None for g in rows):  # a row at its block's first step has zeros, as alone
+        dtype = decoder.embed_tokens.weight.dtype
+        soft = _given_soft_embeddings(decoder, torch.cat([
+            _soft_embeddings(decoder, g.self_conditioning, dtype) if g.self_conditioning is not None else
+            torch.zeros((1, canvas.shape[1], decoder.embed_tokens.weight.shape[1]), dtype=dtype, device=canvas.device)
+            for g in rows]))
     # an empty cache: the decoder joins it to the canvases, and `_row_attention` joins each row's own
     empty = [SimpleNamespace(keys=layer.keys.new_zeros(len(rows), layer.keys.shape[1], 0, layer.keys.shape[3]),
                              values=layer.values.new_zeros(len(rows), layer.values.shape[1], 0, layer.values.shape[3]))
              for layer in rows[0].cache.layers]
     cache = SimpleNamespace(layers=empty, is_compileable=False)
-    with _by_row(model, [g.cache for g in rows], exact):
-        return model(decoder_input_ids=canvas, self_conditioning_logits=logits_in, self_conditioning_mask=mask,
+    with _by_row(model, [g.cache for g in rows], exact), soft:
+        return model(decoder_input_ids=canvas, self_conditioning_logits=None,
                      decoder_attention_mask={"full_attention": None, "sliding_attention": None}, past_key_values=cache,
                      decoder_position_ids=torch.cat([g.decoder_position_ids for g in rows])).logits
 

@@ -112,7 +112,10 @@ def main(argv=None) -> int:
     p.add_argument("--experts", type=int, default=REAL_SHAPE["num_experts"])
     p.add_argument("--vocab", type=int, default=REAL_SHAPE["vocab_size"])
     p.add_argument("--generations", type=int, default=4)
-    p.add_argument("--steps", type=int, default=8, help="each generation's max_denoising_steps")
+    p.add_argument("--steps", default="8", help="each generation's max_denoising_steps, or a range (3-17) drawn "
+                   "from, so rows end at different steps and are refilled inside a block")
+    p.add_argument("--warm-up", action="store_true", help="first a stock batch and a refill of two steps each, as "
+                   "bench_refill_gpu warms up")
     p.add_argument("--rows", type=int, default=4)
     p.add_argument("--out")
     args = p.parse_args(argv)
@@ -124,8 +127,15 @@ def main(argv=None) -> int:
                         dtype=str(model.dtype)))
     _register_by_row()
     draw = random.Random(0)
-    jobs = [Job([draw.randrange(107, args.vocab) for _ in range(64)], seed=i, steps=args.steps)
-            for i in range(args.generations)]
+    low, _, high = args.steps.partition("-")
+    jobs = [Job([draw.randrange(107, args.vocab) for _ in range(64)], seed=i,
+                steps=draw.randint(int(low), int(high or low))) for i in range(args.generations)]
+    if args.warm_up:
+        from benchmarks.bench_refill_gpu import refill, today
+
+        warm = [Job(j.ids, j.seed, 2) for j in jobs[:args.rows]]
+        today(model, warm, args.rows, args.device)
+        refill(model, warm, args.rows, exact=False)
 
     # 1. determinism of stock alone
     references = [alone(model, job) for job in jobs]
