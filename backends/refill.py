@@ -23,8 +23,9 @@ input (a product summed over the whole vocabulary, whose GPU kernel splits the s
 `_soft_embeddings`).  The projections, norms, dense MLP and
 head are batched: each row's logits then equal its pass alone bit for bit on the CPU (the built-in model, float32,
 as the backend loads it; checked by tests/test_refill.py), so each refilled trace equals its generation run alone
-with stock `generate`, step for step.  On a GPU batched kernels differ from batch 1 anyway
-(benchmarks/bench_batch_invariance.py), and the two row-by-row parts only cost launches there.
+with stock `generate`, step for step.  On a GPU the batched parts' kernels are chosen by the product's size, so an
+exact loop there calls the decoder on at most CUDA_EXACT_CALL_ROWS rows at a time (4, bit-identical to alone on an
+H200 at the real shape; 8 were not); the row-by-row parts only cost launches there.
 Eager only: no static cache, no compile; no pins, layers, forks or KL to the final step (the backend refuses them).
 """
 
@@ -269,8 +270,28 @@ def _given_soft_embeddings(decoder, soft: torch.Tensor):
         handle.remove()
 
 
-def _decoder_pass(model, rows: list[_Generation], exact: bool = True) -> torch.Tensor:
-    """One decoder pass over every active row: (rows, canvas, vocab) logits, each row's as its pass alone gives."""
+# The most rows one decoder call takes on a CUDA device when the loop runs exact.  The projections, norms, dense MLP
+# and head are batched over a call's rows, and cuBLAS picks its kernel by the product's size: on one H200 at the real
+# 26B shape (bf16) a call of up to 4 rows (1,024 canvas tokens) gave every row's logits bit for bit as its pass
+# alone, and a call of 8 or 16 rows differed from the first pass on (agreeing on 66-78% of a block's tokens,
+# benchmarks/bench_refill_identity.py --rows 8).  Another GPU or shape: measure with that bench and pass `call_rows`.
+CUDA_EXACT_CALL_ROWS = 4
+
+
+def _call_rows(model, exact: bool, call_rows: int | None) -> int | None:
+    """The rows one decoder call takes: the caller's choice, else CUDA_EXACT_CALL_ROWS for an exact loop on CUDA,
+    else all the active rows (the CPU's float32 kernels give each row its pass alone at any batch)."""
+    if call_rows is not None:
+        return call_rows
+    return CUDA_EXACT_CALL_ROWS if exact and model.device.type == "cuda" else None
+
+
+def _decoder_pass(model, rows: list[_Generation], exact: bool = True, call_rows: int | None = None) -> torch.Tensor:
+    """One decoder pass over every active row: (rows, canvas, vocab) logits, each row's as its pass alone gives;
+    in calls of at most `call_rows` rows when given."""
+    if call_rows is not None and len(rows) > call_rows:
+        return torch.cat([_decoder_pass(model, rows[start:start + call_rows], exact)
+                          for start in range(0, len(rows), call_rows)])
     canvas = torch.cat([g.canvas for g in rows])
     decoder = model.model.decoder
     soft = contextlib.nullcontext()
@@ -294,17 +315,20 @@ def _decoder_pass(model, rows: list[_Generation], exact: bool = True) -> torch.T
 def refill_generate(model, jobs: Sequence[Job], *, rows: int, generate_kwargs: dict,
                     on_step: Callable[[int, CapturedStep], None], on_block: Callable[[int, CapturedBlock], None],
                     on_done: Callable[[int], None] = lambda job: None, should_stop: Callable[[], bool] | None = None,
-                    topk: int = 0, shift: bool = False, exact: bool = True) -> int:
+                    topk: int = 0, shift: bool = False, exact: bool = True, call_rows: int | None = None) -> int:
     """Generate every job with at most `rows` at a time, each finished row refilled with the next job before the
     next decoder pass; `on_step(job, step)` and `on_block(job, block)` get each job's records (their `row` is 0:
     each is a run of one), `on_done(job)` when its generation ends.  Returns the row-passes the loop ran (each
     pass counts its rows).  `exact=False` runs the experts batched (one grouped pass over every row's tokens, each
     expert's weights read once a pass, not once a row): exact only up to batch invariance
-    (benchmarks/bench_batch_invariance.py), and much cheaper on a GPU, where the experts' weights dominate a pass."""
+    (benchmarks/bench_batch_invariance.py), and much cheaper on a GPU, where the experts' weights dominate a pass.
+    `call_rows` caps the rows one decoder call takes (`_call_rows`: by default 4 for an exact loop on CUDA, all on
+    the CPU); a pass over more active rows makes several calls."""
     if rows < 1:
         raise ValueError(f"rows must be at least 1 (got {rows})")
     guard_hooks()
     _register_by_row()
+    call_rows = _call_rows(model, exact, call_rows)
     waiting = deque(enumerate(jobs))
     active: list[tuple[int, _Generation]] = []
     row_passes = 0
@@ -316,7 +340,7 @@ def refill_generate(model, jobs: Sequence[Job], *, rows: int, generate_kwargs: d
                                          lambda block, i=index: on_block(i, block), should_stop,
                                          topk=topk, agree=None, shift=shift, pins=())
                 active.append((index, _Generation(model, job, generate_kwargs, recorder)))
-            logits = _decoder_pass(model, [g for _, g in active], exact)
+            logits = _decoder_pass(model, [g for _, g in active], exact, call_rows)
             row_passes += len(active)
             for (_, generation), row_logits in zip(active, logits.split(1)):
                 generation.step(row_logits)

@@ -9,8 +9,11 @@ never stop early, so each generation is given its own step count, drawn uniforml
 3 to 17): its `max_denoising_steps`, one 256-token block, a 64-token prompt of its own.  For each row count:
 - "today": the generations in plan order, `rows` a batch, each batch one stock `generate` (captured, entropy only)
   run for its slowest row's steps, as transformers' `torch.all(finished_denoising)` makes every row compute;
-- "refill exact": backends/refill.py, attention and experts row by row (each row's pass alone, the float32 identity);
-- "refill batched": the same loop, the experts batched (`exact=False`).
+- "exact": backends/refill.py, attention and experts row by row (each row's pass alone, the float32 identity), the
+  decoder called on at most CUDA_EXACT_CALL_ROWS rows at a time on CUDA (the bf16 identity, bench_refill_identity);
+  "exact-one-call" the same on every active row in one call;
+- "batched": the same loop, the experts batched (`exact=False`) in one call; "batched-calls" in calls of
+  CUDA_EXACT_CALL_ROWS rows.
 Each reports row-passes needed over run (the useful fraction), seconds and generations a second.  Then the first
 `--alone` generations run alone (batch 1, stock `generate`, captured, seeded as the loop seeds them), and each
 refilled block is compared with its alone block token for token (bit-identical on the CPU in float32; on CUDA bf16
@@ -33,7 +36,7 @@ import time
 import torch
 
 from backends.capture import capture_steps
-from backends.refill import Job, _decoder_pass, _Generation, _register_by_row, refill_generate
+from backends.refill import CUDA_EXACT_CALL_ROWS, Job, _decoder_pass, _Generation, _register_by_row, refill_generate
 from benchmarks.bench_capture_fullshape import REAL_SHAPE, build, full_shape_config, sync
 
 
@@ -42,6 +45,13 @@ def emit(out, row: dict) -> None:
     if out:
         with open(out, "a") as f:
             f.write(json.dumps(row) + "\n")
+
+
+# variant: (exact, rows a decoder call): "exact" calls the decoder on CUDA_EXACT_CALL_ROWS rows at a time on CUDA
+# (the loop's default), "exact-one-call" on every active row at once; "batched" runs the experts batched in one call,
+# "batched-calls" in calls of CUDA_EXACT_CALL_ROWS rows
+REFILL_VARIANTS = {"exact": (True, None), "exact-one-call": (True, 10**6), "batched": (False, None),
+                   "batched-calls": (False, CUDA_EXACT_CALL_ROWS)}
 
 
 def today(model, jobs, rows: int, device: str) -> tuple[int, list[torch.Tensor]]:
@@ -60,7 +70,7 @@ def today(model, jobs, rows: int, device: str) -> tuple[int, list[torch.Tensor]]
     return ran, blocks
 
 
-def refill(model, jobs, rows: int, exact: bool) -> tuple[int, dict[int, torch.Tensor], int]:
+def refill(model, jobs, rows: int, exact: bool, call_rows: int | None = None) -> tuple[int, dict[int, torch.Tensor], int]:
     """The refilling loop: the row-passes it ran, each job's block, and the passes the blocks needed (their steps)."""
     blocks: dict[int, torch.Tensor] = {}
     used: list[int] = []  # each block's steps: the passes it needed (a block can converge before its cap)
@@ -70,7 +80,7 @@ def refill(model, jobs, rows: int, exact: bool) -> tuple[int, dict[int, torch.Te
         used.append(block.steps_used)
 
     ran = refill_generate(model, jobs, rows=rows, generate_kwargs=dict(max_new_tokens=256), on_step=lambda j, s: None,
-                          on_block=on_block, exact=exact)
+                          on_block=on_block, exact=exact, call_rows=call_rows)
     print(f"refill {rows} rows: {sum(used)} passes needed (caps {sum(j.steps for j in jobs)})", flush=True)
     return ran, blocks, sum(used)
 
@@ -116,7 +126,8 @@ def main(argv=None) -> int:
     p.add_argument("--prompt-length", type=int, default=64)
     p.add_argument("--alone", type=int, default=8, help="generations also run alone, for the identity check")
     p.add_argument("--fork-at", type=int, default=24)
-    p.add_argument("--variants", default="today,exact,batched")
+    p.add_argument("--variants", default="today,exact,batched,batched-calls",
+                   help=f"today and any of {', '.join(REFILL_VARIANTS)}")
     p.add_argument("--out")
     args = p.parse_args(argv)
     import transformers
@@ -148,7 +159,8 @@ def main(argv=None) -> int:
                 seconds, (ran, blocks) = timed(args.device, today, model, jobs, rows, args.device)
                 blocks = dict(enumerate(blocks))
             else:
-                seconds, (ran, blocks, needed) = timed(args.device, refill, model, jobs, rows, variant == "exact")
+                exact, call_rows = REFILL_VARIANTS[variant]
+                seconds, (ran, blocks, needed) = timed(args.device, refill, model, jobs, rows, exact, call_rows)
                 results[f"{variant} {rows}"] = blocks  # today's rows run to their batch's largest cap: not compared
             peak = torch.cuda.max_memory_allocated() / 2**30 if args.device.startswith("cuda") else None
             runs.append(dict(kind="run", rows=rows, variant=variant, generations=len(jobs), ran=ran, seconds=seconds,

@@ -30,7 +30,8 @@ import sys
 import torch
 
 from backends.capture import _StepRecorder, capture_steps
-from backends.refill import Job, _decoder_pass, _Generation, _register_by_row, refill_generate
+from backends.refill import (CUDA_EXACT_CALL_ROWS, Job, _call_rows, _decoder_pass, _Generation, _register_by_row,
+                             refill_generate)
 from benchmarks.bench_capture_fullshape import REAL_SHAPE, build, full_shape_config
 
 
@@ -51,12 +52,13 @@ def alone(model, job: Job) -> tuple[list, torch.Tensor]:
     return steps, out.sequences[0, ids.shape[1]:].cpu()
 
 
-def looped(model, jobs: list[Job], rows: int, exact: bool) -> tuple[dict[int, list], dict[int, torch.Tensor]]:
+def looped(model, jobs: list[Job], rows: int, exact: bool, call_rows: int | None) -> tuple[dict[int, list], dict]:
     steps: dict[int, list] = {i: [] for i in range(len(jobs))}
     blocks: dict[int, torch.Tensor] = {}
     refill_generate(model, jobs, rows=rows, generate_kwargs=dict(max_new_tokens=256),
                     on_step=lambda j, s: steps[j].append(s),
-                    on_block=lambda j, b: blocks.__setitem__(j, torch.from_numpy(b.tokens)), exact=exact)
+                    on_block=lambda j, b: blocks.__setitem__(j, torch.from_numpy(b.tokens)), exact=exact,
+                    call_rows=call_rows)
     return steps, blocks
 
 
@@ -117,6 +119,8 @@ def main(argv=None) -> int:
     p.add_argument("--warm-up", action="store_true", help="first a stock batch and a refill of two steps each, as "
                    "bench_refill_gpu warms up")
     p.add_argument("--rows", type=int, default=4)
+    p.add_argument("--call-rows", type=int, help="the experts-batched loop's rows a decoder call (default: the "
+                   "loop's CUDA_EXACT_CALL_ROWS)")
     p.add_argument("--out")
     args = p.parse_args(argv)
 
@@ -167,10 +171,15 @@ def main(argv=None) -> int:
                                         error=str(error).splitlines()[0][:200]))
 
     # 3. whole generations through the loop
-    for rows, exact in ((1, True), (1, False), (args.rows, True), (args.rows, False)):
-        steps, blocks = looped(model, jobs, rows, exact)
+    # the loop's default calls (exact on CUDA: CUDA_EXACT_CALL_ROWS rows a call), one call for all rows, and the
+    # experts batched in calls of that many rows
+    calls = args.call_rows or CUDA_EXACT_CALL_ROWS
+    for rows, exact, call_rows in ((1, True, None), (1, False, None), (args.rows, True, None),
+                                   (args.rows, True, args.rows), (args.rows, False, None), (args.rows, False, calls)):
+        steps, blocks = looped(model, jobs, rows, exact, call_rows)
         for i, (reference_steps, reference_block) in enumerate(references):
             emit(args.out, dict(kind="generation", rows=rows, experts_by_row=exact, job=i,
+                                call_rows=_call_rows(model, exact, call_rows) or rows,
                                 same_block=bool(torch.equal(blocks[i], reference_block)),
                                 agree=(blocks[i] == reference_block).float().mean().item(),
                                 first_canvas_difference=first_difference(reference_steps, steps[i], "canvas"),

@@ -5,8 +5,10 @@ step for step and bit for bit; and no pass computes a row that has finished. CPU
 from __future__ import annotations
 
 import threading
+from types import SimpleNamespace
 
 import pytest
+import torch
 
 from backends.base import BackendError
 from backends import refill as refill_module
@@ -85,11 +87,12 @@ def jobs_and_kwargs(backend, prompts, seeds, settings, caps=None):
     return [Job(i, s.seed, cap) for i, s, cap in zip(ids, resolved, caps)], backend.generate_kwargs(resolved[0])
 
 
-def looped(backend, jobs, kwargs, rows, exact=True):
+def looped(backend, jobs, kwargs, rows, exact=True, call_rows=None):
     """Each job's blocks (steps_used, tokens) and the row-passes the loop ran."""
     blocks: dict[int, list] = {i: [] for i in range(len(jobs))}
     ran = refill_generate(backend.model, jobs, rows=rows, generate_kwargs=kwargs, on_step=lambda j, s: None,
-                          on_block=lambda j, b: blocks[j].append((b.steps_used, b.tokens.tolist())), exact=exact)
+                          on_block=lambda j, b: blocks[j].append((b.steps_used, b.tokens.tolist())), exact=exact,
+                          call_rows=call_rows)
     return blocks, ran
 
 
@@ -133,3 +136,29 @@ def test_experts_batched_on_one_row_are_its_run_alone(builtin_backend):
     for prompt, seed, job in zip(PROMPTS, [4, 5], batched.values()):
         alone = record_trace(builtin_backend, prompt, settings.replace(seed=seed))
         assert [(b.steps_used, list(b.tokens)) for b in alone.blocks] == job
+
+
+def test_a_pass_over_more_rows_than_a_call_takes_makes_several_calls_each_row_as_alone(builtin_backend, monkeypatch):
+    # call_rows: on CUDA the batched projections are bit-identical to a row alone only up to a call's size
+    sizes = []
+    forward = type(builtin_backend.model).forward
+    monkeypatch.setattr(type(builtin_backend.model), "forward",
+                        lambda self, **kw: sizes.append(len(kw["decoder_input_ids"])) or forward(self, **kw))
+    settings = GenerationSettings(max_new_tokens=256, max_denoising_steps=5)
+    seeds = [0, 1, 2, 3, 4]
+    jobs, kwargs = jobs_and_kwargs(builtin_backend, MORE[:5], seeds, settings)
+    blocks, ran = looped(builtin_backend, jobs, kwargs, rows=5, call_rows=2)
+    assert sizes and max(sizes) == 2 and sum(sizes) == ran
+    monkeypatch.undo()
+    for prompt, seed, job in zip(MORE, seeds, blocks.values()):
+        alone = record_trace(builtin_backend, prompt, settings.replace(seed=seed))
+        assert [(b.steps_used, list(b.tokens)) for b in alone.blocks] == job
+
+
+@pytest.mark.parametrize("device, exact, given, rows", [
+    ("cuda", True, None, refill_module.CUDA_EXACT_CALL_ROWS), ("cuda", False, None, None), ("cpu", True, None, None),
+    ("cuda", True, 16, 16),
+])
+def test_an_exact_loop_on_cuda_calls_the_decoder_on_at_most_the_measured_rows(device, exact, given, rows):
+    model = SimpleNamespace(device=torch.device(device))
+    assert refill_module._call_rows(model, exact, given) == rows
