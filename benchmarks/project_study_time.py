@@ -1,6 +1,11 @@
 """A 15,000-generation study's projected GPU time on one H200, today's batching against refilling finished rows.
 
     python -m benchmarks.project_study_time                 # steps drawn uniformly from 3 to 17, as the study saw
+    python -m benchmarks.project_study_time --measured refill.jsonl   # from bench_refill_gpu's measured runs
+
+With `--measured`, the projection is each variant's generations a second as bench_refill_gpu measured them on the
+GPU (eager, the study's step counts forced, the refilling loop itself run), scaled to `--generations`; without,
+it is the arithmetic below.
 
 Arithmetic, not a run: the seconds a compiled decoder pass takes at each row count were measured on one H200 at
 the real shape (benchmarks/bench_batch_rows.py, capture with top-5 and the shift: one 256-token block of 48 passes,
@@ -20,12 +25,32 @@ from benchmarks.bench_batch_waste import refill
 PASS_SECONDS = {8: 4.69 / 48, 12: 6.31 / 48, 16: 8.35 / 48}  # H200, compiled, captured, median of 2 (2026-12-02)
 
 
+def project_measured(path: str, generations: int) -> None:
+    """One table row per measured run: its generations a second, the study's minutes at that rate, and its ratio
+    to today's stock batches at the same row count."""
+    import json
+
+    with open(path) as f:
+        runs = [row for row in map(json.loads, f) if row.get("kind") == "run"]
+    today = {run["rows"]: run["gen_per_s"] for run in runs if run["variant"] == "today"}
+    print(f"{generations:,} generations at the rates measured in {path}\n")
+    print("| rows | variant | useful | generations/s | minutes | against today |")
+    print("|---|---|---|---|---|---|")
+    for run in runs:
+        ratio = run["gen_per_s"] / today[run["rows"]] if run["rows"] in today else float("nan")
+        print(f"| {run['rows']} | {run['variant']} | {run['useful']:.3f} | {run['gen_per_s']:.2f} | "
+              f"{generations / run['gen_per_s'] / 60:.0f} | {ratio:.2f}x |")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--generations", type=int, default=15_000)
     parser.add_argument("--steps", default="3-17", help="uniform range of the steps a generation needs")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--measured", help="bench_refill_gpu's JSON lines: project from its measured runs")
     args = parser.parse_args(argv)
+    if args.measured:
+        return project_measured(args.measured, args.generations)
     low, high = (int(n) for n in args.steps.split("-"))
     draw = random.Random(args.seed)
     steps = [draw.randint(low, high) for _ in range(args.generations)]
