@@ -149,13 +149,14 @@ class StandInModels:
 
 def serve(args) -> None:
     from webapp import app as app_module
+    from webapp.page import page_style
     from webapp.serve import queue_app
 
     trace = Trace.load(args.trace)
     # the app's model slot: its handlers and its check before the queue see the stand-in as loaded
     app_module.MODELS = StandInModels(ReplayBackend(trace, args.rate, Path(args.events)))
     queue_app(app_module.build_app("replay")).launch(
-        server_port=args.port, quiet=True, **app_module.page_style()
+        server_port=args.port, quiet=True, **page_style()
     )
 
 

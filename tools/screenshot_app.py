@@ -15,7 +15,6 @@ import argparse
 import re
 import sys
 from contextlib import contextmanager
-from pathlib import Path
 
 CHROMIUM_FLAGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -28,11 +27,12 @@ def app_page(*, model=None, hosting_mode=None, chromium="/usr/bin/chromium", wid
     """The app launched in this process and opened in headless Chromium (Playwright never downloads a
     browser here): yields the page; the browser and the app are closed afterwards."""
     from webapp import app as app_module
+    from webapp.page import page_style
     from webapp.serve import queue_app
     from playwright.sync_api import sync_playwright
 
     ui = app_module.build_app(model, hosting_mode)
-    queue_app(ui).launch(prevent_thread_lock=True, quiet=True, **app_module.page_style())
+    queue_app(ui).launch(prevent_thread_lock=True, quiet=True, **page_style())
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)

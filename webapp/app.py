@@ -6,9 +6,10 @@
 Thin on purpose: the backend yields step records, `visualizer` turns them into frames; the
 handlers here only adapt between the two and Gradio.  Each browser session keeps its own run in
 a `gr.State`; generations share the model through one queue (one run at a time, queue position
-shown); replaying a recorded step never touches the model.  Its rooms: the knob widgets
-(knob_widgets.py), the why-views and the pin row (why_views.py), comparing two runs (compare_runs.py),
-what a run shows as plain values (views.py), serving (serve.py).
+shown); replaying a recorded step never touches the model.  Its rooms: the panels (panels.py) and how the
+page looks (page.py), the knob widgets (knob_widgets.py), the why-views and the pin row (why_views.py), forks and
+warm starts (fork_panel.py), comparing two runs (compare_runs.py), what a run shows as plain values (views.py),
+serving (serve.py).
 """
 
 from __future__ import annotations
@@ -16,18 +17,16 @@ from __future__ import annotations
 import functools
 import inspect
 import json
-from importlib.resources import files
 
 import gradio as gr
 
-from backends import RANDOM_MODEL_DIR, BackendError, ModelChoice, backend_for, default_model, sampler_backends
-from prompts.builtin_guide import guide_markdown
+from backends import BackendError, ModelChoice, backend_for, default_model, sampler_backends
 from prompts.demos import DEMOS
 from visualizer.animation import AnimationError, AnimationOptions, parse_blocks
 from visualizer.export import ExportError, export_to_folder
 from visualizer.live_stream import replay_value
 from visualizer.settings import KNOBS
-from visualizer.replay import example_traces, load_upload, save_download
+from visualizer.replay import load_upload, save_download
 from visualizer.thinking import committed_text
 from visualizer.trace import Trace, TraceError
 
@@ -36,90 +35,20 @@ from .app_run import LIVE_MIN_INTERVAL_S, MODELS, live_values, run_live
 from .compare_runs import PIN_OUTPUTS, export_compare, pin_run, show_compare
 from .gradio_temp import own_gradio_temp_dir
 from .hosting import Hosting, generate_validator
-from .knob_widgets import (APP_KNOBS, KNOB_OUTPUTS, SHOWN_WHILE, knob_updates, knob_widget, settings_from_widgets, shown_while,
-                           whole_number)
+from .knob_widgets import APP_KNOBS, KNOB_OUTPUTS, SHOWN_WHILE, knob_updates, settings_from_widgets, shown_while, whole_number
+from .page import INTRO
+from .panels import (compare_panel, controls_panel, files_panel, inspector_panel, knows_the_demos, live_panel,
+                     run_panel)
 from .run_card import cli_line, client_call, run_card_html, trace_card
 from .sessions import RunSession, SessionRegistry
 from .views import end_message, model_info_markdown, render_view
 from .why_views import DROP_STALE_JS, HIDDEN, PIN_HINT, WHY_VIEWS, add_pin, event_view, message_html, picked_position
 
-LIVE_VIEW_JS = files("visualizer").joinpath("static", "live_view.js").read_text(encoding="utf-8")  # package data (pyproject)
 SESSIONS = SessionRegistry()  # frees a session's run and files when its tab closes (every app in this process)
 SESSION_TTL_S = 3 * 3600  # an idle session's state is dropped after this (Gradio's time_to_live)
 # A sharded model (torchrun): each open tab asks this often whether every rank still runs (one cheap
 # event, only on a sharded server).
 HEALTH_TICK_S = 2.0
-
-# One view holds the run (issue 58): the controls and the inspector in a narrow left column, the canvas and its
-# readout in the wide right one; the lens grid shrinks to that column; on a phone the canvas comes first.
-CSS = """
-.dv-frame { max-height: 72vh; overflow: auto; container-type: inline-size; }  /* HEAD's container queries ask its width */
-.dv-compare-cards { display: flex; flex-wrap: wrap; gap: 12px; }  /* A beside B; B under A when narrow, as the panes */
-.dv-compare-card { flex: 1 1 300px; min-width: 0; }
-.dv-message p { color: #f87171; font-weight: 600; }  /* each place's message (MESSAGES), beside what caused it */
-/* a long model path or demo title ends in an ellipsis before the dropdown's arrow, never under it */
-#dv-model-picker input, #dv-demo-picker input { padding-right: 28px; text-overflow: ellipsis; }
-#dv-inspector svg { max-width: 100%; height: auto; }
-#dv-run-card { margin-bottom: calc(-1 * var(--layout-gap)); }  /* the card sits on the canvas: no empty band under it */
-#dv-run-card .html-container { padding-bottom: 0; }
-#dv-inspector { overflow: auto; max-height: 40vh; }  /* a long answer (lens grid, trajectory) scrolls in place, beside the canvas */
-@media (max-width: 720px) {  /* a phone: the two columns' parts in one, the live view first, then the prompt and Generate */
-  #dv-main { flex-direction: column; }
-  #dv-main > .column { display: contents; }
-  #dv-live { order: -1; }
-}
-"""
-
-# What Gradio's `css` cannot carry goes into the page's <head> as it is: `css` scopes every selector under
-# `.gradio-container .contain` and drops an @container rule.
-HEAD = """<style>
-/* A frame too narrow for 16 cells a row (a phone, a compare pane) shows 8, in glyphs shrunk to fit its width: no
-   sideways scroll.  The cells are spans separated by whitespace text, which a grid does not lay out; a block's rule
-   spans the row, and 2px between rows keeps rows of one colour from reading as columns.  55ch = 8 cells of 6 characters and 7 gaps = 33.1em of DejaVu Sans Mono (0.602em a character). */
-@container (max-width: 780px) {
-  .dv-canvas[data-layout="grid"] { display: grid; grid-template-columns: repeat(8, 6ch); column-gap: 1ch; row-gap: 2px;
-                                   font-size: min(12.5px, calc(100cqi / 33.2)); }
-  .dv-canvas[data-layout="grid"] .dv-rule { grid-column: 1 / -1; overflow: hidden; }
-  /* the text layout here is the server's narrow one (layout.NARROW_TEXT_COLUMNS = 44 columns = 26.5em): its glyphs
-     as large as 13px allows in the frame's width; a line is still wrapped, never scrolled, should the font be wider */
-  .dv-canvas[data-layout="text"] { white-space: pre-wrap !important; overflow-wrap: anywhere;
-                                   font-size: min(13px, calc(100cqi / 26.6)); line-height: 1.5 !important; }
-}
-@media (max-width: 720px) {  /* a phone: the page's side margins go to the canvas */
-  /* no scroll anchoring: when a run's canvas fills in, Chrome would keep the panels under it still and push the
-     canvas, just scrolled into view by Generate, off the top */
-  html, body { overflow-anchor: none; }
-  .gradio-container { padding-left: 6px !important; padding-right: 6px !important; }
-  .gradio-container .main { padding-left: 0 !important; padding-right: 0 !important; }
-  #dv-live .html-container { padding-left: 0 !important; padding-right: 0 !important; }
-  .dv-frame { padding: 8px !important; }
-}
-</style>
-<script>
-// On a phone Generate lies under the canvas: pressing it brings the canvas back into view for the run.
-document.addEventListener("click", (event) => {
-  if (event.target.closest("#dv-generate") && window.matchMedia("(max-width: 720px)").matches)
-    document.querySelector("#dv-live")?.scrollIntoView({ block: "start" });
-});
-</script>"""
-
-
-def page_style() -> dict:
-    """How the page looks, as `launch`'s keywords: every launch (serve.py, the screenshots and browser tests,
-    bench_live) passes these, so what is tested and pictured is what is served.
-
-    The font is Gradio's own copy of Source Sans Pro in its two complete weights, served by the app (the same offline
-    and online): Gradio's SemiBold file holds 9 glyphs, so a 600-weight heading drawn with it mixed in another
-    font's bold for every other letter; with 400 and 700 only, bold text takes the 700 face."""
-    font = (gr.themes.LocalFont("Source Sans Pro", weights=(400, 700)), "ui-sans-serif", "system-ui", "sans-serif")
-    return {"css": CSS, "head": HEAD, "theme": gr.themes.Soft(font=font)}
-
-
-# one line: the live view's own legend says what each colour means
-INTRO = """## Watch DiffusionGemma denoise
-Each frame is one denoising step of a 256-token canvas. Pick a demo prompt, press *Generate*, click a token for
-the alternatives the model weighed there."""
-
 
 # ---- handlers ------------------------------------------------------------------------------------
 # Handlers that update several components return {component name: update}; `build_app` maps the
@@ -447,149 +376,6 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
             mode, list(ui["knobs"]), register_session=SESSIONS.register, loaded=MODELS.loaded,
             model_judges=handlers.loaded_model_problem))
     return demo_app
-
-
-# ---- the panels: each lays out its components and returns them by name ---------------------------
-def knows_the_demos(source: str) -> bool:
-    """Whether the demos' "Watch for" notes and the built-in model's guide mean anything for this model: not for the
-    tiny random one, which was never trained (issue 58)."""
-    return source != str(RANDOM_MODEL_DIR)
-
-
-def run_panel(initial: ModelChoice) -> dict:
-    """What a visitor needs first, above the fold: a demo prompt, the prompt, Generate and Stop, their message."""
-    ui = {"demo_picker": gr.Dropdown(choices=[d.title for d in DEMOS], value=None, label="Demo prompt", elem_id="dv-demo-picker")}
-    ui["watch_for"] = gr.Markdown(visible=knows_the_demos(initial.source), elem_id="dv-watch-for")
-    ui["prompt"] = gr.Textbox(label="Prompt", lines=3, value=DEMOS[0].prompt, elem_id="dv-prompt")
-    with gr.Row():
-        # side by side in the narrow column (Gradio's default min width would stack them, pushing the inspector down)
-        ui["generate_btn"] = gr.Button("Generate", variant="primary", elem_id="dv-generate", scale=2, min_width=100)
-        ui["stop_btn"] = gr.Button("Stop", variant="stop", elem_id="dv-stop", scale=1, min_width=80)
-    ui["message"] = message_box("dv-message")
-    return ui
-
-
-def message_box(elem_id: str) -> gr.Markdown:
-    """One place's message (MESSAGES): empty until its cause says something."""
-    return gr.Markdown(elem_id=elem_id, elem_classes=["dv-message"])
-
-
-def controls_panel(mode: Hosting, initial: ModelChoice) -> dict:
-    """The model and its sampler, the knobs, the view's options."""
-    ui = {"model_picker": gr.Dropdown(
-        choices=[c.label for c in mode.choices], value=initial.label, label="Model",
-        info=("The one model this server runs." if mode.only_listed else "The models this server offers."
-              if mode.hosted else "Pick one, or type a hub id or a local folder."),
-        allow_custom_value=not mode.closed, elem_id="dv-model-picker",
-    )}
-    ui["model_message"] = message_box("dv-model-message")  # a model that cannot load says so here, until the next pick
-    ui["model_info"] = gr.Markdown(elem_id="dv-model-info")
-    # the second choice: the sampler (with its note); the backend that runs it follows
-    knobs = {"sampler": knob_widget(KNOBS["sampler"], mode.limits)}
-    ui["sampler_note"] = gr.Markdown(visible=False)
-    with gr.Accordion("What the built-in model knows", open=False, elem_id="dv-builtin-guide",
-                      visible=knows_the_demos(initial.source)) as ui["guide_box"]:
-        gr.Markdown(guide_markdown())
-    with gr.Accordion("Knobs (defaults: the checkpoint's generation config)", open=False):
-        # one widget per knob of the table, shown where the model's sampler reads it (`knob_updates`)
-        knobs |= {knob.name: knob_widget(knob, mode.limits) for knob in APP_KNOBS
-                  if knob.name != "sampler" and knob.form is None}
-        ui["count_thoughts"] = gr.Checkbox(
-            False, label="Count thought tokens in the commit order",
-            info="Off: tau_b, the panel and structure first measure the answer only.",
-        )
-    with gr.Accordion("Layers and pins", open=False) as ui["pins_box"]:  # (no file path in a visitor's label)
-        # the structured knobs: recorded layers (watching only) and pinned tokens (an intervention)
-        knobs |= {knob.name: knob_widget(knob, mode.limits) for knob in APP_KNOBS if knob.form is not None}
-    ui["knobs"] = {knob.name: knobs[knob.name] for knob in APP_KNOBS}  # the table's order: the API's parameter order
-    ui |= ui["knobs"]
-    with gr.Row():
-        ui["palette"] = gr.Radio(["standard", "colorblind"], value="standard", label="Palette")
-        ui["layout_kind"] = gr.Radio([("Grid", "grid"), ("Text (after the run)", "text")], value="grid", label="Layout")
-    return ui
-
-
-def why_panel(why) -> gr.HTML:
-    """A why-view's panel: its hint until there is an answer, or hidden until then (`hide_empty`)."""
-    return gr.HTML("" if why.hide_empty else message_html(why.hint), label=why.label, elem_id=f"dv-{why.panel}",
-                   padding=True, visible=HIDDEN if why.hide_empty else True)
-
-
-def inspector_panel() -> dict:
-    """A clicked token's inspector, beside the canvas; its position goes to the pin row, to pin a text there for the next run."""
-    ui = {"inspector": why_panel(next(why for why in WHY_VIEWS if why.panel == "inspector"))}
-    with gr.Row(elem_id="dv-pin-row"):
-        ui["pin_position"] = gr.Number(None, precision=0, minimum=0, label="Position to pin (first block)",
-                                       scale=1, min_width=140)
-        ui["pin_text"] = gr.Textbox(label="Text to pin there", placeholder="e.g. moon", scale=2, min_width=140, elem_id="dv-pin-text")
-    ui["pin_btn"] = gr.Button("Pin text here", size="sm")
-    ui["pin_note"] = gr.Markdown(PIN_HINT, elem_id="dv-pin-note")
-    return ui
-
-
-def live_panel() -> dict:
-    """The live view, the why-views' panels under it (the inspector's is beside it: `inspector_panel`), the committed text."""
-    # The live view: canvas, replay slider and commit-order panel, drawn in the browser by
-    # visualizer/static/live_view.js from the live log.  gr.HTML runs that code as its `js_on_load` (it
-    # defines window.dvLiveView once, then mounts on this element); the template never depends on the
-    # value, so Gradio never re-renders it and the script owns the DOM inside.
-    ui = {"run_card": gr.HTML("", elem_id="dv-run-card")}
-    ui["live"] = gr.HTML(
-        [], html_template='<div class="dv-live"></div>', elem_id="dv-live", palette="standard",
-        js_on_load=LIVE_VIEW_JS + "\nwindow.dvLiveView.mount(element, props, watch, trigger);",
-    )
-    # the other "why" views the live view asks for (full width: the chart's text stays legible)
-    ui |= {why.panel: why_panel(why) for why in WHY_VIEWS if why.panel and why.panel != "inspector"}
-    ui["final_text"] = gr.Textbox(label="Committed text", lines=6, interactive=False, elem_id="dv-final-text",
-                                  buttons=["copy"])
-    with gr.Accordion("Reproduce this run", open=False, elem_id="dv-reproduce-box"):
-        ui["reproduce"] = gr.Code(language="python", label="The CLI line and the gradio_client call", elem_id="dv-reproduce")
-    return ui
-
-
-def files_panel() -> dict:
-    """Load a trace (or an example), save the run, export animations."""
-    ui = {}
-    with gr.Row(equal_height=False):
-        with gr.Column(min_width=200):  # a file that is not a trace says so right under the upload box
-            ui["trace_upload"] = gr.File(label="Load a trace (.json)", file_types=[".json"], type="filepath", elem_id="dv-trace-upload")
-            ui["files_message"] = message_box("dv-files-message")
-        ui["downloads"] = gr.File(label="Downloads", file_count="multiple", interactive=False)
-    examples = [[str(p)] for p in example_traces()]
-    if examples:
-        gr.Examples(examples, inputs=ui["trace_upload"], label="Recorded runs: replay without a model")
-    ui["save_btn"] = gr.Button("Save trace (.json)")
-    with gr.Row():
-        ui["export_options"] = [
-            gr.CheckboxGroup(["gif", "mp4", "webp"], value=["gif"], label="Formats"),
-            gr.Textbox(label="Blocks (e.g. 1,3; empty: all)"),
-            gr.Number(value=150, precision=0, label="ms per step"),
-            gr.Number(value=2500, precision=0, label="hold last frame (ms)"),
-            gr.Number(value=None, precision=0, label="width px (empty: natural)"),
-            gr.Checkbox(value=True, label="show the prompt"),
-        ]  # in `Handlers.export_run`'s order
-    ui["export_btn"] = gr.Button("Export animation")
-    ui["export_message"] = message_box("dv-export-message")
-    ui["preview"] = gr.Image(label="GIF", type="filepath", interactive=False)
-    return ui
-
-
-def compare_panel() -> dict:
-    """Two pinned runs side by side, stepped together."""
-    ui = {}
-    with gr.Row():
-        ui["pin_a"], ui["pin_b"] = gr.Button("Use this run as A"), gr.Button("Use this run as B")
-    ui["compare_note"] = gr.HTML(elem_id="dv-compare-cards")  # each side's run card
-    ui["compare_canvas"] = gr.HTML()
-    ui["compare_slider"] = gr.Slider(0, 1, value=0, step=1, label="Both runs at step", interactive=False)
-    with gr.Row(equal_height=False):  # the exported file right beside its button, not in "Downloads"
-        with gr.Column(scale=1, min_width=200):
-            ui["compare_btn"] = gr.Button("Export comparison GIF")
-            ui["compare_message"] = gr.Markdown()
-        ui["compare_file"] = gr.File(label="Comparison GIF", interactive=False, scale=1, elem_id="dv-compare-file")
-        ui["compare_preview"] = gr.Image(label="Comparison preview", type="filepath", interactive=False, scale=2,
-                                         elem_id="dv-compare-preview")
-    return ui
 
 
 # ---- the wiring ------------------------------------------------------------------------------------

@@ -26,7 +26,8 @@ from backends.process_group import end_process
 from backends.sharded import PARALLEL_KINDS
 
 from . import app_run, hosting
-from .app import build_app, page_style
+from .app import build_app
+from .page import page_style
 from .hosting import Hosting
 
 # Gradio's queue looks for work every 1 ms on Linux and for progress every 10 ms, idle or busy: the app
