@@ -26,7 +26,9 @@ as the backend loads it; checked by tests/test_refill.py), so each refilled trac
 with stock `generate`, step for step.  On a GPU the batched parts' kernels are chosen by the product's size, so an
 exact loop there calls the decoder on at most CUDA_EXACT_CALL_ROWS rows at a time (4, bit-identical to alone on an
 H200 at the real shape; 8 were not); the row-by-row parts only cost launches there.
-Eager only: no static cache, no compile; no pins, layers, forks or KL to the final step (the backend refuses them).
+`exact=False` batches those three parts too (one padded, masked attention call, the experts grouped over every row,
+one self-conditioning product): a trace then depends on its pass-mates, like a stock batch's rows, for a pass that
+costs about a stock pass.  Eager only: no static cache, no compile; no pins, layers, forks or KL to the final step (the backend refuses them).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from .layer_capture import guard_hooks
 from .text import PieceTable
 
 _BY_ROW = "refill_rows"  # the attention and experts implementation the batched decoder pass runs under
+_BATCHED = "refill_batched"  # the attention implementation of `exact=False`: every row in one padded, masked call
 # (the active rows' caches in batch order, the model's own experts implementation, the canvas length)
 _ROWS: contextvars.ContextVar = contextvars.ContextVar("refill_rows")
 
@@ -207,6 +210,28 @@ def _row_attention(module, query, key, value, attention_mask, **kwargs):
     return torch.cat(outputs), None
 
 
+def _rows_attention(module, query, key, value, attention_mask, **kwargs):
+    """Every row's attention in one SDPA call (`exact=False`): each row's cached keys and values left-padded to the
+    longest row's, joined to its canvas's, the padding masked out.  Not each row's pass alone: a masked, padded
+    product rounds differently, as a padded row's logits differ from its pass alone (module docstring)."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    layers = [cache.layers[module.layer_idx] for cache in _ROWS.get()[0]]
+    longest = max(layer.keys.shape[-2] for layer in layers)
+
+    def padded(tensors: list[torch.Tensor]) -> torch.Tensor:
+        return torch.cat([torch.nn.functional.pad(t, (0, 0, longest - t.shape[-2], 0)) for t in tensors])
+
+    keys = torch.cat([padded([layer.keys for layer in layers]), key], dim=-2)
+    values = torch.cat([padded([layer.values for layer in layers]), value], dim=-2)
+    mask = None
+    if any(layer.keys.shape[-2] != longest for layer in layers):  # True where a row's key is its own, not padding
+        lengths = torch.tensor([layer.keys.shape[-2] for layer in layers], device=query.device)
+        columns = torch.arange(keys.shape[-2], device=query.device)
+        mask = (columns[None, :] >= (longest - lengths)[:, None])[:, None, None, :]
+    return sdpa_attention_forward(module, query, keys, values, mask, **kwargs)
+
+
 def _row_experts(module, hidden_states, top_k_index, top_k_weights):
     """Each row's tokens through the experts alone: a batch's tokens are grouped by expert, and an expert's matrix
     product over more tokens rounds differently in float32 on the CPU (checked on the built-in model), so each
@@ -224,17 +249,18 @@ def _register_by_row() -> None:
     from transformers.integrations.moe import ALL_EXPERTS_FUNCTIONS
 
     AttentionInterface.register(_BY_ROW, _row_attention)
+    AttentionInterface.register(_BATCHED, _rows_attention)
     ALL_EXPERTS_FUNCTIONS.register(_BY_ROW, _row_experts)
 
 
 @contextlib.contextmanager
 def _by_row(model, caches: list, exact: bool = True):
-    """The decoder's attention (and with `exact` its experts) run row by row on `caches` for the duration (the text
-    config's implementations, restored after)."""
+    """The decoder's attention and experts run row by row on `caches` for the duration (the text config's
+    implementations, restored after); without `exact`, the attention in one padded call and the experts batched."""
     config = model.config.get_text_config()
     attention, experts = config._attn_implementation, getattr(config, "_experts_implementation", None)
     token = _ROWS.set((caches, experts, model.config.canvas_length))
-    config._attn_implementation = _BY_ROW
+    config._attn_implementation = _BY_ROW if exact else _BATCHED
     if experts is not None and exact:
         config._experts_implementation = _BY_ROW
     try:
@@ -297,10 +323,17 @@ def _decoder_pass(model, rows: list[_Generation], exact: bool = True, call_rows:
     soft = contextlib.nullcontext()
     if any(g.self_conditioning is not None for g in rows):  # a row at its block's first step has zeros, as alone
         dtype = decoder.embed_tokens.weight.dtype
-        soft = _given_soft_embeddings(decoder, torch.cat([
-            _soft_embeddings(decoder, g.self_conditioning, dtype) if g.self_conditioning is not None else
-            torch.zeros((1, canvas.shape[1], decoder.embed_tokens.weight.shape[1]), dtype=dtype, device=canvas.device)
-            for g in rows]))
+        zeros = torch.zeros((1, canvas.shape[1], decoder.embed_tokens.weight.shape[1]), dtype=dtype, device=canvas.device)
+        if exact:
+            embedded = [_soft_embeddings(decoder, g.self_conditioning, dtype) if g.self_conditioning is not None
+                        else zeros for g in rows]
+        else:  # one product over every row that has a previous step
+            given = [i for i, g in enumerate(rows) if g.self_conditioning is not None]
+            products = _soft_embeddings(decoder, torch.cat([rows[i].self_conditioning for i in given]), dtype).split(1)
+            embedded = [zeros] * len(rows)
+            for i, product in zip(given, products):
+                embedded[i] = product
+        soft = _given_soft_embeddings(decoder, torch.cat(embedded))
     # an empty cache: the decoder joins it to the canvases, and `_row_attention` joins each row's own
     empty = [SimpleNamespace(keys=layer.keys.new_zeros(len(rows), layer.keys.shape[1], 0, layer.keys.shape[3]),
                              values=layer.values.new_zeros(len(rows), layer.values.shape[1], 0, layer.values.shape[3]))
@@ -319,9 +352,11 @@ def refill_generate(model, jobs: Sequence[Job], *, rows: int, generate_kwargs: d
     """Generate every job with at most `rows` at a time, each finished row refilled with the next job before the
     next decoder pass; `on_step(job, step)` and `on_block(job, block)` get each job's records (their `row` is 0:
     each is a run of one), `on_done(job)` when its generation ends.  Returns the row-passes the loop ran (each
-    pass counts its rows).  `exact=False` runs the experts batched (one grouped pass over every row's tokens, each
-    expert's weights read once a pass, not once a row): exact only up to batch invariance
-    (benchmarks/bench_batch_invariance.py), and much cheaper on a GPU, where the experts' weights dominate a pass.
+    pass counts its rows).  `exact=False` runs the whole pass batched: the experts in one grouped pass over every
+    row's tokens (each expert's weights read once a pass, not once a row), the attention in one padded, masked call
+    (`_rows_attention`) and the self-conditioning input in one product: each trace then depends on which rows shared
+    its passes, as a stock batch's rows do (reproducible from the plan, not equal to the run alone), and a pass costs
+    about what a stock pass of as many rows costs.
     `call_rows` caps the rows one decoder call takes (`_call_rows`: by default 4 for an exact loop on CUDA, all on
     the CPU); a pass over more active rows makes several calls."""
     if rows < 1:

@@ -162,3 +162,24 @@ def test_a_pass_over_more_rows_than_a_call_takes_makes_several_calls_each_row_as
 def test_an_exact_loop_on_cuda_calls_the_decoder_on_at_most_the_measured_rows(device, exact, given, rows):
     model = SimpleNamespace(device=torch.device(device))
     assert refill_module._call_rows(model, exact, given) == rows
+
+
+def test_the_batched_pass_pads_and_masks_each_rows_own_keys(builtin_backend):
+    # exact=False: one attention call over rows whose prompts differ in length (left-padded, the padding masked), one
+    # self-conditioning product: each row's logits as its exact pass gives them, up to float32 rounding (a row
+    # attending to another's keys or to padding would be far off)
+    from backends.capture import _StepRecorder
+
+    settings = GenerationSettings(max_new_tokens=256, max_denoising_steps=4)
+    jobs, kwargs = jobs_and_kwargs(builtin_backend, MORE[3:6], [0, 1, 2], settings)
+    assert len({len(job.ids) for job in jobs}) > 1
+    model = builtin_backend.model
+    refill_module._register_by_row()
+    with torch.no_grad():
+        rows = [refill_module._Generation(model, job, kwargs, _StepRecorder(
+            model, lambda s: None, lambda b: None, None, topk=0, agree=None, shift=False, pins=())) for job in jobs]
+        rows[0].step(refill_module._decoder_pass(model, rows[:1]))  # one row with self-conditioning, two without
+        exact = refill_module._decoder_pass(model, rows, exact=True)
+        batched = refill_module._decoder_pass(model, rows, exact=False)
+    assert exact.shape == batched.shape
+    torch.testing.assert_close(batched, exact, rtol=1e-3, atol=1e-3)
