@@ -12,8 +12,9 @@ never stop early, so each generation is given its own step count, drawn uniforml
 - "exact": backends/refill.py, attention and experts row by row (each row's pass alone, the float32 identity), the
   decoder called on at most CUDA_EXACT_CALL_ROWS rows at a time on CUDA (the bf16 identity, bench_refill_identity);
   "exact-one-call" the same on every active row in one call;
-- "batched": the same loop, the experts batched (`exact=False`) in one call; "batched-calls" in calls of
-  CUDA_EXACT_CALL_ROWS rows.
+- "batched": the same loop with the whole pass batched (`exact=False`: the experts grouped, the attention in one
+  padded, masked call, one self-conditioning product) in one call; "batched-calls" in calls of CUDA_EXACT_CALL_ROWS
+  rows.
 Each reports row-passes needed over run (the useful fraction), seconds and generations a second.  Then the first
 `--alone` generations run alone (batch 1, stock `generate`, captured, seeded as the loop seeds them), and each
 refilled block is compared with its alone block token for token (bit-identical on the CPU in float32; on CUDA bf16
