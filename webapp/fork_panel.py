@@ -127,18 +127,25 @@ def _lines(listed) -> list[str]:
     return [line.strip() for line in str(listed or "").splitlines() if line.strip()]
 
 
+def finished_run_step(session: RunSession, at, verb: str, said: str):
+    """The step `at` ("block:step", from 1) of the session's finished run, located (`locate_step`'s name), for a
+    fork or a warm start (`verb`: "fork", "start from"); ValueError in one line, starting with `said` for a bad step."""
+    trace = session.trace
+    if trace is None or trace.start is None or not trace.steps:
+        raise ValueError(f"No run to {verb} yet: generate one or load a trace.")
+    if session.running or not trace.finished:
+        raise ValueError(f"{verb.capitalize()} a finished run: wait for this one to end (or stop it).")
+    try:
+        return locate_step(trace, parse_step(at))
+    except StepNameError as exc:
+        raise ValueError(f"{said} {exc}") from None
+
+
 def fork_request(at, listed, session: RunSession) -> tuple[int, int, tuple]:
     """(block, step, interventions) of a fork of the session's run, every check the run alone can make done
     (ValueError in one line; InterventionError is one)."""
     trace = session.trace
-    if trace is None or trace.start is None or not trace.steps:
-        raise ValueError("No run to fork yet: generate one or load a trace.")
-    if session.running or not trace.finished:
-        raise ValueError("Fork a finished run: wait for this one to end (or stop it).")
-    try:
-        at = locate_step(trace, parse_step(at))
-    except StepNameError as exc:
-        raise ValueError(f"Fork at {exc}") from None
+    at = finished_run_step(session, at, "fork", "Fork at")
     interventions = tuple(parse_spec(line) for line in _lines(listed))
     problems = plan_problems(interventions, trace.canvas_length)
     if problems:
@@ -242,14 +249,7 @@ class ForkHandlers:
         """(block, step, placed) of a warm start from the session's run at `at`: ValueError in one line where the run,
         the server or the hosted cap refuses (a warm start counts as a branch)."""
         trace = session.trace
-        if trace is None or trace.start is None or not trace.steps:
-            raise ValueError("No run to start from yet: generate one or load a trace.")
-        if session.running or not trace.finished:
-            raise ValueError("Start from a finished run: wait for this one to end (or stop it).")
-        try:
-            name = locate_step(trace, parse_step(at))
-        except StepNameError as exc:
-            raise ValueError(f"Start from {exc}") from None
+        name = finished_run_step(session, at, "start from", "Start from")
         cap = branch_cap_refusal(session.tree, self.mode.limits.max_branches)
         if cap:
             raise ValueError(cap)
