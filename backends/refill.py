@@ -273,9 +273,9 @@ def _by_row(model, caches: list, exact: bool = True):
 
 
 def _soft_embeddings(decoder, logits: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """One row's self-conditioning input, as the stock decoder computes it (`DiffusionGemmaDecoderModel.forward`):
-    the previous step's distribution times the embedding matrix.  Row by row because that product sums over the
-    whole vocabulary (262,144 at the real shape), and on a GPU its kernel splits that sum differently for more rows:
+    """The self-conditioning input of the rows of `logits`, as the stock decoder computes it
+    (`DiffusionGemmaDecoderModel.forward`): the previous step's distribution times the embedding matrix.  The exact
+    loop calls it row by row because that product sums over the whole vocabulary (262,144 at the real shape), and on a GPU its kernel splits that sum differently for more rows:
     on an H200 a refilled row's first pass with self-conditioning was the first to differ from its pass alone
     (benchmarks/bench_refill_identity.py)."""
     weight = decoder.embed_tokens.weight
@@ -313,8 +313,8 @@ def _call_rows(model, exact: bool, call_rows: int | None) -> int | None:
 
 
 def _decoder_pass(model, rows: list[_Generation], exact: bool = True, call_rows: int | None = None) -> torch.Tensor:
-    """One decoder pass over every active row: (rows, canvas, vocab) logits, each row's as its pass alone gives;
-    in calls of at most `call_rows` rows when given."""
+    """One decoder pass over every active row: (rows, canvas, vocab) logits, with `exact` each row's as its pass
+    alone gives; in calls of at most `call_rows` rows when given."""
     if call_rows is not None and len(rows) > call_rows:
         return torch.cat([_decoder_pass(model, rows[start:start + call_rows], exact)
                           for start in range(0, len(rows), call_rows)])
@@ -323,16 +323,14 @@ def _decoder_pass(model, rows: list[_Generation], exact: bool = True, call_rows:
     soft = contextlib.nullcontext()
     if any(g.self_conditioning is not None for g in rows):  # a row at its block's first step has zeros, as alone
         dtype = decoder.embed_tokens.weight.dtype
-        zeros = torch.zeros((1, canvas.shape[1], decoder.embed_tokens.weight.shape[1]), dtype=dtype, device=canvas.device)
-        if exact:
-            embedded = [_soft_embeddings(decoder, g.self_conditioning, dtype) if g.self_conditioning is not None
-                        else zeros for g in rows]
-        else:  # one product over every row that has a previous step
-            given = [i for i, g in enumerate(rows) if g.self_conditioning is not None]
-            products = _soft_embeddings(decoder, torch.cat([rows[i].self_conditioning for i in given]), dtype).split(1)
-            embedded = [zeros] * len(rows)
-            for i, product in zip(given, products):
-                embedded[i] = product
+        given = [i for i, g in enumerate(rows) if g.self_conditioning is not None]
+        previous = [rows[i].self_conditioning for i in given]
+        # exact: one product a row, as its pass alone computes it; else one product over every such row
+        products = ([_soft_embeddings(decoder, p, dtype) for p in previous] if exact
+                    else _soft_embeddings(decoder, torch.cat(previous), dtype).split(1))
+        embedded = [torch.zeros_like(products[0])] * len(rows)
+        for i, product in zip(given, products):
+            embedded[i] = product
         soft = _given_soft_embeddings(decoder, torch.cat(embedded))
     # an empty cache: the decoder joins it to the canvases, and `_row_attention` joins each row's own
     empty = [SimpleNamespace(keys=layer.keys.new_zeros(len(rows), layer.keys.shape[1], 0, layer.keys.shape[3]),
