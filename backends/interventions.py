@@ -270,6 +270,20 @@ def text_ids(backend, position: int, text: str, said: str) -> tuple[int, ...]:
     return ids
 
 
+def start_placement(backend, from_run: tuple[tuple[int, int], ...], texts: tuple[tuple[int, str], ...],
+                    said: str) -> tuple[tuple[int, int], ...]:
+    """A warm start's first canvas: the (position, id)s taken from a run, then each (position, text)'s tokens placed
+    from its position (a text wins where the two meet); BackendError in one line, starting with `said` and the
+    text as POS=TEXT, for a position outside the canvas or a text that tokenizes to nothing or runs past it."""
+    placed, canvas = dict(from_run), backend.info.canvas_length
+    for position, text in texts:
+        named = f"{said} {position}={text}"
+        if position >= canvas:
+            raise BackendError(f"{named}: position {position} is outside the canvas (positions 0 to {canvas - 1})")
+        placed.update((position + i, t) for i, t in enumerate(text_ids(backend, position, text, named)))
+    return tuple(placed.items())
+
+
 def fork_trace(backend, parent: Trace, parent_hash: str, *, block: int, step: int,
                interventions: tuple[Intervention, ...], stop=None, on_record=None) -> Trace:
     """The branch of `parent` at block:step (counted from 1) with `interventions`, as a complete Trace whose

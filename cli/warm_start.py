@@ -97,7 +97,7 @@ def refuse_backend(kind: str) -> None:
 
 def record_warm(backend, prompt: str, settings, request: StartRequest, *, stop, on_record):
     """The run warm-started as `request` asks, its trace saying so (`warm_start`); BackendError in one line."""
-    from backends.interventions import text_ids, warm_start_trace
+    from backends.interventions import start_placement, warm_start_trace
 
     refuse_backend(backend.name)
     info = backend.info
@@ -107,14 +107,8 @@ def record_warm(backend, prompt: str, settings, request: StartRequest, *, stop, 
     if request.vocab_size is not None and request.vocab_size != info.vocab_size:
         raise CliError(f"--start-from: that run's vocabulary is {request.vocab_size} ids and this model's "
                        f"{info.vocab_size}: start from a run of a model with the same tokenizer")
-    placed = dict(request.from_run)
-    for position, text in request.texts:  # after the run's tokens: a text wins where the two meet
-        if position >= info.canvas_length:
-            raise CliError(f"--start-from-text {position}={text}: position {position} is outside the canvas "
-                           f"(positions 0 to {info.canvas_length - 1})")
-        ids = text_ids(backend, position, text, f"--start-from-text {position}={text}")
-        placed.update((position + i, t) for i, t in enumerate(ids))
-    trace, placed = warm_start_trace(backend, prompt, settings, tuple(placed.items()), stop=stop, on_record=on_record)
+    placed = start_placement(backend, request.from_run, request.texts, "--start-from-text")
+    trace, placed = warm_start_trace(backend, prompt, settings, placed, stop=stop, on_record=on_record)
     trace.warm_start = WarmStart(request.source, *(request.at or (None, None)),
                                  tuple(f"{p}={t}" for p, t in request.texts), placed)
     return trace

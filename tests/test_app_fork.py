@@ -179,7 +179,7 @@ def test_hosted_mode_caps_the_branches_of_a_session(hosted):
     run_branch(client, "1:2", "", label)
     session = session_of(client)
     assert session.tree.branch_count() == 1
-    assert "already holds 1 branches" in refusal(client, "1:2", "", label)
+    assert "already holds 1 branch," in refusal(client, "1:2", "", label)
     assert session.tree.branch_count() == 1
     other = Client(url, verbose=False)  # another session has its own cap
     parent_run(other, label, steps=4)
@@ -214,10 +214,11 @@ def test_the_streamed_fork_refuses_before_appending_and_equals_fork_trace(random
     assert not same_steps(streamed.steps, parent.steps) and random_backend.fork_plan is None
 
 
-def warm_refusal(client, at, model, **knobs) -> str:
+def warm_refusal(client, at, model, start_text=None, **knobs) -> str:
     """The one line of a warm start refused before the queue (named under its start step)."""
     try:
-        client.predict(PROMPT, model, **{**KNOBS, "max_denoising_steps": 4, **knobs}, start_at=at, api_name="/run_warm")
+        client.predict(PROMPT, model, **{**KNOBS, "max_denoising_steps": 4, **knobs}, start_at=at, start_text=start_text,
+                       api_name="/run_warm")
     except ValidationError as exc:
         lines = str(exc).splitlines()
         assert len(lines) == 2, str(exc)
@@ -259,6 +260,46 @@ def test_a_warm_start_from_the_app_equals_record_start_from(served, no_eos_backe
     assert not same_steps(plain.steps, warm.steps)
 
 
+def test_a_warm_start_from_text_in_the_app_equals_record_start_from_text(served, no_eos_backend, tmp_path):
+    """/run_warm with Fork at empty and a start text is `record --start-from-text`, bit for bit, as a new root run;
+    over a run's canvas the text wins where the two meet; each refusal is one line before the queue."""
+    import argparse
+
+    from cli.warm_start import read_start, record_warm
+    from webapp.run_card import trace_card
+
+    url, model = served
+    client = Client(url, verbose=False)
+    assert warm_refusal(client, "", model) == (
+        "Give a step to start from (Fork at, block:step) or a text to place (POS=TEXT).")
+    assert warm_refusal(client, "", model, start_text="Ocean").startswith("Start text takes POS=TEXT")
+    assert warm_refusal(client, "", model, start_text="3=").startswith("Start text '3=' has an empty text")
+    knobs = {**KNOBS, "max_new_tokens": 256, "max_denoising_steps": 6, "seed": 1}
+    list(client.submit(PROMPT, model, **knobs, start_at="", start_text="0=Ocean\n40=moon", api_name="/run_warm"))
+    message, note, *_ = client.predict("standard", "grid", api_name="/warm_message")
+    session = session_of(client)
+    warm = session.trace
+    assert message == "" and note.startswith("root: warm start from text 0=Ocean; 40=moon;")
+    assert session.tree.labels() == ["root"] and warm.warm_start.source is None and warm.warm_start.block is None
+    assert warm.warm_start.texts == ("0=Ocean", "40=moon")
+    assert "given the text 0=Ocean; 40=moon, not held" in trace_card(warm)
+    request = read_start(argparse.Namespace(start_from=None, start_from_text=["0=Ocean", "40=moon"]), None, None)
+    cli = record_warm(no_eos_backend, PROMPT, warm.settings, request, stop=None, on_record=None)
+    assert same_steps(cli.steps, warm.steps) and cli.warm_start == warm.warm_start
+    ocean = no_eos_backend.tokenizer.encode("Ocean", add_special_tokens=False)
+    assert [t for p, t in warm.warm_start.placed if p < len(ocean)] == list(ocean)
+    # the model is in memory now: a text off the canvas is refused before the queue, naming the canvas
+    assert warm_refusal(client, "", model, start_text="999=x") == (
+        "Start text 999=x: position 999 is outside the canvas (positions 0 to 255)")
+    # over the canvas of the run on screen (the start above): a branch of it, the text placed over that canvas
+    list(client.submit(PROMPT, model, **knobs, start_at="1:3", start_text="0=Ocean", api_name="/run_warm"))
+    over = session_of(client).trace
+    source = dict((int(p), int(warm.steps[2].canvas[p])) for p in warm.steps[2].accepted.nonzero()[0])
+    source.update(enumerate(ocean))
+    assert dict(over.warm_start.placed) == source and over.warm_start.source is not None
+    assert session_of(client).tree.labels()[-1] == "start 1 (warm start from root's canvas at 1:3 and text 0=Ocean)"
+
+
 def test_hosted_mode_counts_a_warm_start_with_the_branches(hosted):
     url, label = hosted
     client = Client(url, verbose=False)
@@ -266,6 +307,6 @@ def test_hosted_mode_counts_a_warm_start_with_the_branches(hosted):
     list(client.submit(PROMPT, label, **{**KNOBS, "max_denoising_steps": 4}, start_at="1:2", api_name="/run_warm"))
     session = session_of(client)
     assert session.tree.branch_count() == 1 and session.trace.warm_start is not None
-    assert "already holds 1 branches" in warm_refusal(client, "1:2", label)
-    assert "already holds 1 branches" in refusal(client, "1:2", "", label)
+    assert "already holds 1 branch," in warm_refusal(client, "1:2", label)
+    assert "already holds 1 branch," in refusal(client, "1:2", "", label)
     assert session.tree.branch_count() == 1

@@ -39,13 +39,15 @@ class RunTree:
         summary = f"{', '.join(specs) or 'no intervention'} at {block}:{step}"
         return replace(self, runs=(*self.runs, TreeRun(name, parent, summary))), name
 
-    def add_start(self, source: str, block: int, step: int) -> tuple[RunTree, str]:
-        """The tree with a new run warm-started from `source`'s canvas at block:step (from 1), and its name:
-        "start 1", "start 2", ... under its source, so it is counted with the branches (the hosted cap)."""
+    def add_start(self, source: str, block: int, step: int, texts: tuple[str, ...] = ()) -> tuple[RunTree, str]:
+        """The tree with a new run warm-started from `source`'s canvas at block:step (from 1), and `texts` ("POS=TEXT")
+        placed over it, and its name: "start 1", "start 2", ... under its source, so it is counted with the branches
+        (the hosted cap). A start from text alone is a new root, as a generated run is (`RunSession.show`)."""
         if source not in self.names():
             raise ValueError(f"no run named {source!r} in this session")
         name = f"start {sum(1 for run in self.runs if run.name.startswith('start ')) + 1}"
-        return replace(self, runs=(*self.runs, TreeRun(name, source, f"warm start from {source}'s canvas at {block}:{step}"))), name
+        summary = f"warm start from {source}'s canvas at {block}:{step}" + (f" and text {'; '.join(texts)}" if texts else "")
+        return replace(self, runs=(*self.runs, TreeRun(name, source, summary))), name
 
     def names(self) -> list[str]:
         return [run.name for run in self.runs]
@@ -55,14 +57,14 @@ class RunTree:
 
     def labels(self) -> list[str]:
         """One line per run, for the session's run dropdown: "root", "branch 1 (forbid 11=moon at 1:10)"."""
-        return [run.name if run.parent is None else f"{run.name} ({run.summary})" for run in self.runs]
+        return [f"{run.name} ({run.summary})" if run.summary else run.name for run in self.runs]
 
 
 def branch_cap_refusal(tree: RunTree, cap: int | None) -> str | None:
     """The one-line refusal once a session holds `cap` branches (hosted mode); None while another fits or no cap."""
     if cap is None or tree.branch_count() < cap:
         return None
-    return f"This session already holds {cap} branches, the most a hosted session may run; reload the page to start over."
+    return f"This session already holds {cap} branch{'' if cap == 1 else 'es'}, the most a hosted session may run; reload the page to start over."
 
 
 def fork_point(trace: Trace, frame: int) -> tuple[int, int]:

@@ -40,13 +40,13 @@ def parse_start_from(arg: str) -> tuple[str, str]:
     return path, f"{block}:{step}"
 
 
-def parse_start_text(arg: str) -> tuple[int, str]:
-    """POS=TEXT -> (position, text); ValueError in one line."""
+def parse_start_text(arg: str, said: str = "--start-from-text") -> tuple[int, str]:
+    """POS=TEXT -> (position, text); ValueError in one line, starting with `said` (the flag, or the app's box)."""
     position, sep, text = arg.partition("=")
     if not sep or not position.strip().isdigit():
-        raise ValueError(f"--start-from-text takes POS=TEXT, POS a canvas position from 0 (got {arg!r})")
+        raise ValueError(f"{said} takes POS=TEXT, POS a canvas position from 0 (got {arg!r})")
     if not text:
-        raise ValueError(f"--start-from-text {arg!r} has an empty text: give the text for position {position.strip()}")
+        raise ValueError(f"{said} {arg!r} has an empty text: give the text for position {position.strip()}")
     return int(position), text
 
 

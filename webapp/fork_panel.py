@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import functools
 import inspect
+from typing import NamedTuple
 
 import gradio as gr
 
 from backends import BACKENDS, BackendError, backend_for
-from backends.interventions import fork_records, knob_problem, no_fork_reason, token_problem, warm_start_records, warm_starts
+from backends.interventions import fork_records, knob_problem, no_fork_reason, start_placement, token_problem, \
+    warm_start_records, warm_starts
 from backends.known import on_zero_gpu
 from visualizer.compare import fork_step
 from visualizer.interventions import FORK_KNOBS, KINDS, InterventionError, content_hash, parse_intervention, parse_spec, \
@@ -30,7 +32,7 @@ from visualizer.run_tree import branch_cap_refusal, fork_point
 from visualizer.step_names import StepNameError, locate_step, parse_step
 from visualizer.thinking import committed_text
 from visualizer.trace import Trace
-from visualizer.warm_start import WarmStart, accepted_tokens
+from visualizer.warm_start import WarmStart, accepted_tokens, parse_start_text
 
 from . import app_run
 from .app_run import LIVE_MIN_INTERVAL_S, MODELS, live_values
@@ -41,6 +43,8 @@ from .sessions import RunSession
 
 FORK_HINT = ("Move the replay slider to the step to fork at, click a token for its position, pick what to change "
              "there, *Add* it, then *Fork here and run*.")
+WARM_TEXT_LABEL = ("Text for the new run's first canvas, POS=TEXT a line, not held (with Fork at empty: "
+                   "from this text alone)")
 POSITION_KINDS = {"set": "{}=", "forbid": "{}=", "nudge": "{}=", "remask": "{}"}  # a clicked position starts these
 
 
@@ -73,7 +77,8 @@ def fork_panel() -> dict:
     with gr.Row():
         ui["fork_btn"] = gr.Button("Fork here and run", variant="primary", elem_id="dv-fork-run")
         # the warm start: the canvas at *Fork at* as the first canvas of a new run, with the prompt and knobs above
-        ui["warm_btn"] = gr.Button("Start a new run from this canvas", elem_id="dv-warm-run")
+        ui["warm_btn"] = gr.Button("Start a new run from this canvas or text", elem_id="dv-warm-run")
+    ui["warm_text"] = gr.Textbox(label=WARM_TEXT_LABEL, lines=1, placeholder="0=Ocean", elem_id="dv-warm-text")
     ui["fork_message"] = gr.Markdown(elem_id="dv-fork-message", elem_classes=["dv-message"])  # a refusal, beside its button
     ui["fork_note"] = gr.Markdown(FORK_HINT, elem_id="dv-fork-note")  # what the branch on screen is
     return ui
@@ -125,6 +130,16 @@ def remove_last(listed):
 
 def _lines(listed) -> list[str]:
     return [line.strip() for line in str(listed or "").splitlines() if line.strip()]
+
+
+class StartAsked(NamedTuple):
+    """A warm start as the app's panel asks for it: a run's step (from 1; None for text alone), the (position, id)s
+    that run accepted there, and the (position, text)s to place over them."""
+
+    block: int | None
+    step: int | None
+    from_run: tuple[tuple[int, int], ...]
+    texts: tuple[tuple[int, str], ...]
 
 
 def finished_run_step(session: RunSession, at, verb: str, said: str):
@@ -245,23 +260,32 @@ class ForkHandlers:
 
 
     # ---- the warm start (docs/lab.md "The warm start"), as `record --start-from` -----------------------------
-    def start_request(self, at, session: RunSession) -> tuple[int, int, tuple]:
-        """(block, step, placed) of a warm start from the session's run at `at`: ValueError in one line where the run,
-        the server or the hosted cap refuses (a warm start counts as a branch)."""
-        trace = session.trace
+    def start_request(self, at, texts, session: RunSession) -> StartAsked:
+        """The warm start asked for: the canvas of the session's run at `at` ("block:step", from 1; blank: none) and
+        `texts` (POS=TEXT, one a line) placed over it. ValueError in one line where the run, the texts, the server
+        or the hosted cap refuses (a start from a run's canvas counts as a branch; one from text alone is a new run)."""
+        try:
+            placed_texts = tuple(parse_start_text(line, "Start text") for line in _lines(texts))
+        except ValueError as exc:
+            raise ValueError(str(exc)) from None
+        if app_run.LEADER is not None or on_zero_gpu():
+            raise ValueError("Warm starts do not run on this server (a sharded or ZeroGPU model): use the CLI's "
+                             "record --start-from.")
+        if not str(at or "").strip():
+            if not placed_texts:
+                raise ValueError("Give a step to start from (Fork at, block:step) or a text to place (POS=TEXT).")
+            return StartAsked(None, None, (), placed_texts)
         name = finished_run_step(session, at, "start from", "Start from")
         cap = branch_cap_refusal(session.tree, self.mode.limits.max_branches)
         if cap:
             raise ValueError(cap)
-        if app_run.LEADER is not None or on_zero_gpu():
-            raise ValueError("Warm starts do not run on this server (a sharded or ZeroGPU model): use the CLI's "
-                             "record --start-from.")
-        return name.block + 1, name.step + 1, accepted_tokens(trace.steps[name.index])
+        return StartAsked(name.block + 1, name.step + 1, accepted_tokens(session.trace.steps[name.index]), placed_texts)
 
-    def start_problem(self, at, model, sampler, session: RunSession) -> str | None:
-        """Why this warm start cannot run, in one line, or None (never loading a model)."""
+    def start_problem(self, at, texts, model, sampler, session: RunSession) -> str | None:
+        """Why this warm start cannot run, in one line, or None (never loading a model; the texts are tokenized
+        where the model is in memory)."""
         try:
-            self.start_request(at, session)
+            asked = self.start_request(at, texts, session)
             choice = self.mode.choice_for(model)
             name = self.handlers.kind_for_run(choice, sampler) or backend_for(choice.source)
         except (ValueError, BackendError) as exc:
@@ -269,35 +293,44 @@ class ForkHandlers:
         if name in BACKENDS and not _warm_starts(BACKENDS[name]):
             able = [n for n, e in BACKENDS.items() if _warm_starts(e)]
             return f"The {name} backend cannot warm-start a run ({no_fork_reason(name)}); warm starts run on: {', '.join(able)}."
-        return _other_canvas(session.trace, MODELS.get(choice.source, None).info) if MODELS.loaded(choice.source) else None
+        if not MODELS.loaded(choice.source):
+            return None
+        backend = MODELS.get(choice.source, None)
+        try:
+            start_placement(backend, asked.from_run, asked.texts, "Start text")
+        except BackendError as exc:
+            return str(exc)
+        return _other_canvas(session.trace, backend.info) if asked.block is not None else None
 
     def warm_validator(self, generate_validator):
         """`/run_warm`'s validator: the generate event's (prompt, model and knobs, outside the queue), then the start."""
-        def validate(prompt, model, session, request: gr.Request, start_at=None, **knobs):
+        def validate(prompt, model, session, request: gr.Request, start_at=None, start_text=None, **knobs):
             checks = generate_validator(prompt, model, session, request, **knobs)
             problem = None
             if all(check.get("is_valid", True) for check in checks):
-                problem = self.start_problem(start_at, model, knobs.get("sampler") or None, session)
-            return [*checks, gr.validate(problem is None, problem or "")]
+                problem = self.start_problem(start_at, start_text, model, knobs.get("sampler") or None, session)
+            return [*checks, gr.validate(problem is None, problem or ""), gr.validate(True, "")]
         return validate
 
-    def run_warm(self, prompt, model, session: RunSession, start_at=None, **knobs):
+    def run_warm(self, prompt, model, session: RunSession, start_at=None, start_text=None, **knobs):
         """A new run of `prompt` with `knobs` whose first canvas holds what the session's run accepted at `start_at`
-        ("block:step", from 1), not held (as `record --start-from`), streamed like a run; it joins the session's tree
-        under the run it started from."""
+        ("block:step", from 1) and the text of `start_text` (POS=TEXT a line) over it, not held (as `record
+        --start-from` and `--start-from-text`), streamed like a run. Started from a run, it joins the session's tree
+        under that run; from text alone it is a new root."""
         session.error = ""
         source, source_name = session.trace, session.run_name
         try:
-            block, step, placed = self.start_request(start_at, session)
+            asked = self.start_request(start_at, start_text, session)
             choice = self.handlers.choice_for(model)
             _, backend = self.handlers.backend_for_run(choice, knobs.get("sampler"))
             settings = settings_from_widgets(knobs, backend.capabilities.knobs_for(knobs.get("sampler") or None))
             problem = next(filter(None, (self.mode.limits.knob_problem(k, v) for k, v in settings.to_dict().items())), None)
-            problem = problem or _other_canvas(source, backend.info)
+            problem = problem or (_other_canvas(source, backend.info) if asked.block is not None else None)
             if problem:
                 raise ValueError(problem)
             if settings.compiled:
                 raise ValueError("torch.compile is off in the app (ZeroGPU forbids it).")
+            placed = start_placement(backend, asked.from_run, asked.texts, "Start text")
             trace = Trace(model=backend.info, prompt=prompt)
             batches = warm_start_records(backend, prompt, settings, placed, trace=trace, stop=session.stop)
             next(batches)  # RunStart: a bad request raises here, before the session changes
@@ -305,11 +338,17 @@ class ForkHandlers:
             session.error = str(exc)
             raise gr.Error(session.error, visible=False, print_exception=False) from None
         pinned = {p for p, _ in backend.pinned_ids(backend.resolve(settings))}
-        trace.warm_start = WarmStart(content_hash(source.to_json().encode("utf-8")), block, step, (),
+        texts = tuple(f"{p}={t}" for p, t in asked.texts)
+        source_hash = content_hash(source.to_json().encode("utf-8")) if asked.block is not None else None
+        trace.warm_start = WarmStart(source_hash, asked.block, asked.step, texts,
                                      tuple(sorted((p, t) for p, t in placed if p not in pinned)))
-        session.tree, name = session.tree.add_start(source_name, block, step)
-        session.show(trace, name)
-        session.compare = [source, trace]
+        if asked.block is None:  # from text alone: a new run, the tree starts over
+            session.show(trace)
+            session.compare = [None, None]
+        else:
+            session.tree, name = session.tree.add_start(source_name, asked.block, asked.step, texts)
+            session.show(trace, name)
+            session.compare = [source, trace]
         yield from live_values(session, trace, batches, min_interval_s=LIVE_MIN_INTERVAL_S)
 
 
@@ -329,7 +368,7 @@ def _warm_starts(entry) -> bool:
 
 
 def _naming_knobs(handler):
-    """`handler(prompt, model, session, start_at, **knobs)` with a signature naming `start_at` and every knob,
+    """`handler(prompt, model, session, start_at, start_text, **knobs)` with a signature naming the start and every knob,
     keyword-only (as app.py's `_naming_knobs` for `/generate`): the `/run_warm` API's parameter names."""
     def fn(prompt, model, session, **kwargs):
         yield from handler(prompt, model, session, **kwargs)
@@ -339,6 +378,7 @@ def _naming_knobs(handler):
         *list(inspect.signature(fn).parameters.values())[:3],
         *(inspect.Parameter(knob.name, keyword, default=None) for knob in APP_KNOBS),
         inspect.Parameter("start_at", keyword, default=None),  # last, as in the event's inputs
+        inspect.Parameter("start_text", keyword, default=None),
     ])
     fn.__doc__ = handler.__doc__
     return fn
@@ -370,7 +410,7 @@ def after_branch(palette, layout_kind, session: RunSession) -> dict:
     trace = session.trace
     return {"fork_message": "", "fork_note": branch_said(session), "final_text": committed_text(trace) if trace.end else "",
             "run_card": trace_card(trace, parent=parent_name(session)), "run_picker": run_choices(session),
-            **compare_updates(palette, layout_kind, session)}
+            **compare_updates(palette, layout_kind, session, open_it=session.compare[0] is not None)}
 
 
 def show_run(name, palette, layout_kind, session: RunSession) -> dict:
@@ -396,20 +436,27 @@ def parent_name(session: RunSession) -> str | None:
 
 
 def branch_said(session: RunSession) -> str:
+    """What the run on screen is, when it is a branch or a warm start: "branch 1: forbid 11=moon at 1:10, forked
+    from root; 24 steps, finished: eos." ("" for a run of its own)."""
     run = next((r for r in session.tree.runs if r.name == session.run_name), None)
-    if run is None or run.parent is None:
+    start = session.trace.warm_start if session.trace is not None else None
+    if run is None or (run.parent is None and start is None):
         return ""
     end = session.trace.end
     how = f"finished: {end.finish_reason}" if end else "not finished"
-    said = run.summary if session.trace.warm_start is not None else f"{run.summary}, forked from {run.parent}"
+    if run.parent is None:  # a start from text alone
+        said = f"warm start from text {'; '.join(start.texts)}"
+    else:
+        said = run.summary if start is not None else f"{run.summary}, forked from {run.parent}"
     return f"{run.name}: {said}; {len(session.trace.steps)} steps, {how}."
 
 
-def compare_updates(palette, layout_kind, session: RunSession) -> dict:
-    """The compare view with the session's pair (parent as A, branch as B), opened at the fork point."""
-    canvas, slider = show_compare(fork_step(session.compare[1]) or 0, palette, layout_kind, session)
+def compare_updates(palette, layout_kind, session: RunSession, open_it: bool = True) -> dict:
+    """The compare view with the session's pair (parent as A, branch as B), opened at the fork point (`open_it`)."""
+    branch = session.compare[1]
+    canvas, slider = show_compare((fork_step(branch) if branch is not None else None) or 0, palette, layout_kind, session)
     return {"compare_note": compare_note(session), "compare_canvas": canvas, "compare_slider": slider,
-            "compare_box": gr.Accordion(open=True)}
+            "compare_box": gr.Accordion(open=True) if open_it else gr.skip()}
 
 
 # ---- the wiring -------------------------------------------------------------------------------------------------
@@ -434,7 +481,7 @@ def wire_fork(ui: dict, handlers, generate_validator=None) -> None:
     if generate_validator is not None:  # the warm start: the generate event's inputs and checks, and the start step
         ui["warm_btn"].click(
             _naming_knobs(forks.run_warm), [ui["prompt"], ui["model_picker"], session], ui["live"],
-            inputs_kwargs={**ui["knobs"], "start_at": ui["fork_at"]}, api_name="run_warm", concurrency_limit=1,
+            inputs_kwargs={**ui["knobs"], "start_at": ui["fork_at"], "start_text": ui["warm_text"]}, api_name="run_warm", concurrency_limit=1,
             concurrency_id="model", show_progress="minimal", validator=forks.warm_validator(generate_validator),
             preprocess=False,
         ).then(**named(after_branch, AFTER_BRANCH_OUTPUTS), inputs=[palette, layout_kind, session], api_name="warm_message",

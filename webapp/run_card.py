@@ -63,6 +63,9 @@ def run_card_html(prompt: str, model: str, settings: dict, *, steps: int | None 
         named = f"{esc(parent)} (sha256 {esc(warm_start.source[:12])})" if parent else esc(warm_start.source[:12])
         rows.append(f"<div>started from the canvas of {named} at block {warm_start.block}, step {warm_start.step}: "
                     f"{len(warm_start.placed)} token{'' if len(warm_start.placed) == 1 else 's'} placed</div>")
+    if warm_start is not None and warm_start.texts:  # text placed on the first canvas (over a run's canvas, or alone)
+        rows.append(f"<div>first canvas {'also ' if warm_start.source else ''}given the text "
+                    f"{esc('; '.join(warm_start.texts))}, not held</div>")
     return f'<div class="dv-run-card">{"".join(rows)}</div>'
 
 
