@@ -380,8 +380,16 @@ def build_app(initial_model: str | None = None, hosting_mode: Hosting | None = N
 
 # ---- the wiring ------------------------------------------------------------------------------------
 def wire_model_and_run(demo_app: gr.Blocks, ui: dict, handlers: Handlers, mode: Hosting) -> None:
-    """Sessions, the model and sampler pickers, Generate and Stop, the frames a browser asks for again,
-    the view's options (drawn in the browser) and `/show_frame` for API clients."""
+    """Sessions and the pickers, what each new run clears, then Generate and Stop: in this order, since Gradio
+    runs one trigger's handlers in the order they were registered (`wire_run_resets` says why it matters)."""
+    wire_sessions_and_pickers(demo_app, ui, handlers)
+    wire_run_resets(ui)
+    wire_generate(ui, handlers, mode)
+
+
+def wire_sessions_and_pickers(demo_app: gr.Blocks, ui: dict, handlers: Handlers) -> None:
+    """Sessions registered and released with their tab, the model and sampler pickers, the demo picker and the knobs
+    shown only while another knob makes them mean something."""
     named = functools.partial(_by_name, ui)
     session, model_picker, current_model, knobs = ui["session"], ui["model_picker"], ui["current_model"], ui["knobs"]
     # every tab registers when its page loads, so closing it releases what it holds (sessions.py)
@@ -401,6 +409,11 @@ def wire_model_and_run(demo_app: gr.Blocks, ui: dict, handlers: Handlers, mode: 
     knobs["sampler"].input(**named(handlers.select_sampler, (*KNOB_OUTPUTS, "model_message", "model_info")),
                            inputs=[knobs["sampler"], current_model],
                            api_visibility="private")
+
+
+def wire_run_resets(ui: dict) -> None:
+    """What a new run, branch, start, switched-to run or uploaded trace clears, in the browser: every message, and the
+    why-views back to their hints."""
     # A new run or trace: the why-views go back to their hints, never showing the previous run's
     # answers.  Set in the browser and registered before the run's own handler: Gradio's front
     # end runs the handlers of one trigger in order, each after the one before has finished, so
@@ -422,6 +435,12 @@ def wire_model_and_run(demo_app: gr.Blocks, ui: dict, handlers: Handlers, mode: 
         starts(None, None, [ui[why.panel] for why in panels], js=hints(replay))
         starts(lambda: {panel: gr.HTML(visible=HIDDEN) for panel in hidden}, None, hidden, api_visibility="private",
                concurrency_limit=None, show_progress="hidden")  # {component: update}: one output takes a list as its value
+
+
+def wire_generate(ui: dict, handlers: Handlers, mode: Hosting) -> None:
+    """Generate (its validator outside the queue) and Stop, the run card, the frames a browser asks for again, the
+    sharded health tick, the view's options (drawn in the browser) and `/show_frame` for API clients."""
+    session, model_picker, knobs = ui["session"], ui["model_picker"], ui["knobs"]
     ui["live"].run_started(live_run_card, session, [ui["run_card"], ui["reproduce"]], api_visibility="private",
                            concurrency_limit=None, show_progress="hidden")
     ui["generate_btn"].click(
