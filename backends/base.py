@@ -238,9 +238,9 @@ class Backend(ABC):
         )
 
     def record_refilled(self, prompts: list[str], seeds: list[int], settings: GenerationSettings, *, rows: int,
-                        stop: threading.Event | None = None) -> tuple[list, int]:
+                        stop: threading.Event | None = None, exact: bool = True) -> tuple[list, int]:
         """One Trace per prompt, each with its seed, through a refilling loop on `rows` rows, and the row-passes it
-        ran (the transformers backend: `backends/refill.py`); the others have none."""
+        ran (the transformers backend: `backends/refill.py`, `exact` as its `refill_generate`); the others have none."""
         raise BackendError(f"the {self.name} backend has no refilling loop: use --batch-order suite or length")
 
     def _piece_decoder(self) -> PieceDecoder:

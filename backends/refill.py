@@ -385,10 +385,10 @@ def refill_generate(model, jobs: Sequence[Job], *, rows: int, generate_kwargs: d
 
 
 def refill_traces(backend, prompts: Sequence[str], seeds: Sequence[int], settings, *, rows: int,
-                  stop: threading.Event | None = None) -> tuple[list[Trace], int]:
+                  stop: threading.Event | None = None, exact: bool = True) -> tuple[list[Trace], int]:
     """One Trace per prompt, each generated with its own seed by `refill_generate` on at most `rows` rows: each
     equal to `record_trace(backend, prompt, settings.replace(seed=seed))` but for its times (a RunEnd's is the
-    time since this call began).  Also the row-passes the loop ran.  A transformers backend, eager, stock runs
+    time since this call began); with `exact=False` the loop's whole pass batched (`refill_generate`'s).  Also the row-passes the loop ran.  A transformers backend, eager, stock runs
     only: anything else is a BackendError with one line.  `stop` ends every unfinished run ("cancelled"); an error
     in the model ends them with its message ("error")."""
     if len(prompts) != len(seeds):
@@ -429,7 +429,8 @@ def refill_traces(backend, prompts: Sequence[str], seeds: Sequence[int], setting
         return refill_generate(model, [Job(i, s.seed) for i, s in zip(ids, resolved)], rows=rows,
                                generate_kwargs=backend.generate_kwargs(first), on_step=on_step, on_block=on_block,
                                on_done=on_done, should_stop=stop.is_set,
-                               topk=min(first.record_topk, backend.info.vocab_size), shift=bool(first.record_shift))
+                               topk=min(first.record_topk, backend.info.vocab_size), shift=bool(first.record_shift),
+                               exact=exact)
 
     row_passes, finish, error = 0, None, None
     try:

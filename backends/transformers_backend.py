@@ -243,10 +243,10 @@ class TransformersBackend(Backend):
         with self._compile_once(settings, input_ids.shape), watch:
             model.generate(input_ids, **kwargs)
 
-    def record_refilled(self, prompts, seeds, settings, *, rows, stop=None):
+    def record_refilled(self, prompts, seeds, settings, *, rows, stop=None, exact=True):
         from .refill import refill_traces  # torch's loop of our own, loaded by the runs that use it
 
-        return refill_traces(self, prompts, seeds, settings, rows=rows, stop=stop)
+        return refill_traces(self, prompts, seeds, settings, rows=rows, stop=stop, exact=exact)
 
     def _final_distributions(self, model, input_ids, kwargs, settings, emit, should_stop):
         """Pass 1 of --kl-to-final: the run with the same seed, recording nothing but each block's final

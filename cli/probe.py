@@ -23,7 +23,7 @@ from pathlib import Path
 from backends.base import BackendError
 from backends.registry import backend_names
 from visualizer.metrics.stats import N_RESAMPLES
-from visualizer.plan import ORDERS, Batch
+from visualizer.plan import ORDERS, REFILL_EXACT, Batch
 from visualizer.probe_tables import SPLIT_CONFIRMATORY, ProbeError, regime_tables, sampler_comparison_markdown, write_tables
 from visualizer.study_figures import write_figures
 
@@ -65,7 +65,9 @@ def add_probe_command(subparsers) -> None:
                         help="which generations share a batch: suite (default for a new run: the suite's order) or length "
                         "(each regime's prompts together, shortest first, so rows of about one expected length share a "
                         "batch and fewer finished rows wait for the slowest) or refill (eager: a row whose generation ended "
-                        "takes the next one at once, each trace that of its generation run alone). Recorded in the plan: "
+                        "takes the next one at once, each trace that of its generation run alone) or refill-batched (the same loop, its "
+                        "whole pass batched: faster on a GPU, each trace then depends on its batch as suite's do). "
+                        "Recorded in the plan: "
                         "a rerun keeps it")
     parser.add_argument("--include-exploratory", action="store_true", help="also run and report the exploratory prompts")
     parser.add_argument("--model", default=None, help="model folder or hub id (default: the built-in model)")
@@ -127,7 +129,7 @@ def probe_command(args) -> int:
                                                   batch_order=args.batch_order, lengths=prompt_lengths(probes)),
                 work=lambda plan, mine, kill_hook: run_batches(backend, mine, by_item, out=out, settings=run_settings,
                                                                check=check_answer, plan_rows=plan.batch_size,
-                                                               refill=plan.order == "refill", on_generated=kill_hook),
+                                                               order=plan.order, on_generated=kill_hook),
                 finish=lambda plan: finish_results(out, plan),
                 watch=lambda plan, todo: progress_bar(out, plan, todo),
                 describe=_describe,
@@ -241,8 +243,8 @@ def _probes_from_args(args):
         raise CliError("--columns and --regime describe a --prompts file: give one with --prompts")
     settings = settings_from_args(args)
     refuse_problems(settings.problems())
-    if args.batch_order == "refill" and settings.compiled:
-        raise CliError("--batch-order refill runs eager (a compiled graph keeps its batch shape): leave out --compiled")
+    if args.batch_order in REFILL_EXACT and settings.compiled:
+        raise CliError(f"--batch-order {args.batch_order} runs eager (a compiled graph keeps its batch shape): leave out --compiled")
     if args.prompts:
         columns = dict(item.split("=", 1) for item in args.columns or () if "=" in item)
         if len(columns) != len(args.columns or ()):

@@ -31,7 +31,7 @@ from backends.run import record_batch, record_trace
 from visualizer.batch_cost import COST_COLUMNS, BatchCost, batch_cost, cost_summary, describe, refilled_cost
 from visualizer.files import write_atomically
 from visualizer.metrics import run_metrics
-from visualizer.plan import Batch, Plan, item_id, make_plan
+from visualizer.plan import REFILL_EXACT, Batch, Plan, item_id, make_plan
 from visualizer.probe_tables import MANIFEST, ProbeError, ProbeResult, result_from_trace, score
 from visualizer.results import merge_parts, part_done, part_path, read_results, result_rows, write_part
 from visualizer.settings import GenerationSettings
@@ -65,7 +65,7 @@ def run_probe(
     plan, todo = prepare_out(out, backend.info, settings, probe_items(probes, seeds), batch_size=batch_size,
                              batch_order=batch_order, lengths=prompt_lengths(probes))
     run_batches(backend, todo, {item_of(p, s): p for p in probes for s in range(seeds)},
-                out=out, settings=settings, check=check, plan_rows=plan.batch_size, refill=plan.order == "refill")
+                out=out, settings=settings, check=check, plan_rows=plan.batch_size, order=plan.order)
     return finish_results(out, plan)
 
 
@@ -163,7 +163,7 @@ BATCHES_AHEAD = 1  # batches started while one generates (they queue on the mode
 
 
 def run_batches(backend, batches: Sequence[Batch], probes: dict, *, out, settings: GenerationSettings,
-                check: Callable, plan_rows: int | None = None, refill: bool = False,
+                check: Callable, plan_rows: int | None = None, order: str = "suite",
                 after_batch: Callable[[], None] = lambda: None,
                 on_generated: Callable[[Callable[[], None]], None] = lambda settle: None) -> None:
     """Generate each batch, save its traces and its result rows (see visualizer.results).
@@ -179,9 +179,9 @@ def run_batches(backend, batches: Sequence[Batch], probes: dict, *, out, setting
       process (a lambda, a closure) runs here instead.
     At most BATCHES_AHEAD + 1 batches generate and WRITER_BACKLOG + 1 wait to be written, so memory
     stays bounded.  `plan_rows` is the plan's batch size: a compiled run fills a shorter batch up to
-    it (`filled_prompts`), so the whole run meets one batch shape, compiled once.  `refill` (a plan in the
-    "refill" order): each batch's generations run through the refilling loop on `plan_rows` rows
-    (backends/refill.py), each trace that of its generation alone.  A row without an
+    it (`filled_prompts`), so the whole run meets one batch shape, compiled once.  `order`, the plan's: in the
+    "refill" orders each batch's generations run through the refilling loop on `plan_rows` rows
+    (backends/refill.py), each trace that of its generation alone ("refill") or its pass batched ("refill-batched").  A row without an
     answer, or whose checker raises, is saved unscored with the reason (`visualizer.probe_tables.score`).
     `after_batch()` runs once a batch's rows are on disk, in plan order; `on_generated(settle)` once
     a batch is generated, before it is saved (nothing after it is on disk then: where the resume test
@@ -190,7 +190,7 @@ def run_batches(backend, batches: Sequence[Batch], probes: dict, *, out, setting
     """
     out = Path(out)
     check_there = _can_send(check)
-    with _writer_process() as writer, _generated(backend, batches, probes, settings, plan_rows, refill) as generated:
+    with _writer_process() as writer, _generated(backend, batches, probes, settings, plan_rows, order) as generated:
         pending: deque = deque()
         for batch, rows, traces, cost in generated:
             # `settle()` waits until every earlier batch is on disk (a test's kill point uses it)
@@ -223,7 +223,7 @@ def _written(pending: deque, after_batch: Callable[[], None], *, keep: int) -> N
 
 @contextmanager
 def _generated(backend, batches: Sequence[Batch], probes: dict, settings: GenerationSettings, plan_rows: int | None,
-               refill: bool = False):
+               order: str = "suite"):
     """(batch, probes, traces, cost) of each batch in plan order, the next ones started while one generates;
     `cost` counts every row the model ran, a filler row's too (visualizer.batch_cost); a refilled batch's, the
     row-passes its loop ran.
@@ -236,9 +236,10 @@ def _generated(backend, batches: Sequence[Batch], probes: dict, settings: Genera
 
     def record(batch: Batch):
         chosen = [probes[item] for item in batch.items]
-        if refill:
+        if order in REFILL_EXACT:
             traces, row_passes = backend.record_refilled([p.prompt for p in chosen], [batch.seed] * len(chosen),
-                                                         settings, rows=plan_rows or 1, stop=stop)
+                                                         settings, rows=plan_rows or 1, stop=stop,
+                                                         exact=REFILL_EXACT[order])
             return batch, chosen, traces, refilled_cost(row_passes)
         prompts = filled_prompts([p.prompt for p in chosen], plan_rows, settings)
         traces = _record_batch(backend, prompts, settings.replace(seed=batch.seed), stop)

@@ -56,6 +56,33 @@ def test_refilled_probe_traces_are_each_run_alone_and_waste_nothing(builtin_back
         assert records(trace) == records(alone)
 
 
+@pytest.mark.model
+def test_a_refill_batched_plan_runs_the_whole_pass_batched_each_batch_reproducible(builtin_backend, tmp_path,  # noqa: F811
+                                                                                  monkeypatch):
+    from backends import refill as refill_module
+
+    exact_seen = []
+    loop = refill_module.refill_generate
+    monkeypatch.setattr(refill_module, "refill_generate", lambda *a, **kw: exact_seen.append(kw["exact"]) or loop(*a, **kw))
+    probes = [p for p in probe_suite(per_regime=6) if p.regime in ("open", "json") and p.split == "confirmatory"]
+    run_probe(builtin_backend, probes, seeds=1, out=tmp_path, check=check_answer, batch_size=3, settings=SETTINGS,
+              batch_order="refill-batched")
+    manifest = json.loads((tmp_path / "probe.json").read_text())
+    assert manifest["plan"]["order"] == "refill-batched" and exact_seen and not any(exact_seen)
+    (batch,) = manifest["plan"]["batches"]  # cut as "refill" cuts: up to REFILL_CHUNK x 3 generations
+    assert len(batch["items"]) == len(probes)
+    rows = {r["prompt_id"]: r for r in pq.read_table(tmp_path / "results" / "generations.parquet").to_pylist()}
+    traces = {pid: Trace.load(tmp_path / r["trace_file"]) for pid, r in rows.items()}
+    cost = manifest["decoder_passes"]
+    assert cost["ran"] == sum(len(t.steps) for t in traces.values()) and cost["useful_fraction"] == 1.0
+    by_id = {p.prompt_id: p for p in probes}
+    order = [item.split("/")[1] for item in batch["items"]]
+    again, _ = builtin_backend.record_refilled([by_id[pid].prompt for pid in order], [0] * len(order), SETTINGS, rows=3,
+                                               exact=False)
+    for pid, trace in zip(order, again):  # the same batch through the same loop: the same traces, record for record
+        assert records(traces[pid]) == records(trace)
+
+
 def _probe(out, **env):
     flags = ["--regimes", "math", "factual", "--per-regime", "4", "--seeds", "2", "--steps", "4", "--batch-size", "2",
              "--batch-order", "refill", "--bootstrap", "20"]

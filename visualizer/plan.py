@@ -21,7 +21,10 @@ Batches never mix seeds (a batch is generated with one seed).  Within a seed the
   A batch is then the unit of saving and resuming, not of rows run together.
 With "suite" and "length" each batch's traces are those of stock `generate` on that batch: the order changes
 which rows share a batch, never how a batch is generated.  With "refill" each trace is that of its generation
-run alone (batch 1, stock `generate`), whatever else shared its rows.  Which process runs
+run alone (batch 1, stock `generate`), whatever else shared its rows.  "refill-batched" cuts batches as "refill" and
+runs the loop's whole pass batched (`refill_generate(exact=False)`: faster on a GPU, BENCHMARKS.md): each trace then
+depends on which rows shared its passes, as a stock batch's rows do, so the plan makes it reproducible as it makes
+"suite"'s.  Which process runs
 a batch is not part of the plan: it changes nothing in the traces (cli/distributed.py deals them).
 """
 
@@ -29,7 +32,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ORDERS = ("suite", "length", "refill")  # how a seed's items are cut into batches (module docstring)
+ORDERS = ("suite", "length", "refill", "refill-batched")  # how a seed's items are cut into batches (module docstring)
+# the orders the refilling loop runs, each with whether it runs exact (every trace that of its generation alone)
+REFILL_EXACT = {"refill": True, "refill-batched": False}
 REFILL_CHUNK = 8  # a "refill" batch holds up to this many times its rows of generations (module docstring)
 
 
@@ -85,7 +90,7 @@ def make_plan(items: list[tuple[str, str, int]], *, batch_size: int, order: str 
             regimes = list(dict.fromkeys(regime for regime, _ in pairs))
             pairs = sorted(pairs, key=lambda pair: (regimes.index(pair[0]), (lengths or {}).get(pair, 0)))
         ids = [item_id(regime, prompt_id, seed) for regime, prompt_id in pairs]
-        size = batch_size * REFILL_CHUNK if order == "refill" else batch_size
+        size = batch_size * REFILL_CHUNK if order in REFILL_EXACT else batch_size
         for start in range(0, len(ids), size):
             batches.append(Batch(len(batches), seed, tuple(ids[start:start + size])))
     return Plan(batch_size, tuple(batches), order)
