@@ -64,7 +64,9 @@ SAMPLERS = (
         "'accepted' here means the canvas holds the step's predicted token.",
         AcceptRule(renoises=True, last_step_samples=True, budget=None, entropy=ENTROPY_RAW),
         knobs=frozenset({"temperature", "corrector_steps", "corrector_k"}),
-        fork_knobs=frozenset({"temperature"}),  # the corrector's budget is split before the first step
+        # corrector_k is read from the scheduler's config at each sweep; corrector_steps is not: the pipeline splits
+        # the step budget between predictor and corrector before the first step
+        fork_knobs=frozenset({"temperature", "corrector_k"}),
     ),
     SamplerSpec(
         SAMPLER_BLOCK_REFINEMENT,

@@ -27,8 +27,9 @@ What differs, and why:
 - `knob` goes in at the scheduler's step from the fork step on, the way each scheduler reads it: `entropy_bound`,
   `temperature` (DDIM, block refinement) and block refinement's thresholds as the step's own arguments (which
   override the config, diffusers 0.42.1), entropy-bound's `t_min`/`t_max` (read from its config each step) in the
-  config of the run's own scheduler (`scheduler_for` makes one a run). What a sampler does not read afresh (DDIM's
-  corrector, fixed before the first step) is refused (`SamplerSpec.fork_knobs`, `interventions.knob_problem`).
+  config of the run's own scheduler (`scheduler_for` makes one a run), DDIM's `corrector_k` there too (read at each
+  corrector sweep). What a sampler does not read afresh (DDIM's `corrector_steps`: the pipeline splits the step
+  budget before the first step) is refused (`SamplerSpec.fork_knobs`, `interventions.knob_problem`).
 - DDIM's corrector sweeps (their leave-one-out logits are not made for -inf, as with pins) are not edited: what they
   draw at a set or forbidden position is put back or scrubbed in the callback, before the next step reads it.
 

@@ -161,7 +161,7 @@ def test_nudge_and_topk_change_what_the_next_step_is_conditioned_on(backend, par
 
 
 # ---- knobs: each sampler's own, from the fork step on -------------------------------------------------------
-FORK_KNOBS = {"entropy-bound": ("entropy_bound", "t_min", "t_max"), "discrete-ddim": ("temperature",),
+FORK_KNOBS = {"entropy-bound": ("entropy_bound", "t_min", "t_max"), "discrete-ddim": ("temperature", "corrector_k"),
               "block-refinement": ("temperature", "refine_threshold", "editing_threshold")}
 
 
@@ -194,9 +194,24 @@ def test_a_changed_knob_changes_the_run_only_from_the_fork_step_on(backend, pare
         assert branch.steps[2].accepted.sum() > parent.steps[2].accepted.sum()
 
 
+def test_ddims_corrector_k_changes_the_sweeps_from_the_fork_step_on(backend, parents, monkeypatch):
+    # corrector_k is read from the run's scheduler at each sweep (a sweep follows each of the first 3 of the block's
+    # 4 predictor steps here): the sweep after step 1 resamples the parent's 3 positions, those from step 2 on 40
+    from diffusers import DiscreteDDIMScheduler
+
+    picked = []
+    select = DiscreteDDIMScheduler._select_positions
+    monkeypatch.setattr(DiscreteDDIMScheduler, "_select_positions",
+                        lambda self, *a, **kw: picked.append(int(self.config.corrector_k)) or select(self, *a, **kw))
+    parent = parents["discrete-ddim"]
+    branch = fork(backend, parent, (1, 2), "knob corrector_k=40")
+    assert picked == [3, 40, 40]  # one run: the parent's k up to the fork step, the fork's from it on
+    assert first_changed(parent, branch) == 1 and branch.branch.interventions == ("knob corrector_k=40",)
+
+
 @pytest.mark.parametrize("sampler, spec, reads", [
     ("entropy-bound", "knob temperature=0.5", "entropy_bound, t_max, t_min"),  # its own t schedule, no temperature
-    ("discrete-ddim", "knob refine_threshold=0.5", "temperature"),  # the corrector's budget is fixed before step 1
+    ("discrete-ddim", "knob refine_threshold=0.5", "corrector_k, temperature"),  # block refinement's knob
 ])
 def test_a_knob_the_sampler_does_not_read_is_refused_naming_those_it_does(backend, parents, sampler, spec, reads):
     with pytest.raises(BackendError) as info:

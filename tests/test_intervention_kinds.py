@@ -95,6 +95,6 @@ def test_a_check_refuses_a_hand_made_intervention_too():
     assert intervention_problem(Intervention("nudge", position=3, text="a", amount=2.0), 256) == (
         "nudge 3=a:2: EPS must be a probability above 0 and below 1 (got 2.0)")
     assert intervention_problem(Intervention("knob", knob="seed", amount=1.0), 256).endswith(
-        "cannot change mid-run: a fork changes entropy_bound, t_min, t_max, temperature, refine_threshold, editing_threshold")
+        "cannot change mid-run: a fork changes entropy_bound, t_min, t_max, temperature, refine_threshold, editing_threshold, corrector_k")
     assert intervention_problem(Intervention("remask", position=9, last=3), 256) == (
         "remask 9-3: the last position comes before the first")

@@ -26,7 +26,7 @@ from .knobs import Form
 # ends, the entropy bound; diffusers' temperature and block refinement's thresholds); the others (the step budget, the
 # seed, the sampler) fix the run before its first step. Which a sampler reads on a backend is its
 # `SamplerSpec.fork_knobs`; the backend refuses the rest (`backends.interventions.knob_problem`).
-FORK_KNOBS = ("entropy_bound", "t_min", "t_max", "temperature", "refine_threshold", "editing_threshold")
+FORK_KNOBS = ("entropy_bound", "t_min", "t_max", "temperature", "refine_threshold", "editing_threshold", "corrector_k")
 
 
 class InterventionError(ValueError):
@@ -134,8 +134,11 @@ def _parse_knob(arg: str) -> Intervention:
     name, sep, value = arg.partition("=")
     if not sep or not value.strip():
         raise InterventionError(f"--knob takes NAME=VALUE (got {arg!r})")
-    try:
-        number = float(value)
+    from .settings import KNOBS
+
+    known = KNOBS.get(name.strip())
+    try:  # a whole-number knob (corrector_k) takes its value as an int, as its declaration checks it
+        number = int(value) if known is not None and known.kind is int and value.strip().isdigit() else float(value)
     except ValueError:
         number = math.nan  # refused by the check, which names the knob's range
     return Intervention("knob", knob=name.strip(), amount=number)
