@@ -175,9 +175,11 @@ def test_a_browser_that_fell_behind_restarts_at_a_key_frame_then_asks_for_every_
     ring.add("\n".join(frames[newest + 1 :] + [end]))
     receive_in(page, ring.value())
     assert page.evaluate(f"() => {VIEW}.asked").count("need_frames") == 1  # (and the accept budget, as after any run)
+    runs = page.evaluate(f"() => {VIEW}.stats.runs")
     receive_in(page, replay_value(trace))  # the server's answer: every frame of the run
     page.wait_for_function(f"() => {VIEW}.stats.shownIndex === {n - 1}")
     assert page.evaluate(f"() => {VIEW}.frames.filter((f) => f).length") == n
+    assert page.evaluate(f"() => {VIEW}.stats.runs") == runs  # read again from its start, still the same run
     assert page.evaluate(READ_CELLS) == expected_cells(trace, n - 1)
 
 

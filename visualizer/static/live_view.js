@@ -326,8 +326,10 @@
         // a live run began (a replay comes whole, its end line set): the server sends its card (app.py live_run_card)
         if (value[0] !== this.startLine && !value[1] && this.trigger) this.trigger("run_started");
         if (value[0] !== this.startLine) this.replayComing = false;
+        const runs = this.stats.runs, again = value[0] === this.startLine;
         this.reset();
         this.apply(JSON.parse(value[0]));
+        if (again) this.stats.runs = runs;  // the same run read again (its every frame, asked for): not another run
         this.startLine = value[0];
         this.slotSeen = [];
       }
