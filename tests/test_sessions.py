@@ -90,3 +90,30 @@ def test_the_file_box_sending_the_trace_on_screen_again_replays_nothing():
     assert app_module.load_trace_file(second, session, request)["live"] and session.run_id != token
     session.show(Trace.load(second))  # a run made here (what `generate` shows) is from no file
     assert app_module.load_trace_file(second, session, request)["live"]
+
+
+def test_a_run_is_no_longer_running_when_the_value_carrying_its_end_is_sent():
+    """The browser, shown a run's end line, at once asks for the step on screen (Fork at, the accept budget); those
+    answers are refused while the session is running.  So the session stops running before the value with the end
+    goes out, not after the generator's last value (under load that came after the ask: Fork at kept its step)."""
+    from webapp.app_run import live_values
+
+    whole = Trace.load(next(p for p in example_traces() if p.stem == "sky"))
+    records = [r for block in whole.blocks for r in (*(s for s in whole.steps if s.block == block.block), block)]
+    records.append(whole.end)
+    trace = Trace(model=whole.model, prompt=whole.prompt, pieces=dict(whole.pieces))
+    trace.append(whole.start)
+
+    def batches():
+        for record in records:
+            trace.append(record)
+            yield [record]
+
+    session = RunSession()
+    values = live_values(session, trace, batches(), min_interval_s=0)
+    running = []
+    for value in values:
+        running.append((value[1] is not None and value[1] != "", session.running))
+    ended = [is_running for has_end, is_running in running if has_end]
+    assert ended and not any(ended)  # every value carrying the end line is sent with the session not running
+    assert all(is_running for has_end, is_running in running[:-1] if not has_end)  # before it, running

@@ -85,6 +85,8 @@ def live_values(session, trace: Trace, batches: Iterator[list], *, min_interval_
             if wait > 0 and not trace.finished:
                 time.sleep(wait)
             ring.add(encoder.frame_lines() + (encoder.end_line() if trace.finished else ""))
+            if trace.finished:  # over once its end is recorded: a browser shown the end asks about it at once (the
+                session.running = False  # step on screen into Fork at), and must not be told a run is still going
             yield ring.value()
             last = time.monotonic()
         yield ring.closed()
