@@ -119,8 +119,10 @@ class _Generation:
     """One stock `generate` call on one prompt, as a state machine the loop advances one decoder pass at a time.
     Each method runs the calls `generate_diffusion_gemma.py` makes, in its order, with batch size 1."""
 
-    def __init__(self, model, job: Job, generate_kwargs: dict, recorder: _StepRecorder):
-        self.model, self.recorder = model, recorder
+    def __init__(self, model, job: Job, generate_kwargs: dict, recorder: _StepRecorder, together: bool = False):
+        """`together`: the loop starts this generation's blocks (`_start_blocks`, with others' in one encoder call);
+        `starting` says when one is due.  Else each block starts here, alone."""
+        self.model, self.recorder, self.together = model, recorder, together
         device = model.device
         self.rng = _Rng(job.seed, device)
         if job.steps is not None:
@@ -144,19 +146,18 @@ class _Generation:
         self.logits_processor = recorder._prepare_logits_processor(config, None)
         self.stopping_criteria = model._prepare_ar_stopping_criteria(config, None)
         self.diffusion_stopping = model._prepare_diffusion_stopping_criteria(config)
-        self.is_prefill, self.done = True, False
-        self._start_block()
+        self.is_prefill, self.done, self.starting = True, False, True
+        if not together:
+            self._start_block()
 
     def _start_block(self) -> None:
         """Encode what is new (the prompt, then each committed block) into this row's cache; a fresh canvas."""
-        model = self.model
-        ids, mask = model._prepare_encoder_inputs(
-            input_ids=self.input_ids, attention_mask=self.attention_mask, encoder_position_ids=self.encoder_position_ids,
-            past_key_values=self.cache, is_prefill=self.is_prefill, canvas_length=self.canvas_length, batch_size=1,
-            **self.model_kwargs)
-        self.cache = model.model.encoder(input_ids=ids, attention_mask=mask, past_key_values=self.cache,
-                                         position_ids=self.encoder_position_ids, **self.model_kwargs).past_key_values
-        self.is_prefill = False
+        _encode([self])
+        self._new_canvas()
+
+    def _new_canvas(self) -> None:
+        """The block's canvas of random tokens and its step counter, as stock draws them after the encoder."""
+        self.is_prefill, self.starting = False, False
         with self.rng.drawing():  # the canvas's random tokens
             self.canvas, self.self_conditioning, self.mask_mapping, self.finished_denoising = (
                 self.recorder._prepare_denoiser_inputs(
@@ -192,7 +193,59 @@ class _Generation:
             self.decoder_position_ids = self.model._prepare_kwargs_for_next_canvas(
                 attention_mask=self.attention_mask, decoder_attention_mask=self.decoder_attention_mask,
                 decoder_position_ids=self.decoder_position_ids, canvas_length=self.canvas_length, cur_len=self.cur_len)
-        self._start_block()
+        if self.together:
+            self.starting = True
+        else:
+            self._start_block()
+
+
+class _CachesOfRows:
+    """The caches of rows encoded in one call (`_encode`): each layer's `update` split by row, every row's own cache
+    updated with its slice as its call alone would; what else the encoder reads (lengths, mask sizes) from the first
+    row's, equal for all since the rows were grouped by what they hold."""
+
+    def __init__(self, caches: list):
+        self.caches = caches
+
+    def update(self, key_states, value_states, layer_idx, *args, **kwargs):
+        outs = [cache.update(key_states[r:r + 1], value_states[r:r + 1], layer_idx, *args, **kwargs)
+                for r, cache in enumerate(self.caches)]
+        return torch.cat([keys for keys, _ in outs]), torch.cat([values for _, values in outs])
+
+    def __getattr__(self, name):
+        return getattr(self.caches[0], name)
+
+
+def _encode(rows: list[_Generation]) -> None:
+    """What is new of each row (its prompt, or its last committed block) through the encoder in one call, into each
+    row's own cache.  The rows hold equally many tokens and are all at their prompt or all past it (`_start_blocks`
+    groups them so): their inputs, positions and masks then stack, and their caches agree on every length."""
+    first = rows[0]
+    model, kwargs = first.model, first.model_kwargs
+    input_ids = torch.cat([g.input_ids for g in rows])
+    positions = torch.cat([g.encoder_position_ids for g in rows])
+    cache = first.cache if len(rows) == 1 else _CachesOfRows([g.cache for g in rows])
+    ids, mask = model._prepare_encoder_inputs(
+        input_ids=input_ids, attention_mask=torch.cat([g.attention_mask for g in rows]), encoder_position_ids=positions,
+        past_key_values=cache, is_prefill=first.is_prefill, canvas_length=first.canvas_length, batch_size=len(rows),
+        **kwargs)
+    model.model.encoder(input_ids=ids, attention_mask=mask, past_key_values=cache, position_ids=positions, **kwargs)
+
+
+def _start_blocks(generations: list[_Generation], together: bool) -> None:
+    """Start the due block of each generation (`starting`): with `together`, rows holding as many tokens (at their
+    prompt, or past it) share one encoder call, as a stock batch's rows do (each row's keys differ from its call
+    alone in rounding, like the rest of `exact=False`'s pass); else each row alone, its run alone bit for bit.
+    The encoder's weights are read once a call: alone, 16 rows of a 64-token prompt cost 16 calls of about what one
+    call of all 16 costs (~0.1 s each on an H200 at the real shape, benchmarks/bench_refill_profile.py)."""
+    due = [g for g in generations if g.starting]
+    groups: dict[tuple, list[_Generation]] = {}
+    for g in due:
+        groups.setdefault((g.is_prefill, g.input_ids.shape[1]) if together else id(g), []).append(g)
+    for rows in groups.values():
+        _encode(rows)
+    for g in due:
+        g._new_canvas()
 
 
 def _row_attention(module, query, key, value, attention_mask, **kwargs):
@@ -372,7 +425,8 @@ def refill_generate(model, jobs: Sequence[Job], *, rows: int, generate_kwargs: d
                 recorder = _StepRecorder(model, lambda step, i=index: on_step(i, step),
                                          lambda block, i=index: on_block(i, block), should_stop,
                                          topk=topk, agree=None, shift=shift, pins=())
-                active.append((index, _Generation(model, job, generate_kwargs, recorder)))
+                active.append((index, _Generation(model, job, generate_kwargs, recorder, together=True)))
+            _start_blocks([g for _, g in active], together=not exact)  # the new rows', and the next blocks'
             logits = _decoder_pass(model, [g for _, g in active], exact, call_rows)
             row_passes += len(active)
             for (_, generation), row_logits in zip(active, logits.split(1)):

@@ -183,3 +183,59 @@ def test_the_batched_pass_pads_and_masks_each_rows_own_keys(builtin_backend):
         batched = refill_module._decoder_pass(model, rows, exact=False)
     assert exact.shape == batched.shape
     torch.testing.assert_close(batched, exact, rtol=1e-3, atol=1e-3)
+
+
+def encoder_batches(backend, monkeypatch) -> list[int]:
+    """The rows of each encoder call from now on."""
+    sizes = []
+    encoder = backend.model.model.encoder
+    forward = encoder.forward
+    monkeypatch.setattr(encoder, "forward", lambda *a, **kw: sizes.append(len(kw["input_ids"])) or forward(*a, **kw))
+    return sizes
+
+
+def test_the_batched_loop_encodes_rows_holding_as_many_tokens_in_one_call_each_cache_as_its_own(builtin_backend,
+                                                                                              monkeypatch):
+    # exact=False: the encoder's weights read once for the rows admitted together (grouped by prompt length), each
+    # row's cache filled with its own keys and values (a row given another's, or the batch's, would be far off)
+    from backends.capture import _StepRecorder
+
+    settings = GenerationSettings(max_new_tokens=256, max_denoising_steps=4)
+    prompts = [MORE[3], MORE[4], MORE[3], MORE[4], MORE[3]]
+    jobs, kwargs = jobs_and_kwargs(builtin_backend, prompts, [0, 1, 2, 3, 4], settings)
+    assert len({len(job.ids) for job in jobs}) == 2
+    model = builtin_backend.model
+
+    def generation(job, together):
+        return refill_module._Generation(model, job, kwargs, _StepRecorder(
+            model, lambda s: None, lambda b: None, None, topk=0, agree=None, shift=False, pins=()), together=together)
+
+    with torch.no_grad():
+        alone = [generation(job, together=False) for job in jobs]
+        sizes = encoder_batches(builtin_backend, monkeypatch)
+        together = [generation(job, together=True) for job in jobs]
+        assert sizes == [] and all(g.starting for g in together)
+        refill_module._start_blocks(together, together=True)
+    assert sorted(sizes) == [2, 3] and not any(g.starting for g in together)
+    for mine, own in zip(together, alone):
+        for layer, own_layer in zip(mine.cache.layers, own.cache.layers):
+            assert layer.keys.shape == own_layer.keys.shape
+            torch.testing.assert_close(layer.keys, own_layer.keys, rtol=1e-4, atol=1e-4)
+            torch.testing.assert_close(layer.values, own_layer.values, rtol=1e-4, atol=1e-4)
+        assert torch.equal(mine.canvas, own.canvas)  # each row's canvas drawn from its own seed
+
+
+def test_the_batched_loop_starts_later_blocks_together_and_each_run_is_reproduced(random_backend, monkeypatch):
+    # two blocks a generation (the random model runs every step): rows ending a block in one pass share the next
+    # block's encoder call; the exact loop encodes each row alone, as its run alone
+    settings = GenerationSettings(max_new_tokens=512, max_denoising_steps=3)
+    jobs, kwargs = jobs_and_kwargs(random_backend, PROMPTS[:1] * 4, [5, 6, 7, 8], settings)
+    sizes = encoder_batches(random_backend, monkeypatch)
+    batched, ran = looped(random_backend, jobs, kwargs, rows=4, exact=False)
+    starts = sum(len(job) for job in batched.values())  # every block started: one encoder row each
+    assert sum(sizes) == starts and len(sizes) < starts and max(sizes) == 4
+    assert ran == sum(steps for job in batched.values() for steps, _ in job)
+    assert looped(random_backend, jobs, kwargs, rows=4, exact=False)[0] == batched  # reproduced from the plan
+    sizes.clear()
+    looped(random_backend, jobs, kwargs, rows=4, exact=True)
+    assert sizes == [1] * starts
