@@ -27,7 +27,8 @@ with stock `generate`, step for step.  On a GPU the batched parts' kernels are c
 exact loop there calls the decoder on at most CUDA_EXACT_CALL_ROWS rows at a time (4, bit-identical to alone on an
 H200 at the real shape; 8 were not); the row-by-row parts only cost launches there.
 `exact=False` batches those three parts too (one padded, masked attention call, the experts grouped over every row,
-one self-conditioning product): a trace then depends on its pass-mates, like a stock batch's rows, for a pass that
+one self-conditioning product), and the rows starting a block in the same pass with as many tokens share one encoder
+call (`_start_blocks`; the exact loop encodes each row alone, as its run alone does): a trace then depends on its pass-mates, like a stock batch's rows, for a pass that
 costs about a stock pass.  Eager only: no static cache, no compile; no pins, layers, forks or KL to the final step (the backend refuses them).
 """
 
