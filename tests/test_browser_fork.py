@@ -115,6 +115,9 @@ def test_start_a_new_run_from_the_canvas_on_screen(no_eos_model_dir):
         page.get_by_role("button", name="Start a new run from this canvas or text").click()
         wait_for_run_end(page, runs + 2)
         wait_for_text(page, "#dv-fork-note", "root: warm start from text 0=Ocean;")
+        # nothing else reached the view: the list, opened and closed above, replayed no run when the button took
+        # the focus (its `input` event did, before the picker listened to `select` only)
+        assert page.evaluate("() => window.dvLiveView.stats().runs") == runs + 2
         wait_for_text(page, "#dv-run-card", "given the text 0=Ocean, not held")
         assert "started from the canvas" not in page.locator("#dv-run-card").text_content()
         if os.environ.get("SCREENSHOTS"):

@@ -431,7 +431,7 @@ def wire_run_resets(ui: dict) -> None:
         clears(None, None, [ui[name] for name in MESSAGES], js=f"() => {json.dumps([''] * len(MESSAGES))}", api_visibility="private")
     for starts, replay in ((ui["generate_btn"].click, "false"), (ui["trace_upload"].change, "true"),
                            (ui["fork_btn"].click, "false"), (ui["warm_btn"].click, "false"),
-                           (ui["run_picker"].input, "true")):
+                           (ui["run_picker"].select, "true")):
         starts(None, None, [ui[why.panel] for why in panels], js=hints(replay))
         starts(lambda: {panel: gr.HTML(visible=HIDDEN) for panel in hidden}, None, hidden, api_visibility="private",
                concurrency_limit=None, show_progress="hidden")  # {component: update}: one output takes a list as its value

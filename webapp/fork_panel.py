@@ -487,7 +487,9 @@ def wire_fork(ui: dict, handlers, generate_validator=None) -> None:
         ).then(**named(after_branch, AFTER_BRANCH_OUTPUTS), inputs=[palette, layout_kind, session], api_name="warm_message",
                concurrency_limit=None, show_progress="hidden")
     ui["live"].run_started(run_choices, session, ui["run_picker"], **quiet)  # a new run (root) or branch joins the list
-    ui["run_picker"].input(**named(show_run, SHOW_RUN_OUTPUTS), inputs=[ui["run_picker"], palette, layout_kind, session],
+    # `select`: a run picked from the list; `input` also fired when the open list lost its focus to a button (the
+    # run on screen replayed under a new token, racing the run that button started)
+    ui["run_picker"].select(**named(show_run, SHOW_RUN_OUTPUTS), inputs=[ui["run_picker"], palette, layout_kind, session],
                            api_name="show_run", concurrency_limit=None, show_progress="hidden")
 
 
