@@ -47,12 +47,25 @@ TEXT_LINES = f"""() => {{ const view = {VIEW}, pre = document.querySelector('#dv
            rule: pre.querySelector('.dv-rule').textContent.length }}; }}"""
 
 
+def settled(page) -> None:
+    """Wait until the canvas on screen holds as many lines as the layout has rows: the view takes its new layout
+    before the next frame draws it (in CI the lines were read in between: one line short), and a browser that
+    wrapped the lines again never gets there (the assertions after say what it drew)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(f"() => {{ const s = ({TEXT_LINES})(); return s.drawn === s.rows; }}", timeout=10_000)
+    except PlaywrightTimeout:
+        pass
+
+
 def test_on_a_phone_the_text_layout_is_laid_out_at_its_width(no_eos_model_dir):
     with app_in_chromium(no_eos_model_dir) as page:
         page.set_viewport_size({"width": 390, "height": 844})
         wait_for_run_end(page, press_generate(page) + 1)
         page.get_by_label("Text (after the run)").check()
         page.wait_for_function(f"() => {VIEW}.layoutKind === 'text'")
+        settled(page)
         lines = page.evaluate(TEXT_LINES)
         assert lines["columns"] == NARROW_TEXT_COLUMNS and lines["rule"] == NARROW_TEXT_COLUMNS  # the server's narrow layout
         assert lines["drawn"] == lines["rows"], f"the browser wrapped the text layout's lines again: {lines}"
@@ -60,5 +73,6 @@ def test_on_a_phone_the_text_layout_is_laid_out_at_its_width(no_eos_model_dir):
         assert page.evaluate(NO_SIDEWAYS_SCROLL), "the text layout scrolls sideways on a phone"
         page.set_viewport_size({"width": 1400, "height": 1000})  # a wide window: the run's 96 columns again
         page.wait_for_function(f"() => {VIEW}.layout.columns === 96")
+        settled(page)
         lines = page.evaluate(TEXT_LINES)
         assert lines["drawn"] == lines["rows"] and page.evaluate(NO_SIDEWAYS_SCROLL)
