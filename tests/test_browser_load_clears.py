@@ -35,6 +35,8 @@ def test_loading_a_run_clears_the_last_runs_preview_downloads_panes_and_pin_note
         page.fill("#dv-prompt textarea", "the run before")
         generate_and_wait(page)
         page.locator('.dv-canvas span[data-i="40"]').click()  # a pin: its note says where
+        # the clicked position reaches the pin row from the server: wait for it (under load the pin went to 0)
+        page.wait_for_function("() => document.querySelector('#dv-pin-row input[type=number]').value === '40'")
         page.get_by_label("Text to pin there").fill("ocean")
         page.get_by_role("button", name="Pin text here").click()
         wait_for_text(page, "#dv-pin-note", "Pinned 'ocean' at position 40")
