@@ -124,6 +124,14 @@ def step_floor_ms(model, bandwidth_tbs: float) -> float:
     return nbytes / (bandwidth_tbs * 1e12) * 1e3
 
 
+def add_shape_arguments(parser) -> None:
+    """--device and the model's shape (the real one by default; smaller only for a dry run on the CPU)."""
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--layers", type=int, default=REAL_SHAPE["num_hidden_layers"])
+    parser.add_argument("--experts", type=int, default=REAL_SHAPE["num_experts"])
+    parser.add_argument("--vocab", type=int, default=REAL_SHAPE["vocab_size"], help="smaller only for a dry run")
+
+
 def sync(device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize()

@@ -38,7 +38,7 @@ import torch
 
 from backends.capture import capture_steps
 from backends.refill import CUDA_EXACT_CALL_ROWS, Job, _decoder_pass, _Generation, _register_by_row, refill_generate
-from benchmarks.bench_capture_fullshape import REAL_SHAPE, build, full_shape_config, sync
+from benchmarks.bench_capture_fullshape import add_shape_arguments, build, full_shape_config, sync
 
 
 def emit(out, row: dict) -> None:
@@ -117,10 +117,7 @@ def state_bytes(generation: _Generation) -> dict[str, int]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--device", default="cuda")
-    p.add_argument("--layers", type=int, default=REAL_SHAPE["num_hidden_layers"])
-    p.add_argument("--experts", type=int, default=REAL_SHAPE["num_experts"])
-    p.add_argument("--vocab", type=int, default=REAL_SHAPE["vocab_size"])
+    add_shape_arguments(p)
     p.add_argument("--rows", default="8,16", help="row counts, comma-separated")
     p.add_argument("--generations", type=int, default=48, help="generations a row count")
     p.add_argument("--steps", default="3-17", help="uniform range of each generation's forced step count")

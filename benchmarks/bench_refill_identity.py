@@ -32,7 +32,7 @@ import torch
 from backends.capture import _StepRecorder, capture_steps
 from backends.refill import (CUDA_EXACT_CALL_ROWS, Job, _call_rows, _decoder_pass, _Generation, _register_by_row,
                              refill_generate)
-from benchmarks.bench_capture_fullshape import REAL_SHAPE, build, full_shape_config
+from benchmarks.bench_capture_fullshape import add_shape_arguments, build, full_shape_config
 
 
 def emit(out, row: dict) -> None:
@@ -109,10 +109,7 @@ def compare(a: torch.Tensor, b: torch.Tensor) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--device", default="cuda")
-    p.add_argument("--layers", type=int, default=REAL_SHAPE["num_hidden_layers"])
-    p.add_argument("--experts", type=int, default=REAL_SHAPE["num_experts"])
-    p.add_argument("--vocab", type=int, default=REAL_SHAPE["vocab_size"])
+    add_shape_arguments(p)
     p.add_argument("--generations", type=int, default=4)
     p.add_argument("--steps", default="8", help="each generation's max_denoising_steps, or a range (3-17) drawn "
                    "from, so rows end at different steps and are refilled inside a block")

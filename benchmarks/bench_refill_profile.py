@@ -24,7 +24,7 @@ import torch
 
 from backends.capture import capture_steps
 from backends.refill import Job, refill_generate
-from benchmarks.bench_capture_fullshape import REAL_SHAPE, build, full_shape_config, sync
+from benchmarks.bench_capture_fullshape import add_shape_arguments, build, full_shape_config, sync
 
 SECTIONS: dict[str, float] = collections.defaultdict(float)
 COUNTS: dict[str, int] = collections.defaultdict(int)
@@ -99,10 +99,7 @@ def in_sections(model, device: str, name: str, fn) -> None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--device", default="cuda")
-    p.add_argument("--layers", type=int, default=REAL_SHAPE["num_hidden_layers"])
-    p.add_argument("--experts", type=int, default=REAL_SHAPE["num_experts"])
-    p.add_argument("--vocab", type=int, default=REAL_SHAPE["vocab_size"])
+    add_shape_arguments(p)
     p.add_argument("--rows", type=int, default=16)
     p.add_argument("--steps", type=int, default=8)
     p.add_argument("--prompt-length", type=int, default=64)
